@@ -1,0 +1,44 @@
+# kcompact — the two commands a newcomer needs:
+#   make run    start a local upstream without compaction and kcompact in front of it
+#   make test   install everything (npm, Kafka jars, Go and Python peers) and run every test
+
+SHELL := /bin/bash
+NODE_TEST := node --test --test-concurrency=1 --test-timeout=600000
+
+.PHONY: all deps build peers test test-unit test-integration run bench gen clean
+
+all: build
+
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $@
+
+deps: node_modules/.package-lock.json
+
+build: deps
+	npx tsc -p tsconfig.json
+	@chmod +x dist/src/cli/main.js
+
+peers:
+	bash test/peers/install.sh
+
+test: build peers
+	$(NODE_TEST) $$(find dist/test -name '*.test.js' | sort)
+
+test-unit: build
+	$(NODE_TEST) $$(find dist/test/unit -name '*.test.js' | sort)
+
+test-integration: build peers
+	$(NODE_TEST) $$(find dist/test/integration -name '*.test.js' | sort)
+
+run: build peers
+	bash scripts/run-local.sh
+
+bench: build peers
+	node dist/bench/proxy-throughput.js
+
+gen:
+	node scripts/gen-protocol.mjs ../shared/kafka-protocol/messages src/protocol/generated/messages.ts
+
+clean:
+	rm -rf dist

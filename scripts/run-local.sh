@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# `make run`: a local upstream without compaction (franz-go's kfake, 3 brokers) and kcompact in
+# front of it, in the foreground. Ctrl-C stops both.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cache="${KCOMPACT_CACHE:-$HOME/.cache/kcompact}"
+listen="${KCOMPACT_LISTEN:-127.0.0.1:9092}"
+upstream_base="${KCOMPACT_LOCAL_UPSTREAM_PORT:-19092}"
+data_dir="${KCOMPACT_DATA_DIR:-./kcompact-data}"
+
+fifo="$(mktemp -u)"
+mkfifo "$fifo"
+"$cache/bin/kfake" --brokers 3 --base-port "$upstream_base" --partitions 3 >"$fifo" &
+upstream_pid=$!
+trap 'kill "$upstream_pid" 2>/dev/null || true; rm -f "$fifo"' EXIT
+read -r announce <"$fifo"
+bootstrap="$(node -e 'console.log(JSON.parse(process.argv[1]).bootstrap)' "$announce")"
+
+cat <<MSG
+kcompact: local upstream (kfake, 3 brokers, no compaction) at $bootstrap
+kcompact: proxy bootstrap at $listen  (data in $data_dir)
+kcompact: try   kcat -b $listen -L
+MSG
+node dist/src/cli/main.js proxy --upstream "$bootstrap" --listen "$listen" --data-dir "$data_dir" &
+proxy_pid=$!
+trap 'kill "$proxy_pid" "$upstream_pid" 2>/dev/null || true; rm -f "$fifo"' EXIT
+wait "$proxy_pid"

@@ -1,0 +1,17 @@
+import type { HostPort } from '../proxy/broker-map.js';
+
+/** Parses HOST:PORT, with IPv6 hosts in brackets ([::1]:9092). */
+export function parseHostPort(raw: string): HostPort {
+  const s = raw.trim();
+  const m = /^\[([^\]]+)\]:(\d+)$/.exec(s) ?? /^([^:\s]+):(\d+)$/.exec(s);
+  if (!m) throw new Error(`expected HOST:PORT (IPv6 as [HOST]:PORT)`);
+  const port = Number(m[2]);
+  if (port > 65535) throw new Error(`port ${port} is above 65535`);
+  return { host: m[1]!, port };
+}
+
+export function parseHostPortList(raw: string): HostPort[] {
+  const parts = raw.split(',').map((p) => p.trim()).filter((p) => p !== '');
+  if (parts.length === 0) throw new Error('expected at least one HOST:PORT');
+  return parts.map(parseHostPort);
+}

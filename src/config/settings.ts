@@ -1,0 +1,153 @@
+/**
+ * Every setting of `kcompact proxy`, in one table: its flag, its KCOMPACT_* environment twin and
+ * its config-file key are derived from the name, so the three can never drift apart.
+ * Precedence: command line, then environment, then config file, then default.
+ */
+import { parseHostPort, parseHostPortList } from './host-port.js';
+import { isLogLevel, type LogLevel } from '../ops/log.js';
+import type { HostPort } from '../proxy/broker-map.js';
+
+export interface ProxyConfig {
+  upstream: HostPort[];
+  listen: HostPort;
+  dataDir: string;
+  advertisedHost: string;
+  brokerPortBase: number;
+  maxFrameBytes: number;
+  requestTimeoutMs: number;
+  logLevel: LogLevel;
+}
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+interface Setting {
+  /** camelCase: the config-file key; the flag is its kebab-case, the env var its SNAKE_CASE. */
+  key: keyof ProxyConfig;
+  arg: string;
+  description: string;
+  defaultText?: string;
+  parse(raw: unknown): unknown;
+}
+
+const integer = (min: number, max: number) => (raw: unknown) => {
+  const n = typeof raw === 'number' ? raw : Number(String(raw).trim());
+  if (!Number.isInteger(n) || n < min || n > max) throw new Error(`expected an integer from ${min} to ${max}`);
+  return n;
+};
+
+const text = (raw: unknown) => {
+  if (typeof raw !== 'string' || raw.trim() === '') throw new Error('expected a non-empty string');
+  return raw.trim();
+};
+
+export const SETTINGS: readonly Setting[] = [
+  {
+    key: 'upstream',
+    arg: 'HOST:PORT[,HOST:PORT...]',
+    description: 'bootstrap address(es) of the upstream Kafka-protocol store (required)',
+    parse: (raw) => parseHostPortList(Array.isArray(raw) ? raw.join(',') : String(raw)),
+  },
+  {
+    key: 'listen',
+    arg: 'HOST:PORT',
+    description: 'address of the bootstrap listener clients connect to',
+    defaultText: '127.0.0.1:9092',
+    parse: (raw) => parseHostPort(String(raw)),
+  },
+  {
+    key: 'dataDir',
+    arg: 'DIR',
+    description: 'directory for the local state (SQLite key index, config cache)',
+    defaultText: './kcompact-data',
+    parse: text,
+  },
+  {
+    key: 'advertisedHost',
+    arg: 'HOST',
+    description: 'host name clients are told to use for the broker listeners',
+    defaultText: 'the listen host (127.0.0.1 when listening on all interfaces)',
+    parse: text,
+  },
+  {
+    key: 'brokerPortBase',
+    arg: 'PORT',
+    description: 'upstream broker N is served on local port PORT+N',
+    defaultText: 'listen port + 1',
+    parse: integer(1, 65535),
+  },
+  {
+    key: 'maxFrameBytes',
+    arg: 'BYTES',
+    description: 'largest request or response frame accepted; a larger one closes the connection',
+    defaultText: '104857600 (100 MiB)',
+    parse: integer(1024, 2 ** 31 - 1),
+  },
+  {
+    key: 'requestTimeoutMs',
+    arg: 'MS',
+    description: "timeout of the proxy's own requests to the upstream",
+    defaultText: '30000',
+    parse: integer(100, 3_600_000),
+  },
+  {
+    key: 'logLevel',
+    arg: 'LEVEL',
+    description: 'debug, info, warn or error',
+    defaultText: 'info',
+    parse: (raw) => {
+      const v = String(raw);
+      if (!isLogLevel(v)) throw new Error('expected one of debug, info, warn, error');
+      return v;
+    },
+  },
+];
+
+export const flagOf = (key: string): string => key.replace(/[A-Z]/g, (c) => '-' + c.toLowerCase());
+export const envOf = (key: string): string => 'KCOMPACT_' + flagOf(key).replace(/-/g, '_').toUpperCase();
+
+function describeKey(key: string): string {
+  return `--${flagOf(key)} / ${envOf(key)} / config key "${key}"`;
+}
+
+/**
+ * Builds the validated config. `cli` holds values given on the command line, `env` the
+ * process environment, `file` the parsed config file. Fails on the first bad value, naming it.
+ */
+export function resolveConfig(cli: Record<string, unknown>, env: NodeJS.ProcessEnv, file: Record<string, unknown>): ProxyConfig {
+  const known = new Set<string>(SETTINGS.map((s) => s.key));
+  for (const key of Object.keys(file)) {
+    if (!known.has(key)) throw new ConfigError(`unknown config file key "${key}"; allowed keys: ${[...known].join(', ')}`);
+  }
+  const values: Record<string, unknown> = {};
+  for (const setting of SETTINGS) {
+    const raw = cli[setting.key] ?? env[envOf(setting.key)] ?? file[setting.key];
+    if (raw === undefined || raw === '') continue;
+    try {
+      values[setting.key] = setting.parse(raw);
+    } catch (err) {
+      throw new ConfigError(`invalid ${describeKey(setting.key)}: ${(err as Error).message}, got ${JSON.stringify(raw)}`);
+    }
+  }
+  if (!values.upstream) throw new ConfigError(`missing ${describeKey('upstream')}: the address of the upstream store is required`);
+  const listen = (values.listen as HostPort | undefined) ?? { host: '127.0.0.1', port: 9092 };
+  const anyInterface = listen.host === '0.0.0.0' || listen.host === '::';
+  const brokerPortBase = (values.brokerPortBase as number | undefined) ?? listen.port + 1;
+  if (brokerPortBase <= listen.port && brokerPortBase + 1000 > listen.port) {
+    throw new ConfigError(`invalid ${describeKey('brokerPortBase')}: ${brokerPortBase} would put broker ports on the listen port ${listen.port}; use a base above it`);
+  }
+  return {
+    upstream: values.upstream as HostPort[],
+    listen,
+    dataDir: (values.dataDir as string | undefined) ?? './kcompact-data',
+    advertisedHost: (values.advertisedHost as string | undefined) ?? (anyInterface ? '127.0.0.1' : listen.host),
+    brokerPortBase,
+    maxFrameBytes: (values.maxFrameBytes as number | undefined) ?? 100 * 1024 * 1024,
+    requestTimeoutMs: (values.requestTimeoutMs as number | undefined) ?? 30_000,
+    logLevel: (values.logLevel as LogLevel | undefined) ?? 'info',
+  };
+}

@@ -1,0 +1,31 @@
+/** Malformed or unsupported wire data; the message names the API, version and field path. */
+export class ProtocolError extends Error {
+  override readonly name = "ProtocolError";
+}
+
+/** The Kafka error codes the proxy produces or reacts to (values from Kafka's Errors enum). */
+export const ErrorCode = {
+  UNKNOWN_SERVER_ERROR: -1,
+  NONE: 0,
+  OFFSET_OUT_OF_RANGE: 1,
+  CORRUPT_MESSAGE: 2,
+  UNKNOWN_TOPIC_OR_PARTITION: 3,
+  NOT_LEADER_OR_FOLLOWER: 6,
+  REQUEST_TIMED_OUT: 7,
+  NETWORK_EXCEPTION: 13,
+  COORDINATOR_NOT_AVAILABLE: 15,
+  INVALID_TOPIC_EXCEPTION: 17,
+  TOPIC_AUTHORIZATION_FAILED: 29,
+  UNSUPPORTED_VERSION: 35,
+  TOPIC_ALREADY_EXISTS: 36,
+  INVALID_PARTITIONS: 37,
+  INVALID_REPLICATION_FACTOR: 38,
+  INVALID_CONFIG: 40,
+  NOT_CONTROLLER: 41,
+  INVALID_REQUEST: 42,
+  POLICY_VIOLATION: 44,
+  INVALID_RECORD: 87,
+  UNKNOWN_TOPIC_ID: 100,
+} as const;
+
+export type ErrorCodeName = keyof typeof ErrorCode;

@@ -1,0 +1,268 @@
+/**
+ * One client connection and its upstream twin. Requests are forwarded in arrival order and
+ * responses return in the same order (Kafka answers a connection's requests in order), so
+ * correlation ids are never rewritten. A response may be transformed asynchronously; an ordered
+ * queue of slots keeps the client's view in request order regardless.
+ */
+import net from 'node:net';
+import type { Logger } from '../ops/log.js';
+import { ApiKey, apiSchema, decodeResponse, encodeResponseFrame } from '../protocol/messages.js';
+import { decodeResponseHeader, responseHeaderVersion } from '../protocol/headers.js';
+import { ErrorCode } from '../protocol/errors.js';
+import type { HostPort } from './broker-map.js';
+import { FrameReader } from './frame-reader.js';
+import { addressRewriters, type RewriteContext } from './address-rewrite.js';
+import { clampApiVersions, type ApiVersionsBody } from './api-versions.js';
+import { produceAcks } from './produce-acks.js';
+
+export interface ConnectionDeps {
+  log: Logger;
+  maxFrameBytes: number;
+  rewrite: RewriteContext;
+  /** Upstream addresses to try in order (the bootstrap list, or the one broker behind a port). */
+  upstream: () => Promise<HostPort[]>;
+  onClose?: (conn: ProxyConnection) => void;
+}
+
+interface Slot {
+  frame: Buffer | null;
+}
+
+interface Awaiting {
+  correlationId: number;
+  apiKey: number;
+  apiVersion: number;
+  slot: Slot;
+}
+
+/** Requests buffered while the upstream connection is being set up, before the client is paused. */
+const CONNECT_BUFFER_BYTES = 1 << 20;
+
+export class ProxyConnection {
+  private upstreamSocket: net.Socket | null = null;
+  private readonly beforeConnect: Buffer[] = [];
+  private beforeConnectBytes = 0;
+  private readonly out: Slot[] = [];
+  private readonly awaiting: Awaiting[] = [];
+  private readonly requests: FrameReader;
+  private readonly responses: FrameReader;
+  private clientPaused = false;
+  private upstreamPaused = false;
+  private closed = false;
+  private readonly log: Logger;
+
+  constructor(private readonly client: net.Socket, private readonly deps: ConnectionDeps) {
+    this.log = deps.log.child({ client: `${client.remoteAddress}:${client.remotePort}`, local: client.localPort });
+    this.requests = new FrameReader(deps.maxFrameBytes);
+    this.responses = new FrameReader(deps.maxFrameBytes);
+    client.setNoDelay(true);
+    client.on('data', (chunk: Buffer) => this.onClientData(chunk));
+    client.on('drain', () => this.resumeUpstream());
+    client.on('end', () => this.close('client closed the connection'));
+    client.on('error', (err) => this.close('client socket error', err));
+    client.on('close', () => this.close('client closed the connection'));
+    void this.connectUpstream();
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  close(reason: string, err?: unknown): void {
+    if (this.closed) return;
+    this.closed = true;
+    const fields = err ? { reason, err } : { reason };
+    if (err) this.log.warn('connection closed', fields);
+    else this.log.debug('connection closed', fields);
+    this.client.destroy();
+    this.upstreamSocket?.destroy();
+    this.out.length = 0;
+    this.awaiting.length = 0;
+    this.deps.onClose?.(this);
+  }
+
+  private async connectUpstream(): Promise<void> {
+    let targets: HostPort[];
+    try {
+      targets = await this.deps.upstream();
+    } catch (err) {
+      this.close('no upstream address for this listener', err);
+      return;
+    }
+    let lastErr: unknown = new Error('no upstream address configured');
+    for (const target of targets) {
+      if (this.closed) return;
+      try {
+        const socket = await connect(target);
+        if (this.closed) {
+          socket.destroy();
+          return;
+        }
+        this.attach(socket, target);
+        return;
+      } catch (err) {
+        lastErr = err;
+        this.log.warn('upstream connect failed', { upstream: `${target.host}:${target.port}`, err });
+      }
+    }
+    this.close('could not reach any upstream broker', lastErr);
+  }
+
+  private attach(socket: net.Socket, target: HostPort): void {
+    this.upstreamSocket = socket;
+    socket.setNoDelay(true);
+    socket.on('data', (chunk: Buffer) => this.onUpstreamData(chunk));
+    socket.on('drain', () => this.resumeClient());
+    const where = `${target.host}:${target.port}`;
+    socket.on('end', () => this.close(`upstream ${where} closed the connection`));
+    socket.on('close', () => this.close(`upstream ${where} closed the connection`));
+    socket.on('error', (err) => this.close(`upstream ${where} socket error`, err));
+    for (const frame of this.beforeConnect) socket.write(frame);
+    this.beforeConnect.length = 0;
+    this.beforeConnectBytes = 0;
+    this.resumeClient();
+  }
+
+  private onClientData(chunk: Buffer): void {
+    try {
+      this.requests.push(chunk, (frame) => this.onRequest(frame));
+    } catch (err) {
+      this.close('bad request frame from client', err);
+    }
+  }
+
+  private onUpstreamData(chunk: Buffer): void {
+    try {
+      this.responses.push(chunk, (frame) => this.onResponse(frame));
+    } catch (err) {
+      this.close('bad response frame from upstream', err);
+    }
+  }
+
+  private onRequest(frame: Buffer): void {
+    if (this.closed) return;
+    if (frame.length < 12) throw new Error(`request frame of ${frame.length - 4} bytes is shorter than a request header`);
+    const apiKey = frame.readInt16BE(4);
+    const apiVersion = frame.readInt16BE(6);
+    const correlationId = frame.readInt32BE(8);
+    if (apiKey === ApiKey.ApiVersions) {
+      const max = apiSchema(ApiKey.ApiVersions)!.maxVersion;
+      if (apiVersion > max) {
+        // Kafka's answer to a too-new ApiVersions: a v0 body naming the versions it does speak,
+        // so the client retries with one of them.
+        this.respondLocally(encodeResponseFrame(ApiKey.ApiVersions, 0, correlationId, {
+          errorCode: ErrorCode.UNSUPPORTED_VERSION,
+          apiKeys: [{ apiKey: ApiKey.ApiVersions, minVersion: 0, maxVersion: max }],
+        }));
+        return;
+      }
+    }
+    if (apiKey === ApiKey.Produce && produceAcks(frame) === 0) {
+      this.forward(frame);
+      return;
+    }
+    const slot: Slot = { frame: null };
+    this.out.push(slot);
+    this.awaiting.push({ correlationId, apiKey, apiVersion, slot });
+    this.forward(frame);
+  }
+
+  private respondLocally(frame: Buffer): void {
+    this.out.push({ frame });
+    this.flush();
+  }
+
+  private forward(frame: Buffer): void {
+    const socket = this.upstreamSocket;
+    if (!socket) {
+      this.beforeConnect.push(frame);
+      this.beforeConnectBytes += frame.length;
+      if (this.beforeConnectBytes > CONNECT_BUFFER_BYTES) this.pauseClient();
+      return;
+    }
+    if (!socket.write(frame)) this.pauseClient();
+  }
+
+  private onResponse(frame: Buffer): void {
+    if (this.closed) return;
+    const head = this.awaiting.shift();
+    if (frame.length < 8) throw new Error(`response frame of ${frame.length - 4} bytes is shorter than a response header`);
+    const correlationId = frame.readInt32BE(4);
+    if (!head) throw new Error(`upstream sent a response (correlation id ${correlationId}) nobody asked for`);
+    if (head.correlationId !== correlationId) {
+      throw new Error(`upstream answered correlation id ${correlationId} while ${head.correlationId} was next`);
+    }
+    head.slot.frame = this.transform(head, frame);
+    this.flush();
+  }
+
+  private transform(req: Awaiting, frame: Buffer): Buffer {
+    if (req.apiKey === ApiKey.ApiVersions) return this.rewriteApiVersions(req, frame);
+    const rewriter = addressRewriters.get(req.apiKey);
+    if (!rewriter || req.apiVersion < rewriter.minVersion) return frame;
+    const header = decodeResponseHeader(frame.subarray(4), responseHeaderVersion(req.apiKey, req.apiVersion));
+    const body = decodeResponse(req.apiKey, req.apiVersion, frame, 4 + header.bodyOffset);
+    if (!rewriter.rewrite(body, this.deps.rewrite, req.apiVersion)) return frame;
+    return encodeResponseFrame(req.apiKey, req.apiVersion, req.correlationId, body);
+  }
+
+  private rewriteApiVersions(req: Awaiting, frame: Buffer): Buffer {
+    // ApiVersions responses always use header v0; an UNSUPPORTED_VERSION answer is a v0 body.
+    const bodyOffset = 8;
+    const version = frame.length >= 10 && frame.readInt16BE(bodyOffset) === ErrorCode.UNSUPPORTED_VERSION ? 0 : req.apiVersion;
+    const body = decodeResponse<ApiVersionsBody>(ApiKey.ApiVersions, version, frame, bodyOffset);
+    if (!clampApiVersions(body)) return frame;
+    return encodeResponseFrame(ApiKey.ApiVersions, version, req.correlationId, body);
+  }
+
+  private flush(): void {
+    while (this.out.length > 0 && this.out[0]!.frame !== null) {
+      const frame = this.out.shift()!.frame!;
+      if (!this.client.write(frame)) this.pauseUpstream();
+    }
+  }
+
+  private pauseClient(): void {
+    if (this.clientPaused) return;
+    this.clientPaused = true;
+    this.client.pause();
+  }
+
+  private resumeClient(): void {
+    if (!this.clientPaused || this.closed) return;
+    this.clientPaused = false;
+    this.client.resume();
+  }
+
+  private pauseUpstream(): void {
+    if (this.upstreamPaused || !this.upstreamSocket) return;
+    this.upstreamPaused = true;
+    this.upstreamSocket.pause();
+  }
+
+  private resumeUpstream(): void {
+    if (!this.upstreamPaused || this.closed) return;
+    this.upstreamPaused = false;
+    this.upstreamSocket?.resume();
+  }
+}
+
+const CONNECT_TIMEOUT_MS = 10_000;
+
+export function connect(target: HostPort, timeoutMs = CONNECT_TIMEOUT_MS): Promise<net.Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect({ host: target.host, port: target.port });
+    const timer = setTimeout(() => fail(new Error(`connect to ${target.host}:${target.port} timed out after ${timeoutMs} ms`)), timeoutMs);
+    const fail = (err: Error) => {
+      clearTimeout(timer);
+      socket.destroy();
+      reject(err);
+    };
+    socket.once('error', fail);
+    socket.once('connect', () => {
+      clearTimeout(timer);
+      socket.off('error', fail);
+      resolve(socket);
+    });
+  });
+}

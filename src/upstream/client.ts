@@ -1,0 +1,131 @@
+/**
+ * The proxy's own connection to one upstream broker, for the requests it makes itself (broker
+ * discovery now; index tailing and config storage later). It negotiates versions with
+ * ApiVersions first and then correlates responses by id.
+ */
+import type net from 'node:net';
+import { ApiKey, apiSchema, decodeResponse, encodeRequestFrame } from '../protocol/messages.js';
+import { decodeResponseHeader, responseHeaderVersion } from '../protocol/headers.js';
+import { ProtocolError } from '../protocol/errors.js';
+import { FrameReader } from '../proxy/frame-reader.js';
+import { connect } from '../proxy/connection.js';
+import type { HostPort } from '../proxy/broker-map.js';
+
+export interface UpstreamClientOptions {
+  clientId: string;
+  maxFrameBytes: number;
+  requestTimeoutMs: number;
+  connectTimeoutMs?: number;
+}
+
+interface InFlight {
+  apiKey: number;
+  version: number;
+  resolve: (body: any) => void; // eslint-disable-line @typescript-eslint/no-explicit-any
+  reject: (err: Error) => void;
+  timer: NodeJS.Timeout;
+}
+
+export class UpstreamClient {
+  private nextCorrelationId = 1;
+  private readonly inFlight = new Map<number, InFlight>();
+  private readonly frames: FrameReader;
+  private versions = new Map<number, { minVersion: number; maxVersion: number }>();
+  private closedError: Error | null = null;
+
+  private constructor(private readonly socket: net.Socket, readonly address: HostPort, private readonly opts: UpstreamClientOptions) {
+    this.frames = new FrameReader(opts.maxFrameBytes);
+    socket.setNoDelay(true);
+    socket.on('data', (chunk: Buffer) => {
+      try {
+        this.frames.push(chunk, (frame) => this.onFrame(frame));
+      } catch (err) {
+        this.fail(err as Error);
+      }
+    });
+    socket.on('error', (err) => this.fail(err));
+    socket.on('close', () => this.fail(new Error(`upstream ${address.host}:${address.port} closed the connection`)));
+  }
+
+  static async connect(address: HostPort, opts: UpstreamClientOptions): Promise<UpstreamClient> {
+    const socket = await connect(address, opts.connectTimeoutMs);
+    const client = new UpstreamClient(socket, address, opts);
+    try {
+      await client.negotiate();
+    } catch (err) {
+      client.close();
+      throw err;
+    }
+    return client;
+  }
+
+  get closed(): boolean {
+    return this.closedError !== null;
+  }
+
+  /** The newest version of an API both the proxy and this broker speak. */
+  version(apiKey: number): number {
+    const ours = apiSchema(apiKey);
+    const theirs = this.versions.get(apiKey);
+    if (!ours || !theirs) throw new ProtocolError(`upstream ${this.address.host}:${this.address.port} does not support API ${apiKey}`);
+    const max = Math.min(ours.maxVersion, theirs.maxVersion);
+    if (max < Math.max(ours.minVersion, theirs.minVersion)) {
+      throw new ProtocolError(`upstream ${this.address.host}:${this.address.port} shares no version of API ${ours.name} with kcompact`);
+    }
+    return max;
+  }
+
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  request(apiKey: number, version: number, body: Record<string, unknown>): Promise<any> {
+    if (this.closedError) return Promise.reject(this.closedError);
+    const correlationId = this.nextCorrelationId++ & 0x7fffffff;
+    const frame = encodeRequestFrame({ apiKey, apiVersion: version, correlationId, clientId: this.opts.clientId }, body);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.inFlight.delete(correlationId);
+        reject(new Error(`upstream ${this.address.host}:${this.address.port} did not answer ${apiSchema(apiKey)?.name ?? apiKey} within ${this.opts.requestTimeoutMs} ms`));
+      }, this.opts.requestTimeoutMs);
+      this.inFlight.set(correlationId, { apiKey, version, resolve, reject, timer });
+      this.socket.write(frame);
+    });
+  }
+
+  close(): void {
+    this.fail(new Error('upstream client closed'));
+    this.socket.destroy();
+  }
+
+  private async negotiate(): Promise<void> {
+    // v3 is what every broker since 2.4 answers; an older broker replies with a v0 error body.
+    const body = await this.request(ApiKey.ApiVersions, 3, { clientSoftwareName: 'kcompact', clientSoftwareVersion: '0' });
+    if (body.errorCode !== 0) throw new ProtocolError(`upstream ${this.address.host}:${this.address.port} rejected ApiVersions with error ${body.errorCode}`);
+    this.versions = new Map(body.apiKeys.map((k: { apiKey: number; minVersion: number; maxVersion: number }) => [k.apiKey, k]));
+  }
+
+  private onFrame(frame: Buffer): void {
+    if (frame.length < 8) throw new ProtocolError('upstream response is shorter than a response header');
+    const correlationId = frame.readInt32BE(4);
+    const call = this.inFlight.get(correlationId);
+    if (!call) return; // answered after its timeout
+    this.inFlight.delete(correlationId);
+    clearTimeout(call.timer);
+    try {
+      let version = call.version;
+      if (call.apiKey === ApiKey.ApiVersions && frame.length >= 10 && frame.readInt16BE(8) !== 0) version = 0;
+      const header = decodeResponseHeader(frame.subarray(4), responseHeaderVersion(call.apiKey, version));
+      call.resolve(decodeResponse(call.apiKey, version, frame, 4 + header.bodyOffset));
+    } catch (err) {
+      call.reject(err as Error);
+    }
+  }
+
+  private fail(err: Error): void {
+    if (this.closedError) return;
+    this.closedError = err;
+    for (const call of this.inFlight.values()) {
+      clearTimeout(call.timer);
+      call.reject(err);
+    }
+    this.inFlight.clear();
+  }
+}

@@ -1,0 +1,321 @@
+"""Drives librdkafka (through confluent-kafka) for tests and prints one JSON summary on stdout in
+the format described in test/peers/README.md; exits 1 when the summary holds errors.
+
+  ck.py produce --brokers B --topic T [--count N --start I --keys K --value-size S
+                --tombstone-every M --compression C --create-partitions P --topic-config k=v]
+  ck.py consume --brokers B --topic T --count N [--group G --isolation L --records]
+  ck.py txn     --brokers B --topic T [--transactions N --per-txn M ...]
+"""
+
+import argparse
+import hashlib
+import json
+import struct
+import sys
+import time
+import uuid
+
+import confluent_kafka
+from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+ABORTED_MARK = b"aborted-"
+# syslog levels: warnings and worse only, so stderr tails show what went wrong.
+QUIET = 4
+
+
+def gen_record(i, keys, value_size, tombstone_every):
+    """The bed's shared record generator: same index, same bytes, whichever client produces."""
+    key = ("key-%06d" % (i % keys)).encode() if keys > 0 else None
+    if tombstone_every > 0 and (i + 1) % tombstone_every == 0:
+        return key, None
+    v = bytearray(("value-%d-" % i).encode())
+    for j in range(len(v), value_size):
+        v.append(ord("a") + (i + j) % 26)
+    return key, bytes(v[:value_size])
+
+
+def put_bytes(h, b):
+    if b is None:
+        h.update(struct.pack(">i", -1))
+    else:
+        h.update(struct.pack(">i", len(b)))
+        h.update(b)
+
+
+def summarize(recs):
+    """Per partition: count, offsets and SHA-256 over (offset, key, value) in offset order."""
+    by_part, errors = {}, []
+    for r in recs:
+        by_part.setdefault(r[0], []).append(r)
+    out = {}
+    for p, rs in by_part.items():
+        rs.sort(key=lambda r: r[1])
+        h = hashlib.sha256()
+        for idx, (_, off, k, v) in enumerate(rs):
+            if idx > 0 and rs[idx - 1][1] == off:
+                errors.append("partition %d: offset %d delivered twice" % (p, off))
+            h.update(struct.pack(">q", off))
+            put_bytes(h, k)
+            put_bytes(h, v)
+        out[str(p)] = {
+            "count": len(rs),
+            "firstOffset": rs[0][1],
+            "lastOffset": rs[-1][1],
+            "offsets": [r[1] for r in rs],
+            "digest": h.hexdigest(),
+        }
+    return out, errors
+
+
+def text(b):
+    if b is None:
+        return None
+    try:
+        return b.decode("utf-8")
+    except UnicodeDecodeError:
+        return "hex:" + b.hex()
+
+
+def list_records(recs):
+    return [
+        {"partition": p, "offset": o, "key": text(k), "value": text(v)}
+        for p, o, k, v in sorted(recs, key=lambda r: (r[0], r[1]))
+    ]
+
+
+def client_meta(**extra):
+    return dict(name="librdkafka", version=confluent_kafka.libversion()[0], **extra)
+
+
+def producer_config(args, **extra):
+    conf = {
+        "bootstrap.servers": args.brokers,
+        "acks": "all",
+        "enable.idempotence": True,
+        "compression.type": args.compression,
+        # Java's and franz-go's default for keyed records, so partitions match across clients.
+        "partitioner": "murmur2_random",
+        "linger.ms": 5,
+        "log_level": QUIET,
+    }
+    conf.update(extra)
+    return conf
+
+
+def create_topic(args):
+    configs = dict(kv.split("=", 1) for kv in args.topic_config)
+    admin = AdminClient({"bootstrap.servers": args.brokers, "log_level": QUIET})
+    futures = admin.create_topics(
+        [NewTopic(args.topic, num_partitions=args.create_partitions, config=configs)],
+        request_timeout=10,
+    )
+    for f in futures.values():
+        try:
+            f.result(timeout=15)
+        except confluent_kafka.KafkaException as e:
+            if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise
+
+
+class Delivered:
+    """Collects delivery reports into the per-partition produce summary."""
+
+    def __init__(self):
+        self.parts, self.errors = {}, []
+
+    def __call__(self, err, msg):
+        if err is not None:
+            self.errors.append(str(err))
+            return
+        p = self.parts.setdefault(
+            str(msg.partition()),
+            {"count": 0, "firstOffset": msg.offset(), "lastOffset": msg.offset()},
+        )
+        p["count"] += 1
+        p["firstOffset"] = min(p["firstOffset"], msg.offset())
+        p["lastOffset"] = max(p["lastOffset"], msg.offset())
+
+    def total(self):
+        return sum(p["count"] for p in self.parts.values())
+
+
+def flush(producer, deadline, errors):
+    remaining = producer.flush(max(0.0, deadline - time.monotonic()))
+    if remaining:
+        errors.append("%d records still undelivered at the deadline" % remaining)
+
+
+def cmd_produce(args):
+    deadline = time.monotonic() + args.timeout_ms / 1000
+    if args.create_partitions > 0:
+        create_topic(args)
+    delivered = Delivered()
+    producer = Producer(producer_config(args))
+    for i in range(args.start, args.start + args.count):
+        key, value = gen_record(i, args.keys, args.value_size, args.tombstone_every)
+        while True:
+            try:
+                producer.produce(args.topic, key=key, value=value, on_delivery=delivered)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        producer.poll(0)
+    errors = delivered.errors
+    flush(producer, deadline, errors)
+    return {
+        "count": delivered.total(),
+        "partitions": delivered.parts,
+        "errors": sorted(errors),
+        "client": client_meta(compression=args.compression),
+    }
+
+
+def consume_records(args, count, isolation, errors):
+    consumer = Consumer(
+        {
+            "bootstrap.servers": args.brokers,
+            "group.id": args.group or "ck-" + uuid.uuid4().hex[:12],
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "isolation.level": isolation,
+            # librdkafka skips CRC checks unless asked; the bed wants the strict path.
+            "check.crcs": True,
+            "log_level": QUIET,
+        }
+    )
+    recs = []
+    deadline = time.monotonic() + args.timeout_ms / 1000
+    try:
+        consumer.subscribe([args.topic])
+        while len(recs) < count and time.monotonic() < deadline and not errors:
+            for msg in consumer.consume(num_messages=1000, timeout=0.2):
+                if msg.error():
+                    if msg.error().code() != KafkaError._PARTITION_EOF:
+                        errors.append(str(msg.error()))
+                    continue
+                recs.append((msg.partition(), msg.offset(), msg.key(), msg.value()))
+        if len(recs) < count and not errors:
+            errors.append("saw %d of %d records before the deadline" % (len(recs), count))
+        if len(recs) > count:
+            errors.append("saw %d records, expected %d" % (len(recs), count))
+        if not errors and args.group:
+            consumer.commit(asynchronous=False)
+    finally:
+        consumer.close()
+    return recs
+
+
+def consume_summary(args, recs, errors, **client):
+    parts, dup_errors = summarize(recs)
+    out = {
+        "count": len(recs),
+        "partitions": parts,
+        "errors": sorted(errors + dup_errors),
+        "client": client_meta(**client),
+    }
+    if args.records:
+        out["records"] = list_records(recs)
+    return out
+
+
+def cmd_consume(args):
+    errors = []
+    recs = consume_records(args, args.count, args.isolation, errors)
+    return consume_summary(args, recs, errors, isolation=args.isolation)
+
+
+def cmd_txn(args):
+    """Even-numbered transactions commit, odd ones abort (their values start with 'aborted-');
+    a read_committed consumer must then see exactly the committed records."""
+    deadline = time.monotonic() + args.timeout_ms / 1000
+    if args.create_partitions > 0:
+        create_topic(args)
+    delivered = Delivered()
+    producer = Producer(
+        producer_config(args, **{"transactional.id": args.transactional_id or "ck-txn-" + uuid.uuid4().hex[:12]})
+    )
+    producer.init_transactions(10)
+    committed = aborted = 0
+    for t in range(args.transactions):
+        producer.begin_transaction()
+        for j in range(args.per_txn):
+            i = args.start + t * args.per_txn + j
+            key, value = gen_record(i, args.keys, args.value_size, 0)
+            if t % 2 == 1:
+                value = ABORTED_MARK + value
+            producer.produce(args.topic, key=key, value=value, on_delivery=delivered)
+            producer.poll(0)
+        if t % 2 == 0:
+            producer.commit_transaction(max(1.0, deadline - time.monotonic()))
+            committed += args.per_txn
+        else:
+            # Deliver before aborting: otherwise the abort purges the records client-side and
+            # the log never holds aborted data for read_committed to filter.
+            flush(producer, deadline, delivered.errors)
+            producer.abort_transaction(max(1.0, deadline - time.monotonic()))
+            aborted += args.per_txn
+    errors = delivered.errors
+    flush(producer, deadline, errors)
+    recs = consume_records(args, committed, "read_committed", errors) if committed else []
+    leaked = sum(1 for r in recs if r[3] is not None and r[3].startswith(ABORTED_MARK))
+    if leaked:
+        errors.append("read_committed consumer saw %d aborted records" % leaked)
+    out = consume_summary(args, recs, errors, isolation="read_committed")
+    out["transactions"] = {"committed": committed, "aborted": aborted}
+    return out
+
+
+def parser():
+    ap = argparse.ArgumentParser(prog="ck.py")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    def common(p):
+        p.add_argument("--brokers", required=True)
+        p.add_argument("--topic", required=True)
+        p.add_argument("--timeout-ms", type=int, default=30000)
+        p.add_argument("--group", default="")
+        p.add_argument("--records", action="store_true", help="also list every consumed record")
+
+    def producing(p):
+        p.add_argument("--start", type=int, default=0)
+        p.add_argument("--keys", type=int, default=10)
+        p.add_argument("--value-size", type=int, default=32)
+        p.add_argument("--compression", default="none", choices=["none", "gzip", "snappy", "lz4", "zstd"])
+        p.add_argument("--create-partitions", type=int, default=0)
+        p.add_argument("--topic-config", action="append", default=[], help="k=v (repeatable)")
+
+    p = sub.add_parser("produce")
+    common(p)
+    producing(p)
+    p.add_argument("--count", type=int, default=100)
+    p.add_argument("--tombstone-every", type=int, default=0)
+
+    p = sub.add_parser("consume")
+    common(p)
+    p.add_argument("--count", type=int, required=True)
+    p.add_argument("--isolation", default="read_uncommitted", choices=["read_uncommitted", "read_committed"])
+
+    p = sub.add_parser("txn")
+    common(p)
+    producing(p)
+    p.add_argument("--transactions", type=int, default=4)
+    p.add_argument("--per-txn", type=int, default=10)
+    p.add_argument("--transactional-id", default="")
+    return ap
+
+
+def main():
+    args = parser().parse_args()
+    try:
+        out = {"produce": cmd_produce, "consume": cmd_consume, "txn": cmd_txn}[args.cmd](args)
+    except confluent_kafka.KafkaException as e:
+        out = {"errors": [str(e)], "client": client_meta()}
+    print(json.dumps(out, sort_keys=True))
+    if out["errors"]:
+        print("ck.py: " + "; ".join(out["errors"]), file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,41 @@
+/**
+ * The test bed of real peers, for integration tests: upstreams (Kafka 4.4, kfake), CLI tools and
+ * clients, all on loopback. See test/peers/README.md.
+ */
+export { freePort, freePorts } from './ports.js';
+export { startKafka, kafkaServerProperties, type KafkaOptions, type KafkaCompaction, type RunningKafka } from './kafka.js';
+export { startKfake, type KfakeOptions, type KfakeBroker, type RunningKfake } from './kfake.js';
+export { javaTool, javaToolOk, javaArgs, jvmArgs, javaBin, KAFKA_MAIN_CLASSES, type KafkaTool, type JavaToolResult } from './java.js';
+export {
+  franzclient,
+  python,
+  kcat,
+  franzProduce,
+  franzConsume,
+  ckProduce,
+  ckConsume,
+  ckTxn,
+  kcatMetadata,
+  kcatConsume,
+  type TxnSpec,
+  type KcatMetadata,
+} from './runners.js';
+export { kafkajsProduce, kafkajsConsume } from './kafkajs-client.js';
+export { peersAvailable, missingPeers, requirePeers, kcatAvailable } from './peers.js';
+export { runProcess, startBackground, pollUntil, tail, type RunOptions, type RunResult, type BackgroundProcess } from './processes.js';
+export {
+  genRecord,
+  summarize,
+  comparable,
+  produceFlags,
+  consumeFlags,
+  generatorFlags,
+  type Compression,
+  type ProduceSpec,
+  type ConsumeSpec,
+  type ProduceSummary,
+  type ConsumeSummary,
+  type PartitionRecords,
+  type RecordView,
+  type ConsumedRecord,
+} from './summary.js';

@@ -1,0 +1,51 @@
+/**
+ * Runs the proxy inside the test process, on free loopback ports, in front of an upstream.
+ */
+import net from 'node:net';
+import { ProxyServer } from '../../src/proxy/server.js';
+import { createLogger, setLogLevel, isLogLevel } from '../../src/ops/log.js';
+import { parseHostPortList } from '../../src/config/host-port.js';
+
+export interface RunningProxy {
+  bootstrap: string;
+  server: ProxyServer;
+  brokerPortBase: number;
+  stop(): Promise<void>;
+}
+
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.once('error', () => resolve(false));
+    s.listen({ host: '127.0.0.1', port }, () => s.close(() => resolve(true)));
+  });
+}
+
+/** A run of `count` consecutive free ports: the bootstrap port and the broker ports after it. */
+export async function freePortRun(count: number): Promise<number> {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const base = 20000 + Math.floor(Math.random() * 40000);
+    let ok = true;
+    for (let p = base; p < base + count && ok; p++) ok = await portFree(p);
+    if (ok) return base;
+  }
+  throw new Error(`no run of ${count} free ports found on 127.0.0.1`);
+}
+
+export async function startProxy(upstream: string, opts: { maxFrameBytes?: number; brokerSlots?: number } = {}): Promise<RunningProxy> {
+  const level = process.env.KCOMPACT_TEST_LOG_LEVEL ?? 'warn';
+  setLogLevel(isLogLevel(level) ? level : 'warn');
+  const slots = opts.brokerSlots ?? 4;
+  const port = await freePortRun(slots + 1);
+  const server = new ProxyServer({
+    listen: { host: '127.0.0.1', port },
+    upstream: parseHostPortList(upstream),
+    advertisedHost: '127.0.0.1',
+    brokerPortBase: port + 1,
+    maxFrameBytes: opts.maxFrameBytes ?? 100 * 1024 * 1024,
+    requestTimeoutMs: 10_000,
+    log: createLogger({ component: 'kcompact-test' }),
+  });
+  await server.start();
+  return { bootstrap: `127.0.0.1:${port}`, server, brokerPortBase: port + 1, stop: () => server.stop() };
+}

@@ -1,0 +1,21 @@
+/**
+ * Where test/peers/install.sh puts the test bed, and where its sources live in the tree.
+ */
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const KAFKA_VERSION = '4.4.0';
+
+/** test/peers in the source tree (this file runs from dist/test/support, next to it in the tree). */
+export const peersSourceDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../test/peers');
+
+export const cacheDir = process.env.KCOMPACT_CACHE ?? path.join(os.homedir(), '.cache', 'kcompact');
+export const kafkaHome = path.join(cacheDir, `kafka-${KAFKA_VERSION}`);
+export const kafkaLibDir = path.join(kafkaHome, 'lib');
+/** Written by install.sh once the jar folder is complete. */
+export const kafkaCompleteMarker = path.join(kafkaHome, '.complete');
+export const log4jConfig = path.join(peersSourceDir, 'kafka', 'log4j2.properties');
+export const binDir = path.join(cacheDir, 'bin');
+export const venvPython = path.join(cacheDir, 'venv', 'bin', 'python');
+export const pythonScriptsDir = path.join(peersSourceDir, 'python');
