@@ -68,6 +68,17 @@ export class ProxyConnection {
     return this.closed;
   }
 
+  /** Bytes held in memory for this connection: unsent socket data and partial frames. */
+  get bufferedBytes(): number {
+    return (
+      this.client.writableLength +
+      (this.upstreamSocket?.writableLength ?? 0) +
+      this.beforeConnectBytes +
+      this.requests.buffered +
+      this.responses.buffered
+    );
+  }
+
   close(reason: string, err?: unknown): void {
     if (this.closed) return;
     this.closed = true;

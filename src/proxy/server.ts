@@ -50,6 +50,12 @@ export class ProxyServer {
     return this.connections.size;
   }
 
+  bufferedBytes(): number {
+    let total = 0;
+    for (const conn of this.connections) total += conn.bufferedBytes;
+    return total;
+  }
+
   async start(): Promise<void> {
     await this.listen('bootstrap', this.opts.listen.port, async () => this.opts.upstream);
     try {

@@ -22,7 +22,18 @@ export {
 } from './runners.js';
 export { kafkajsProduce, kafkajsConsume } from './kafkajs-client.js';
 export { peersAvailable, missingPeers, requirePeers, kcatAvailable } from './peers.js';
-export { runProcess, startBackground, pollUntil, tail, type RunOptions, type RunResult, type BackgroundProcess } from './processes.js';
+export {
+  runProcess,
+  startBackground,
+  makeTempDir,
+  pollUntil,
+  tail,
+  type RunOptions,
+  type RunResult,
+  type BackgroundProcess,
+  type BackgroundOptions,
+  type TempDir,
+} from './processes.js';
 export {
   genRecord,
   summarize,

@@ -11,7 +11,6 @@ import { javaArgs, javaBin, KAFKA_MAIN_CLASSES, javaToolOk } from './java.js';
 import { freePorts } from './ports.js';
 import { makeTempDir, pollUntil, startBackground, tail } from './processes.js';
 
-
 export type KafkaCompaction = 'off' | 'reference';
 
 export interface KafkaOptions {

@@ -8,7 +8,6 @@ import kafkajs, { type CompressionTypes, type Kafka, type Message } from 'kafkaj
 import { registerKafkajsCodecs } from './kafkajs-codecs.js';
 import { genRecord, summarize, type ConsumeSpec, type ConsumeSummary, type ConsumedRecord, type ProduceSpec, type ProduceSummary } from './summary.js';
 
-
 registerKafkajsCodecs();
 
 const CLIENT = { name: 'kafkajs' };

@@ -10,7 +10,6 @@ import { compressFrame, decompressFrame } from 'lz4-napi';
 import { compress as snappyCompress, uncompress as snappyUncompress } from 'snappy';
 import { compress as zstdCompress, decompress as zstdDecompress } from '@mongodb-js/zstd';
 
-
 interface Encoder {
   buffer: Buffer;
 }

@@ -87,6 +87,9 @@ export async function encodeBatch(
   records: readonly RecordInput[] | RawRecords,
   codec: number,
 ): Promise<Buffer> {
+  if (!Number.isInteger(codec) || codec < Compression.None || codec > Compression.Zstd) {
+    throw new RangeError(`compression codec ${codec} is not one of Kafka's (0-4)`);
+  }
   if (("bytes" in records ? records.count : records.length) === 0) codec = Compression.None;
   const withCodec = { ...fields, attributes: (fields.attributes & ~Attributes.compressionMask) | codec };
   if ("bytes" in records) {

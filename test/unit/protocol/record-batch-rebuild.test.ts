@@ -129,6 +129,12 @@ describe("rebuildBatch", () => {
     }
   });
 
+  test("encodeBatch refuses codecs Kafka does not define", async () => {
+    for (const codec of [-1, 5, 8, 1.5]) {
+      await assert.rejects(encodeBatch(FIELDS, records(2), codec), RangeError);
+    }
+  });
+
   test("a batch in the middle of a fetch blob", async () => {
     const first = await encodeBatch(FIELDS, records(5), 0);
     const second = await encodeBatch({ ...FIELDS, baseOffset: 8000n }, records(5), 3);

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// producerSettings are the knobs shared by the produce and latency modes. acks=all and
+// idempotence on are the defaults of both Java's producer (since 3.0) and kgo; with idempotence
+// kgo keeps up to 5 produce requests in flight per broker, as Java does.
+type producerSettings struct {
+	linger     time.Duration
+	batchBytes int
+	idempotent bool
+	keys       int
+	valueSize  int
+}
+
+func producerFlags(fs *flag.FlagSet, linger time.Duration, valueSize int) *producerSettings {
+	p := &producerSettings{}
+	fs.DurationVar(&p.linger, "linger", linger, "producer linger (Java's linger.ms)")
+	fs.IntVar(&p.batchBytes, "batch-bytes", 1<<20, "largest record batch (Java's batch.size)")
+	fs.BoolVar(&p.idempotent, "idempotent", true, "idempotent producer (Java's enable.idempotence)")
+	fs.IntVar(&p.keys, "keys", 100000, "distinct keys, cycled")
+	fs.IntVar(&p.valueSize, "value-size", valueSize, "value bytes")
+	return p
+}
+
+func (p *producerSettings) options(c *common) []kgo.Opt {
+	opts := []kgo.Opt{
+		c.seeds(),
+		kgo.DefaultProduceTopic(c.topic),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerLinger(p.linger),
+		kgo.ProducerBatchMaxBytes(int32(p.batchBytes)),
+	}
+	if !p.idempotent {
+		opts = append(opts, kgo.DisableIdempotentWrite())
+	}
+	return opts
+}
+
+func (p *producerSettings) describe() map[string]any {
+	return map[string]any{"client": "franz-go", "acks": "all", "idempotent": p.idempotent,
+		"lingerMs": float64(p.linger) / 1e6, "batchBytes": p.batchBytes, "keys": p.keys, "valueSize": p.valueSize}
+}
+
+// warmUp sends one record and waits for it, so connections, metadata and the producer id are in
+// place before the clock starts: a run measures steady producing, not client start-up.
+func warmUp(ctx context.Context, cl *kgo.Client, key, value []byte) error {
+	return cl.ProduceSync(ctx, &kgo.Record{Key: key, Value: value}).FirstErr()
+}
