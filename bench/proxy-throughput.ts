@@ -1,0 +1,399 @@
+/*
+ * `make bench`: produce and consume throughput and produce latency, directly to an upstream and
+ * through the proxy, in the same run, with the issue's budget per line:
+ *   proxy/direct throughput >= 0.85, and at most 1 ms added to p99 produce latency at 10k records/s.
+ *
+ * One Apache Kafka 4.4 broker (compaction off) serves both paths; the proxy runs as its own
+ * process from the CLI so it does not share an event loop with this orchestrator, and kbench
+ * (franz-go, test/peers/go/cmd/kbench) generates the load. Machines are noisy, so every
+ * measurement runs as a direct/proxied pair back to back (ABAB...), over several rounds, and the
+ * table shows medians and the ratio of medians. Budgets are reported, never asserted: the exit
+ * status is non-zero only when something crashed.
+ *
+ *   node dist/bench/proxy-throughput.js [--rounds 6] [--produce-records 1000000]
+ *     [--consume-records 2000000] [--value-size 1024] [--partitions 4] [--latency-seconds 8]
+ *     [--rate 10000] [--cpu-prof DIR] [--json FILE]
+ *
+ * Kafka's log lives under $KCOMPACT_BENCH_TMPDIR (default /dev/shm when it exists) so disk
+ * writeback, which is not the proxy's cost, stays out of the figures.
+ */
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import kafkajs from 'kafkajs';
+import { binDir } from '../test/support/paths.js';
+import { freePortRun } from '../test/support/kcompact.js';
+import { makeTempDir, missingPeers, pollUntil, runProcess, startBackground, startKafka, tail, type BackgroundProcess } from '../test/support/index.js';
+
+const THROUGHPUT_BUDGET = 0.85;
+const ADDED_P99_BUDGET_MS = 1;
+
+const { values: args } = parseArgs({
+  options: {
+    rounds: { type: 'string', default: '6' },
+    'produce-records': { type: 'string', default: '1000000' },
+    'consume-records': { type: 'string', default: '2000000' },
+    'value-size': { type: 'string', default: '1024' },
+    partitions: { type: 'string', default: '4' },
+    'latency-seconds': { type: 'string', default: '8' },
+    rate: { type: 'string', default: '10000' },
+    'cpu-prof': { type: 'string' },
+    json: { type: 'string' },
+  },
+});
+
+function positive(name: keyof typeof args): number {
+  const n = Number(args[name]);
+  if (!Number.isInteger(n) || n <= 0) throw new Error(`--${name} must be a positive integer, got ${args[name]}`);
+  return n;
+}
+
+const cfg = {
+  rounds: positive('rounds'),
+  produceRecords: positive('produce-records'),
+  consumeRecords: positive('consume-records'),
+  valueSize: positive('value-size'),
+  partitions: positive('partitions'),
+  latencySeconds: positive('latency-seconds'),
+  rate: positive('rate'),
+};
+
+type Path = 'direct' | 'proxy';
+type Mode = 'produce' | 'consume' | 'latency';
+
+interface KbenchResult {
+  mode: Mode;
+  records: number;
+  bytes: number;
+  seconds: number;
+  mbPerSec: number;
+  recordsPerSec: number;
+  latencyMs?: { p50: number; p90: number; p99: number; p999: number; max: number };
+  settings: Record<string, unknown>;
+}
+
+interface Run extends KbenchResult {
+  round: number;
+  path: Path;
+  /** CPU seconds the proxy process spent during the run (user + system). */
+  proxyCpuSeconds: number | null;
+}
+
+const TOPICS = { produce: 'bench-produce', consume: 'bench-consume', latency: 'bench-latency' } as const;
+
+const kbenchBin = path.join(binDir, 'kbench');
+const cliPath = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../src/cli/main.js');
+
+async function kbench(mode: Mode, bootstrap: string, topic: string, flags: string[]): Promise<KbenchResult> {
+  const argv = [mode, '--brokers', bootstrap, '--topic', topic, ...flags];
+  const r = await runProcess(kbenchBin, argv, { timeoutMs: 300_000 });
+  const line = r.stdout.trimEnd().split('\n').pop() ?? '';
+  if (r.code !== 0 || !line.startsWith('{')) {
+    throw new Error(`kbench ${argv.join(' ')} exited ${r.code ?? r.signal}\nstdout: ${tail(r.stdout, 5)}\nstderr: ${tail(r.stderr)}`);
+  }
+  return JSON.parse(line) as KbenchResult;
+}
+
+function flagsFor(mode: Mode): string[] {
+  switch (mode) {
+    case 'produce':
+      return ['--count', String(cfg.produceRecords), '--value-size', String(cfg.valueSize)];
+    case 'consume':
+      return ['--count', String(cfg.consumeRecords)];
+    case 'latency':
+      return ['--rate', String(cfg.rate), '--duration', `${cfg.latencySeconds}s`];
+  }
+}
+
+/** Clock ticks per second of /proc/<pid>/stat, or null where there is no /proc. */
+const clockTicks = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || null;
+  } catch {
+    return null;
+  }
+})();
+
+function cpuSeconds(pid: number): number | null {
+  if (!clockTicks) return null;
+  try {
+    // The command name (field 2) may hold spaces; count fields after its closing parenthesis.
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / clockTicks;
+  } catch {
+    return null;
+  }
+}
+
+function canConnect(port: number): Promise<true | undefined> {
+  return new Promise((resolve) => {
+    const s = net.connect({ host: '127.0.0.1', port });
+    s.once('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once('error', () => resolve(undefined));
+  });
+}
+
+interface RunningProxyProcess {
+  bootstrap: string;
+  proc: BackgroundProcess;
+  stderrTail(): string;
+  crashed(): string | undefined;
+}
+
+async function startProxyProcess(upstream: string, upstreamNodeId: number, cpuProfDir: string | undefined): Promise<RunningProxyProcess> {
+  const dir = makeTempDir('kcompact-bench-proxy-').path;
+  const port = await freePortRun(upstreamNodeId + 2);
+  const stderrFile = path.join(dir, 'stderr.log');
+  const nodeArgs = cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', cpuProfDir] : [];
+  const proc = startBackground(
+    process.execPath,
+    [...nodeArgs, cliPath, 'proxy', '--upstream', upstream, '--listen', `127.0.0.1:${port}`, '--broker-port-base', String(port + 1),
+      '--data-dir', path.join(dir, 'data'), '--log-level', 'warn'],
+    { stdoutFile: path.join(dir, 'stdout.log'), stderrFile },
+  );
+  const stderrTail = () => tail(fs.existsSync(stderrFile) ? fs.readFileSync(stderrFile, 'utf8') : '');
+  const crashed = () => {
+    const s = proc.exitStatus();
+    return s ? `proxy exited (code ${s.code}, signal ${s.signal}); stderr tail:\n${stderrTail()}` : undefined;
+  };
+  // The broker listener opens only after the proxy has learnt the upstream's brokers.
+  await pollUntil('proxy broker listener', 30_000, () => canConnect(port + 1 + upstreamNodeId), crashed);
+  return { bootstrap: `127.0.0.1:${port}`, proc, stderrTail, crashed };
+}
+
+async function createTopics(bootstrap: string): Promise<void> {
+  const admin = new kafkajs.Kafka({ clientId: 'kcompact-bench', brokers: [bootstrap], logLevel: kafkajs.logLevel.NOTHING }).admin();
+  await admin.connect();
+  try {
+    await admin.createTopics({
+      waitForLeaders: true,
+      topics: [
+        {
+          topic: TOPICS.produce,
+          numPartitions: cfg.partitions,
+          // Every round appends produce-records to this topic; keep only the last few hundred MB.
+          configEntries: [
+            { name: 'segment.bytes', value: String(64 << 20) },
+            { name: 'retention.bytes', value: String(256 << 20) },
+          ],
+        },
+        { topic: TOPICS.consume, numPartitions: cfg.partitions },
+        { topic: TOPICS.latency, numPartitions: 1 },
+      ],
+    });
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+
+interface Line {
+  label: string;
+  direct: number;
+  proxy: number;
+  /** 'ratio': proxy/direct against a floor; 'added': proxy - direct against a ceiling. */
+  kind: 'ratio' | 'added';
+  budget: number | null;
+  digits: number;
+}
+
+function summarize(runs: Run[]): Line[] {
+  const med = (mode: Mode, p: Path, pick: (r: Run) => number) => median(runs.filter((r) => r.mode === mode && r.path === p).map(pick));
+  const line = (label: string, mode: Mode, pick: (r: Run) => number, kind: Line['kind'], budget: number | null, digits: number): Line => ({
+    label,
+    direct: med(mode, 'direct', pick),
+    proxy: med(mode, 'proxy', pick),
+    kind,
+    budget,
+    digits,
+  });
+  const at = `@${cfg.rate / 1000}k rec/s`;
+  return [
+    line('produce MB/s', 'produce', (r) => r.mbPerSec, 'ratio', THROUGHPUT_BUDGET, 1),
+    line('produce records/s', 'produce', (r) => r.recordsPerSec, 'ratio', THROUGHPUT_BUDGET, 0),
+    line('consume MB/s', 'consume', (r) => r.mbPerSec, 'ratio', THROUGHPUT_BUDGET, 1),
+    line('consume records/s', 'consume', (r) => r.recordsPerSec, 'ratio', THROUGHPUT_BUDGET, 0),
+    line(`latency p50 ms ${at}`, 'latency', (r) => r.latencyMs!.p50, 'added', null, 3),
+    line(`latency p90 ms ${at}`, 'latency', (r) => r.latencyMs!.p90, 'added', null, 3),
+    line(`latency p99 ms ${at}`, 'latency', (r) => r.latencyMs!.p99, 'added', ADDED_P99_BUDGET_MS, 3),
+    line(`latency p99.9 ms ${at}`, 'latency', (r) => r.latencyMs!.p999, 'added', null, 3),
+  ];
+}
+
+function formatLine(l: Line): string[] {
+  const n = (x: number) => x.toLocaleString('en-US', { minimumFractionDigits: l.digits, maximumFractionDigits: l.digits });
+  if (l.kind === 'ratio') {
+    const ratio = l.proxy / l.direct;
+    const verdict = l.budget === null ? '' : ratio >= l.budget ? 'PASS' : 'FAIL';
+    return [l.label, n(l.direct), n(l.proxy), ratio.toFixed(3), l.budget === null ? '' : `>= ${l.budget}`, verdict];
+  }
+  const added = l.proxy - l.direct;
+  const verdict = l.budget === null ? '' : added <= l.budget ? 'PASS' : 'FAIL';
+  return [l.label, n(l.direct), n(l.proxy), `${added >= 0 ? '+' : ''}${added.toFixed(3)} ms`, l.budget === null ? '' : `<= +${l.budget} ms`, verdict];
+}
+
+function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  return rows.map((r) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('   ').trimEnd()).join('\n');
+}
+
+function perRoundTable(runs: Run[]): string {
+  const rows = [['round', 'path', 'produce MB/s', 'produce rec/s', 'consume MB/s', 'consume rec/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'proxy CPU s']];
+  for (let round = 1; round <= cfg.rounds; round++) {
+    for (const p of ['direct', 'proxy'] as const) {
+      const get = (mode: Mode) => runs.find((r) => r.round === round && r.path === p && r.mode === mode);
+      const prod = get('produce');
+      const cons = get('consume');
+      const lat = get('latency');
+      if (!prod || !cons || !lat) continue;
+      const cpu = p === 'proxy' ? [prod, cons, lat].reduce((s, r) => s + (r.proxyCpuSeconds ?? NaN), 0) : NaN;
+      rows.push([
+        String(round),
+        p,
+        prod.mbPerSec.toFixed(1),
+        prod.recordsPerSec.toFixed(0),
+        cons.mbPerSec.toFixed(1),
+        cons.recordsPerSec.toFixed(0),
+        lat.latencyMs!.p50.toFixed(3),
+        lat.latencyMs!.p99.toFixed(3),
+        lat.latencyMs!.p999.toFixed(3),
+        Number.isNaN(cpu) ? '' : cpu.toFixed(2),
+      ]);
+    }
+  }
+  return table(rows);
+}
+
+/** CPU seconds of the proxy per GB moved, by mode: what the proxy itself costs, whatever the noise. */
+function proxyCost(runs: Run[]): string {
+  const parts: string[] = [];
+  for (const mode of ['produce', 'consume', 'latency'] as const) {
+    const rs = runs.filter((r) => r.path === 'proxy' && r.mode === mode && r.proxyCpuSeconds !== null);
+    if (rs.length === 0) continue;
+    const cpu = rs.reduce((s, r) => s + r.proxyCpuSeconds!, 0);
+    const wall = rs.reduce((s, r) => s + r.seconds, 0);
+    const gb = rs.reduce((s, r) => s + r.bytes, 0) / 1e9;
+    parts.push(`${mode}: ${(cpu / gb).toFixed(2)} CPU s/GB, ${((100 * cpu) / wall).toFixed(0)}% of a core`);
+  }
+  return parts.join('; ');
+}
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+}
+
+/** Self time by function and by file from the .cpuprofile files node wrote into dir. */
+function profileReport(dir: string): string {
+  const byFunction = new Map<string, number>();
+  const byFile = new Map<string, number>();
+  let total = 0;
+  const root = path.resolve(path.dirname(cliPath), '../../..');
+  for (const file of fs.readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'))) {
+    const prof = JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8')) as { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] };
+    const nodes = new Map(prof.nodes.map((n) => [n.id, n.callFrame]));
+    prof.samples.forEach((id, i) => {
+      const us = prof.timeDeltas[i] ?? 0;
+      const f = nodes.get(id)!;
+      const where = f.url ? f.url.replace(/^file:\/\//, '').replace(root + '/', '') : '';
+      const fn = `${f.functionName || '(anonymous)'}${where ? ` ${where}:${f.lineNumber + 1}` : ''}`;
+      byFunction.set(fn, (byFunction.get(fn) ?? 0) + us);
+      const fileKey = where || f.functionName;
+      byFile.set(fileKey, (byFile.get(fileKey) ?? 0) + us);
+      total += us;
+    });
+  }
+  if (total === 0) return `no CPU profile found in ${dir}`;
+  const top = (m: Map<string, number>, n: number) =>
+    [...m.entries()].sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, us]) => [`${((100 * us) / total).toFixed(1)}%`, `${(us / 1e6).toFixed(2)} s`, k]);
+  const fmt = (rows: string[][]) => rows.map((r) => `  ${r[0]!.padStart(6)}  ${r[1]!.padStart(8)}  ${r[2]}`).join('\n');
+  return [
+    `proxy CPU profile (${dir}), ${(total / 1e6).toFixed(1)} s sampled; self time, whole run including idle:`,
+    'by function:',
+    fmt(top(byFunction, 25)),
+    'by file:',
+    fmt(top(byFile, 12)),
+  ].join('\n');
+}
+
+async function main(): Promise<void> {
+  const missing = missingPeers().filter((m) => m === 'Kafka jars' || m === 'java');
+  if (!fs.existsSync(kbenchBin)) missing.push('kbench');
+  if (missing.length) throw new Error(`test peers missing (${missing.join(', ')}): run bash test/peers/install.sh`);
+  const tmp = process.env.KCOMPACT_BENCH_TMPDIR ?? (fs.existsSync('/dev/shm') ? '/dev/shm' : undefined);
+  // startKafka and makeTempDir place their dirs under os.tmpdir(), which follows TMPDIR.
+  if (tmp) process.env.TMPDIR = tmp;
+  const cpuProfDir = args['cpu-prof'] ? path.resolve(args['cpu-prof']) : undefined;
+  if (cpuProfDir) fs.mkdirSync(cpuProfDir, { recursive: true });
+
+  const log = (s: string) => process.stderr.write(`bench: ${s}\n`);
+  log(`starting Kafka 4.4 (compaction off, log under ${tmp ?? 'the default temp dir'})`);
+  const kafka = await startKafka({ compaction: 'off', properties: { 'log.retention.check.interval.ms': 5000 } });
+  let proxy: RunningProxyProcess | undefined;
+  const runs: Run[] = [];
+  try {
+    proxy = await startProxyProcess(kafka.bootstrap, 1, cpuProfDir);
+    log(`Kafka at ${kafka.bootstrap}, proxy at ${proxy.bootstrap} (pid ${proxy.proc.pid})`);
+    await createTopics(kafka.bootstrap);
+    log(`filling ${TOPICS.consume} with ${cfg.consumeRecords} records of ${cfg.valueSize} bytes`);
+    await kbench('produce', kafka.bootstrap, TOPICS.consume, ['--count', String(cfg.consumeRecords), '--value-size', String(cfg.valueSize)]);
+
+    const targets: Record<Path, string> = { direct: kafka.bootstrap, proxy: proxy.bootstrap };
+    for (let round = 1; round <= cfg.rounds; round++) {
+      for (const mode of ['produce', 'consume', 'latency'] as const) {
+        for (const p of ['direct', 'proxy'] as const) {
+          const cpu0 = cpuSeconds(proxy.proc.pid);
+          const r = await kbench(mode, targets[p], TOPICS[mode], flagsFor(mode));
+          const cpu1 = cpuSeconds(proxy.proc.pid);
+          const why = proxy.crashed();
+          if (why) throw new Error(why);
+          runs.push({ ...r, round, path: p, proxyCpuSeconds: cpu0 !== null && cpu1 !== null ? cpu1 - cpu0 : null });
+          const lat = r.latencyMs ? ` p50 ${r.latencyMs.p50} ms p99 ${r.latencyMs.p99} ms` : '';
+          log(`round ${round} ${mode} ${p}: ${r.mbPerSec.toFixed(1)} MB/s ${r.recordsPerSec.toFixed(0)} rec/s${lat}`);
+        }
+      }
+    }
+  } finally {
+    // SIGTERM lets the proxy exit on its own, which is when node writes the CPU profile.
+    await proxy?.proc.stop(15_000);
+    await kafka.stop();
+  }
+
+  const lines = summarize(runs);
+  const out = [
+    '',
+    `kcompact proxy benchmark: Apache Kafka 4.4 (compaction off, one broker) direct vs through the proxy (separate node process)`,
+    `${cfg.rounds} rounds, each measurement run as a direct/proxied pair back to back; medians over rounds, ratio of medians`,
+    `produce: ${cfg.produceRecords} records of ${cfg.valueSize} B, ${cfg.partitions} partitions, franz-go acks=all idempotent linger 5 ms batch 1 MiB`,
+    `consume: ${cfg.consumeRecords} records from offset 0, no group, fetch max 50 MiB / 1 MiB per partition`,
+    `latency: ${cfg.rate} records/s of 100 B for ${cfg.latencySeconds} s (first second left out), linger 0, one partition`,
+    `MB = 10^6 bytes of key+value. Figures come from a shared 2-core machine: Kafka (JVM), the proxy (node) and kbench compete for CPU.`,
+    '',
+    table([['median', 'direct', 'proxy', 'proxy vs direct', 'budget', 'result'], ...lines.map(formatLine)]),
+    '',
+    'per round:',
+    perRoundTable(runs),
+    '',
+    `proxy CPU: ${proxyCost(runs)}`,
+  ];
+  if (cpuProfDir) out.push('', profileReport(cpuProfDir));
+  process.stdout.write(out.join('\n') + '\n');
+  if (args.json) fs.writeFileSync(args.json, JSON.stringify({ config: cfg, runs, summary: lines }, null, 2) + '\n');
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`bench: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(1);
+});
