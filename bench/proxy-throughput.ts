@@ -276,7 +276,7 @@ function perRoundTable(runs: Run[]): string {
   return table(rows);
 }
 
-/** CPU seconds of the proxy per GB moved, by mode: what the proxy itself costs, whatever the noise. */
+/** The proxy's CPU per record and per GB, by mode: what the proxy itself costs, whatever the noise. */
 function proxyCost(runs: Run[]): string {
   const parts: string[] = [];
   for (const mode of ['produce', 'consume', 'latency'] as const) {
@@ -284,10 +284,12 @@ function proxyCost(runs: Run[]): string {
     if (rs.length === 0) continue;
     const cpu = rs.reduce((s, r) => s + r.proxyCpuSeconds!, 0);
     const wall = rs.reduce((s, r) => s + r.seconds, 0);
+    const records = rs.reduce((s, r) => s + r.records, 0);
     const gb = rs.reduce((s, r) => s + r.bytes, 0) / 1e9;
-    parts.push(`${mode}: ${(cpu / gb).toFixed(2)} CPU s/GB, ${((100 * cpu) / wall).toFixed(0)}% of a core`);
+    const perGb = mode === 'latency' ? '' : `${(cpu / gb).toFixed(2)} CPU s/GB, `;
+    parts.push(`${mode}: ${perGb}${((1e6 * cpu) / records).toFixed(2)} CPU µs/record, ${((100 * cpu) / wall).toFixed(0)}% of a core`);
   }
-  return parts.join('; ');
+  return parts.map((p) => `  ${p}`).join('\n');
 }
 
 interface ProfileNode {
@@ -329,7 +331,7 @@ function profileReport(dir: string): string {
 }
 
 async function main(): Promise<void> {
-  const missing = missingPeers().filter((m) => m === 'Kafka jars' || m === 'java');
+  const missing: string[] = missingPeers().filter((m) => m === 'Kafka jars' || m === 'java');
   if (!fs.existsSync(kbenchBin)) missing.push('kbench');
   if (missing.length) throw new Error(`test peers missing (${missing.join(', ')}): run bash test/peers/install.sh`);
   const tmp = process.env.KCOMPACT_BENCH_TMPDIR ?? (fs.existsSync('/dev/shm') ? '/dev/shm' : undefined);
@@ -386,7 +388,8 @@ async function main(): Promise<void> {
     'per round:',
     perRoundTable(runs),
     '',
-    `proxy CPU: ${proxyCost(runs)}`,
+    'proxy process CPU while proxying (user + system, from /proc):',
+    proxyCost(runs),
   ];
   if (cpuProfDir) out.push('', profileReport(cpuProfDir));
   process.stdout.write(out.join('\n') + '\n');

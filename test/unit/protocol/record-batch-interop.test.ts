@@ -1,11 +1,12 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
+import { venvPython } from "../../support/paths.js";
 import {
   decodeRecordKeys,
   decodeRecords,
@@ -203,11 +204,13 @@ describe("kafkajs: batches it writes, read by us; batches we write, read by it",
 /*
  * The reverse direction with a foreign reader that checks CRCs and knows all four codecs:
  * kafka-python (with lz4, zstandard and python-snappy) reads batches we wrote. Runs where those
- * packages are importable (see test/fixtures/batches/generate.py), skipped elsewhere.
+ * packages are importable: the test bed's venv has them (test/peers/install.sh); without it the
+ * test skips, except under CI where the bed is always installed.
  */
-const python = process.env.KCOMPACT_PYTHON ?? "python3";
+const python = process.env.KCOMPACT_PYTHON ?? (existsSync(venvPython) ? venvPython : "python3");
 const probe = spawnSync(python, ["-c", "import kafka, lz4.frame, zstandard, snappy"], { encoding: "utf8" });
 const pythonReady = probe.status === 0;
+if (!pythonReady && process.env.CI) throw new Error(`kafka-python and its codecs are not importable by ${python}: run bash test/peers/install.sh`);
 
 describe("kafka-python reads what we write", { skip: pythonReady ? false : "kafka-python, lz4, zstandard, python-snappy not importable" }, () => {
   const dir = mkdtempSync(join(tmpdir(), "kcompact-batches-"));
