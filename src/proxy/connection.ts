@@ -11,7 +11,7 @@ import { decodeResponseHeader, responseHeaderVersion } from '../protocol/headers
 import { ErrorCode } from '../protocol/errors.js';
 import type { HostPort } from './broker-map.js';
 import { FrameReader } from './frame-reader.js';
-import { addressRewriters, type RewriteContext } from './address-rewrite.js';
+import { responseRewriters, type RewriteContext } from './response-rewrite.js';
 import { clampApiVersions, type ApiVersionsBody } from './api-versions.js';
 import { produceAcks } from './produce-acks.js';
 
@@ -209,7 +209,7 @@ export class ProxyConnection {
 
   private transform(req: Awaiting, frame: Buffer): Buffer {
     if (req.apiKey === ApiKey.ApiVersions) return this.rewriteApiVersions(req, frame);
-    const rewriter = addressRewriters.get(req.apiKey);
+    const rewriter = responseRewriters.get(req.apiKey);
     if (!rewriter || req.apiVersion < rewriter.minVersion) return frame;
     const header = decodeResponseHeader(frame.subarray(4), responseHeaderVersion(req.apiKey, req.apiVersion));
     const body = decodeResponse(req.apiKey, req.apiVersion, frame, 4 + header.bodyOffset);

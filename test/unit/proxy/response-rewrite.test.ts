@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { addressRewriters } from '../../../src/proxy/address-rewrite.js';
+import { responseRewriters } from '../../../src/proxy/response-rewrite.js';
 import { clampApiVersions, DECODED_APIS } from '../../../src/proxy/api-versions.js';
 import { BrokerMap } from '../../../src/proxy/broker-map.js';
 import { TopicIds } from '../../../src/proxy/topic-ids.js';
@@ -16,7 +16,7 @@ function context() {
 function rewrite(apiKey: number, version: number, body: object) {
   const { ctx, opened } = context();
   const decoded = decodeResponse(apiKey, version, encodeResponse(apiKey, version, body));
-  const changed = addressRewriters.get(apiKey)!.rewrite(decoded, ctx, version);
+  const changed = responseRewriters.get(apiKey)!.rewrite(decoded, ctx, version);
   return { body: decodeResponse(apiKey, version, encodeResponse(apiKey, version, decoded)) as any, changed, ctx, opened }; // eslint-disable-line @typescript-eslint/no-explicit-any
 }
 
@@ -24,7 +24,7 @@ const endpoint = (nodeId: number) => ({ nodeId, host: `up-${nodeId}.internal`, p
 
 test('Produce v10+ and Fetch v16+ NodeEndpoints point at the proxy and open listeners', () => {
   for (const [apiKey, from] of [[ApiKey.Produce, 10], [ApiKey.Fetch, 16]] as const) {
-    assert.equal(addressRewriters.get(apiKey)!.minVersion, from);
+    assert.equal(responseRewriters.get(apiKey)!.minVersion, from);
     for (let v = from; v <= apiSchema(apiKey)!.maxVersion; v++) {
       const { body, changed, ctx, opened } = rewrite(apiKey, v, { responses: [], nodeEndpoints: [endpoint(3), endpoint(7)] });
       assert.equal(changed, true, `api ${apiKey} v${v}`);
@@ -56,7 +56,7 @@ test('an already-rewritten response is reported unchanged, so its bytes pass thr
   const { ctx } = context();
   const body = { brokers: [{ nodeId: 0, host: 'proxy.local', port: 30000, rack: null }], topics: [] };
   ctx.brokers.learn(0, 'up-0', 1);
-  assert.equal(addressRewriters.get(ApiKey.Metadata)!.rewrite(body, ctx, 12), false);
+  assert.equal(responseRewriters.get(ApiKey.Metadata)!.rewrite(body, ctx, 12), false);
 });
 
 test('DescribeCluster controller answers (endpointType 2) are not rewritten', () => {
@@ -68,12 +68,14 @@ test('Metadata and CreateTopics teach topic ids; a re-created topic replaces its
   const { ctx } = context();
   const id1 = 'AAAAAAAAAAAAAAAAAAAAAQ';
   const id2 = 'AAAAAAAAAAAAAAAAAAAAAg';
-  addressRewriters.get(ApiKey.Metadata)!.rewrite({ brokers: [], topics: [{ name: 't', topicId: id1 }] }, ctx, 12);
+  responseRewriters.get(ApiKey.Metadata)!.rewrite({ brokers: [], topics: [{ name: 't', topicId: id1 }] }, ctx, 12);
   assert.equal(ctx.topics.name(id1), 't');
-  addressRewriters.get(ApiKey.CreateTopics)!.rewrite({ topics: [{ name: 't', topicId: id2 }] }, ctx, 7);
+  responseRewriters.get(ApiKey.CreateTopics)!.rewrite({ topics: [{ name: 't', topicId: id2 }] }, ctx, 7);
   assert.equal(ctx.topics.name(id2), 't');
   assert.equal(ctx.topics.name(id1), undefined);
   assert.equal(ctx.topics.id('t'), id2);
+  responseRewriters.get(ApiKey.DeleteTopics)!.rewrite({ responses: [{ name: 't', topicId: id2, errorCode: 0 }] }, ctx, 6);
+  assert.equal(ctx.topics.name(id2), undefined, 'a deleted topic is forgotten');
   ctx.topics.learn('u', 'AAAAAAAAAAAAAAAAAAAAAA');
   assert.equal(ctx.topics.id('u'), undefined, 'the zero uuid means no id');
 });
@@ -81,7 +83,7 @@ test('Metadata and CreateTopics teach topic ids; a re-created topic replaces its
 test('broker ports that would pass 65535 are not handed out', () => {
   const brokers = new BrokerMap({ advertisedHost: 'h', brokerPortBase: 65000 });
   const entry = { nodeId: 1000, host: 'up', port: 9092 };
-  assert.equal(addressRewriters.get(ApiKey.Metadata)!.rewrite({ brokers: [entry], topics: [] }, { brokers, topics: new TopicIds() }, 12), false);
+  assert.equal(responseRewriters.get(ApiKey.Metadata)!.rewrite({ brokers: [entry], topics: [] }, { brokers, topics: new TopicIds() }, 12), false);
   assert.equal(entry.port, 9092);
 });
 

@@ -1,7 +1,9 @@
 /**
- * Swaps upstream broker addresses for the proxy's own in every response that carries them, so a
- * client never connects around the proxy. Each rewriter mutates the decoded body and says
- * whether anything changed; an unchanged response is forwarded as its original bytes.
+ * What the proxy changes or learns in upstream responses: broker addresses are swapped for the
+ * proxy's own in every response that carries them, so a client never connects around the proxy,
+ * and topic ids are learned where topics are listed, created or deleted. Each rewriter mutates the
+ * decoded body and says whether anything changed; an unchanged response is forwarded as its
+ * original bytes.
  */
 import { ApiKey } from '../protocol/messages.js';
 import type { BrokerMap } from './broker-map.js';
@@ -48,7 +50,7 @@ const rewriter = (minVersion: number, rewrite: ResponseRewriter['rewrite']): Res
 
 const ENDPOINT_TYPE_CONTROLLER = 2;
 
-export const addressRewriters: ReadonlyMap<number, ResponseRewriter> = new Map<number, ResponseRewriter>([
+export const responseRewriters: ReadonlyMap<number, ResponseRewriter> = new Map<number, ResponseRewriter>([
   [
     ApiKey.Metadata,
     rewriter(0, (body, ctx) => {
@@ -79,6 +81,13 @@ export const addressRewriters: ReadonlyMap<number, ResponseRewriter> = new Map<n
     ApiKey.CreateTopics,
     rewriter(7, (body, ctx) => {
       for (const t of body.topics ?? []) ctx.topics.learn(t.name, t.topicId);
+      return false;
+    }),
+  ],
+  [
+    ApiKey.DeleteTopics,
+    rewriter(1, (body, ctx) => {
+      for (const t of body.responses ?? []) if (t.errorCode === 0 && t.name) ctx.topics.forget(t.name);
       return false;
     }),
   ],
