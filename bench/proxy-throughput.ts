@@ -10,8 +10,8 @@
  * table shows medians and the ratio of medians. Budgets are reported, never asserted: the exit
  * status is non-zero only when something crashed.
  *
- *   node dist/bench/proxy-throughput.js [--rounds 6] [--produce-records 1000000]
- *     [--consume-records 2000000] [--value-size 1024] [--partitions 4] [--latency-seconds 8]
+ *   node dist/bench/proxy-throughput.js [--rounds 8] [--produce-records 1000000]
+ *     [--consume-records 2000000] [--value-size 1024] [--partitions 4] [--latency-seconds 6]
  *     [--rate 10000] [--cpu-prof DIR] [--json FILE]
  *
  * Kafka's log lives under $KCOMPACT_BENCH_TMPDIR (default /dev/shm when it exists) so disk
@@ -33,12 +33,12 @@ const ADDED_P99_BUDGET_MS = 1;
 
 const { values: args } = parseArgs({
   options: {
-    rounds: { type: 'string', default: '6' },
+    rounds: { type: 'string', default: '8' },
     'produce-records': { type: 'string', default: '1000000' },
     'consume-records': { type: 'string', default: '2000000' },
     'value-size': { type: 'string', default: '1024' },
     partitions: { type: 'string', default: '4' },
-    'latency-seconds': { type: 'string', default: '8' },
+    'latency-seconds': { type: 'string', default: '6' },
     rate: { type: 'string', default: '10000' },
     'cpu-prof': { type: 'string' },
     json: { type: 'string' },
@@ -203,6 +203,8 @@ interface Line {
   label: string;
   direct: number;
   proxy: number;
+  /** Median over rounds of the round's own proxy/direct ratio or difference: less swayed by drift. */
+  paired: number;
   /** 'ratio': proxy/direct against a floor; 'added': proxy - direct against a ceiling. */
   kind: 'ratio' | 'added';
   budget: number | null;
@@ -211,10 +213,18 @@ interface Line {
 
 function summarize(runs: Run[]): Line[] {
   const med = (mode: Mode, p: Path, pick: (r: Run) => number) => median(runs.filter((r) => r.mode === mode && r.path === p).map(pick));
+  const pairs = (mode: Mode, pick: (r: Run) => number, kind: Line['kind']) =>
+    runs
+      .filter((r) => r.mode === mode && r.path === 'proxy')
+      .flatMap((p) => {
+        const d = runs.find((r) => r.mode === mode && r.path === 'direct' && r.round === p.round);
+        return d ? [kind === 'ratio' ? pick(p) / pick(d) : pick(p) - pick(d)] : [];
+      });
   const line = (label: string, mode: Mode, pick: (r: Run) => number, kind: Line['kind'], budget: number | null, digits: number): Line => ({
     label,
     direct: med(mode, 'direct', pick),
     proxy: med(mode, 'proxy', pick),
+    paired: median(pairs(mode, pick, kind)),
     kind,
     budget,
     digits,
@@ -237,11 +247,12 @@ function formatLine(l: Line): string[] {
   if (l.kind === 'ratio') {
     const ratio = l.proxy / l.direct;
     const verdict = l.budget === null ? '' : ratio >= l.budget ? 'PASS' : 'FAIL';
-    return [l.label, n(l.direct), n(l.proxy), ratio.toFixed(3), l.budget === null ? '' : `>= ${l.budget}`, verdict];
+    return [l.label, n(l.direct), n(l.proxy), ratio.toFixed(3), l.paired.toFixed(3), l.budget === null ? '' : `>= ${l.budget}`, verdict];
   }
   const added = l.proxy - l.direct;
   const verdict = l.budget === null ? '' : added <= l.budget ? 'PASS' : 'FAIL';
-  return [l.label, n(l.direct), n(l.proxy), `${added >= 0 ? '+' : ''}${added.toFixed(3)} ms`, l.budget === null ? '' : `<= +${l.budget} ms`, verdict];
+  const ms = (x: number) => `${x >= 0 ? '+' : ''}${x.toFixed(3)} ms`;
+  return [l.label, n(l.direct), n(l.proxy), ms(added), ms(l.paired), l.budget === null ? '' : `<= +${l.budget} ms`, verdict];
 }
 
 function table(rows: string[][]): string {
@@ -302,6 +313,7 @@ function profileReport(dir: string): string {
   const byFunction = new Map<string, number>();
   const byFile = new Map<string, number>();
   let total = 0;
+  let idle = 0;
   const root = path.resolve(path.dirname(cliPath), '../../..');
   for (const file of fs.readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'))) {
     const prof = JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8')) as { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] };
@@ -314,15 +326,16 @@ function profileReport(dir: string): string {
       byFunction.set(fn, (byFunction.get(fn) ?? 0) + us);
       const fileKey = where || f.functionName;
       byFile.set(fileKey, (byFile.get(fileKey) ?? 0) + us);
-      total += us;
+      if (f.functionName === '(idle)') idle += us;
+      else total += us;
     });
   }
-  if (total === 0) return `no CPU profile found in ${dir}`;
+  if (total + idle === 0) return `no CPU profile found in ${dir}`;
   const top = (m: Map<string, number>, n: number) =>
-    [...m.entries()].sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, us]) => [`${((100 * us) / total).toFixed(1)}%`, `${(us / 1e6).toFixed(2)} s`, k]);
+    [...m.entries()].filter(([k]) => k !== '(idle)').sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, us]) => [`${((100 * us) / total).toFixed(1)}%`, `${(us / 1e6).toFixed(2)} s`, k]);
   const fmt = (rows: string[][]) => rows.map((r) => `  ${r[0]!.padStart(6)}  ${r[1]!.padStart(8)}  ${r[2]}`).join('\n');
   return [
-    `proxy CPU profile (${dir}), ${(total / 1e6).toFixed(1)} s sampled; self time, whole run including idle:`,
+    `proxy CPU profile (${dir}): busy ${(total / 1e6).toFixed(1)} s, idle ${(idle / 1e6).toFixed(1)} s; self time as a share of busy time:`,
     'by function:',
     fmt(top(byFunction, 25)),
     'by file:',
@@ -383,7 +396,9 @@ async function main(): Promise<void> {
     `latency: ${cfg.rate} records/s of 100 B for ${cfg.latencySeconds} s (first second left out), linger 0, one partition`,
     `MB = 10^6 bytes of key+value. Figures come from a shared 2-core machine: Kafka (JVM), the proxy (node) and kbench compete for CPU.`,
     '',
-    table([['median', 'direct', 'proxy', 'proxy vs direct', 'budget', 'result'], ...lines.map(formatLine)]),
+    table([['median', 'direct', 'proxy', 'proxy vs direct', 'paired', 'budget', 'result'], ...lines.map(formatLine)]),
+    `proxy vs direct: ratio (throughput) or difference (latency) of the medians, which the budget judges;`,
+    `paired: median over rounds of each round's own ratio or difference, for a second opinion under drifting load.`,
     '',
     'per round:',
     perRoundTable(runs),

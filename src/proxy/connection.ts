@@ -14,6 +14,8 @@ import { FrameReader } from './frame-reader.js';
 import { responseRewriters, type RewriteContext } from './response-rewrite.js';
 import { clampApiVersions, type ApiVersionsBody } from './api-versions.js';
 import { produceAcks } from './produce-acks.js';
+import { decodeRequestHeader } from '../protocol/headers.js';
+import { interceptedRequest, type Interception, type Interceptors, type ResponseTransform } from './interceptor.js';
 
 export interface ConnectionDeps {
   log: Logger;
@@ -21,6 +23,7 @@ export interface ConnectionDeps {
   rewrite: RewriteContext;
   /** Upstream addresses to try in order (the bootstrap list, or the one broker behind a port). */
   upstream: () => Promise<HostPort[]>;
+  interceptors?: Interceptors;
   onClose?: (conn: ProxyConnection) => void;
 }
 
@@ -33,6 +36,7 @@ interface Awaiting {
   apiKey: number;
   apiVersion: number;
   slot: Slot;
+  transform?: ResponseTransform;
 }
 
 /** Requests buffered while the upstream connection is being set up, before the client is paused. */
@@ -46,6 +50,8 @@ export class ProxyConnection {
   private readonly awaiting: Awaiting[] = [];
   private readonly requests: FrameReader;
   private readonly responses: FrameReader;
+  /** Requests that arrived while an asynchronous interceptor was deciding on an earlier one. */
+  private held: Buffer[] | null = null;
   private clientPaused = false;
   private upstreamPaused = false;
   private closed = false;
@@ -153,6 +159,10 @@ export class ProxyConnection {
   private onRequest(frame: Buffer): void {
     if (this.closed) return;
     if (frame.length < 12) throw new Error(`request frame of ${frame.length - 4} bytes is shorter than a request header`);
+    if (this.held) {
+      this.held.push(frame);
+      return;
+    }
     const apiKey = frame.readInt16BE(4);
     const apiVersion = frame.readInt16BE(6);
     const correlationId = frame.readInt32BE(8);
@@ -168,14 +178,54 @@ export class ProxyConnection {
         return;
       }
     }
-    if (apiKey === ApiKey.Produce && produceAcks(frame) === 0) {
-      this.forward(frame);
+    const expectsResponse = !(apiKey === ApiKey.Produce && produceAcks(frame) === 0);
+    const slot: Slot | null = expectsResponse ? { frame: null } : null;
+    if (slot) this.out.push(slot);
+    const interceptor = this.deps.interceptors?.get(apiKey);
+    const header = interceptor ? decodeRequestHeader(frame.subarray(4)) : null;
+    if (!interceptor || !header || header.bodyOffset === null) {
+      this.apply({ forward: true }, frame, apiKey, apiVersion, correlationId, slot);
       return;
     }
-    const slot: Slot = { frame: null };
-    this.out.push(slot);
-    this.awaiting.push({ correlationId, apiKey, apiVersion, slot });
-    this.forward(frame);
+    const decision = interceptor.intercept(interceptedRequest(frame, header, expectsResponse));
+    if (!(decision instanceof Promise)) {
+      this.apply(decision, frame, apiKey, apiVersion, correlationId, slot);
+      return;
+    }
+    this.held = [];
+    decision.then(
+      (d) => {
+        if (this.closed) return;
+        this.apply(d, frame, apiKey, apiVersion, correlationId, slot);
+        const later = this.held ?? [];
+        this.held = null;
+        for (let i = 0; i < later.length; i++) {
+          this.onRequest(later[i]!);
+          // A later request went asynchronous too: the rest wait behind it again.
+          if (this.held) {
+            (this.held as Buffer[]).push(...later.slice(i + 1));
+            break;
+          }
+        }
+      },
+      (err) => this.close(`interceptor for API ${apiKey} failed`, err),
+    );
+  }
+
+  private apply(decision: Interception, frame: Buffer, apiKey: number, apiVersion: number, correlationId: number, slot: Slot | null): void {
+    if ('close' in decision) {
+      this.close(decision.close);
+      return;
+    }
+    if ('respond' in decision) {
+      if (slot) {
+        slot.frame = decision.respond;
+        this.flush();
+      }
+      return;
+    }
+    if (slot) this.awaiting.push({ correlationId, apiKey, apiVersion, slot, transform: decision.response });
+    this.forward(decision.frame ?? frame);
   }
 
   private respondLocally(frame: Buffer): void {
@@ -203,8 +253,26 @@ export class ProxyConnection {
     if (head.correlationId !== correlationId) {
       throw new Error(`upstream answered correlation id ${correlationId} while ${head.correlationId} was next`);
     }
-    head.slot.frame = this.transform(head, frame);
-    this.flush();
+    const rewritten = this.transform(head, frame);
+    if (!head.transform) {
+      head.slot.frame = rewritten;
+      this.flush();
+      return;
+    }
+    const transformed = head.transform(rewritten);
+    if (!(transformed instanceof Promise)) {
+      head.slot.frame = transformed;
+      this.flush();
+      return;
+    }
+    transformed.then(
+      (f) => {
+        if (this.closed) return;
+        head.slot.frame = f;
+        this.flush();
+      },
+      (err) => this.close(`response transform for API ${head.apiKey} failed`, err),
+    );
   }
 
   private transform(req: Awaiting, frame: Buffer): Buffer {

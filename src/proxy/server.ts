@@ -9,6 +9,7 @@ import { UpstreamClient } from '../upstream/client.js';
 import { BrokerMap, type HostPort } from './broker-map.js';
 import { ProxyConnection } from './connection.js';
 import { TopicIds } from './topic-ids.js';
+import type { Interceptors } from './interceptor.js';
 
 export interface ProxyOptions {
   listen: HostPort;
@@ -18,6 +19,7 @@ export interface ProxyOptions {
   maxFrameBytes: number;
   requestTimeoutMs: number;
   log: Logger;
+  interceptors?: Interceptors;
 }
 
 const DISCOVERY_RETRY_MS = 2_000;
@@ -155,6 +157,7 @@ export class ProxyServer {
         maxFrameBytes: this.opts.maxFrameBytes,
         rewrite: { brokers: this.brokers, topics: this.topics },
         upstream,
+        interceptors: this.opts.interceptors,
         onClose: (c) => this.connections.delete(c),
       });
       if (!conn.isClosed) this.connections.add(conn);

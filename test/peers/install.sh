@@ -32,7 +32,7 @@ step() {
   fi
 }
 
-stamp() { sha256sum "$@" | sha256sum | cut -c1-64; }
+stamp() { cat "$@" | sha256sum | cut -c1-64; }
 
 kafka_jars() {
   local marker="$kafka_home/.complete" want

@@ -1,0 +1,21 @@
+/**
+ * What the fetch view reads from the key index of one partition. Offsets are plain numbers:
+ * exact below 2^53, which no real log reaches.
+ *
+ * The cleaner is the only writer of survivorship: below cleanedUpTo() only the offsets the
+ * cleaner kept remain in the index; from cleanedUpTo() on, everything the upstream holds is
+ * visible, as in Kafka's log before its cleaner has passed.
+ */
+export interface PartitionIndexView {
+  /** The first offset the cleaner has not yet covered (0 before any clean). */
+  cleanedUpTo(): number;
+  /** Surviving offsets in [from, to) that are below cleanedUpTo(), ascending. */
+  survivors(from: number, to: number): Float64Array;
+  /** The first surviving offset >= offset, or cleanedUpTo() when none remains below it. */
+  nextVisible(offset: number): number;
+}
+
+export interface IndexView {
+  /** The index of a compacted partition, or undefined when it is not (yet) indexed. */
+  partition(topic: string, partition: number): PartitionIndexView | undefined;
+}
