@@ -10,8 +10,8 @@
  * table shows medians and the ratio of medians. Budgets are reported, never asserted: the exit
  * status is non-zero only when something crashed.
  *
- *   node dist/bench/proxy-throughput.js [--rounds 8] [--produce-records 1000000]
- *     [--consume-records 2000000] [--value-size 1024] [--partitions 4] [--latency-seconds 6]
+ *   node dist/bench/proxy-throughput.js [--rounds 7] [--produce-records 600000]
+ *     [--consume-records 1500000] [--value-size 1024] [--partitions 4] [--latency-seconds 5]
  *     [--rate 10000] [--cpu-prof DIR] [--json FILE]
  *
  * Kafka's log lives under $KCOMPACT_BENCH_TMPDIR (default /dev/shm when it exists) so disk
@@ -33,12 +33,12 @@ const ADDED_P99_BUDGET_MS = 1;
 
 const { values: args } = parseArgs({
   options: {
-    rounds: { type: 'string', default: '8' },
-    'produce-records': { type: 'string', default: '1000000' },
-    'consume-records': { type: 'string', default: '2000000' },
+    rounds: { type: 'string', default: '7' },
+    'produce-records': { type: 'string', default: '600000' },
+    'consume-records': { type: 'string', default: '1500000' },
     'value-size': { type: 'string', default: '1024' },
     partitions: { type: 'string', default: '4' },
-    'latency-seconds': { type: 'string', default: '6' },
+    'latency-seconds': { type: 'string', default: '5' },
     rate: { type: 'string', default: '10000' },
     'cpu-prof': { type: 'string' },
     json: { type: 'string' },
@@ -72,6 +72,8 @@ interface KbenchResult {
   mbPerSec: number;
   recordsPerSec: number;
   latencyMs?: { p50: number; p90: number; p99: number; p999: number; max: number };
+  /** Produce and Fetch requests the client wrote. */
+  requests: { produce: number; fetch: number };
   settings: Record<string, unknown>;
 }
 
@@ -296,9 +298,13 @@ function proxyCost(runs: Run[]): string {
     const cpu = rs.reduce((s, r) => s + r.proxyCpuSeconds!, 0);
     const wall = rs.reduce((s, r) => s + r.seconds, 0);
     const records = rs.reduce((s, r) => s + r.records, 0);
+    const requests = rs.reduce((s, r) => s + (mode === 'consume' ? r.requests.fetch : r.requests.produce), 0);
     const gb = rs.reduce((s, r) => s + r.bytes, 0) / 1e9;
     const perGb = mode === 'latency' ? '' : `${(cpu / gb).toFixed(2)} CPU s/GB, `;
-    parts.push(`${mode}: ${perGb}${((1e6 * cpu) / records).toFixed(2)} CPU µs/record, ${((100 * cpu) / wall).toFixed(0)}% of a core`);
+    parts.push(
+      `${mode}: ${perGb}${((1e6 * cpu) / requests).toFixed(1)} CPU µs per ${mode === 'consume' ? 'Fetch' : 'Produce'} request ` +
+        `(${(records / requests).toFixed(1)} records each), ${((100 * cpu) / wall).toFixed(0)}% of a core`,
+    );
   }
   return parts.map((p) => `  ${p}`).join('\n');
 }

@@ -7,7 +7,7 @@ import { after, before, test } from 'node:test';
 import { ApiKey } from '../../src/protocol/messages.js';
 import { encodeBatch } from '../../src/protocol/records/batch.js';
 import { startProxy, type RunningProxy } from '../support/kcompact.js';
-import { RawConnection } from '../support/raw-client.js';
+import { RawConnection, askOnce as ask } from '../support/raw-client.js';
 import { missingPeers, startKafka, type RunningKafka } from '../support/index.js';
 
 let kafka: RunningKafka;
@@ -26,18 +26,6 @@ after(async () => {
 });
 
 const local = (nodeId: number) => ({ host: '127.0.0.1', port: proxy.brokerPortBase + nodeId });
-
-async function ask(address: string, apiKey: number, version: number, body: object) {
-  const conn = await RawConnection.open(address);
-  try {
-    conn.request(apiKey, version, body, 7);
-    const res = await conn.response(apiKey, version);
-    assert.equal(res.correlationId, 7);
-    return res.body;
-  } finally {
-    conn.close();
-  }
-}
 
 test('acks=0 Produce gets no response and the records still land', { skip }, async () => {
   const topic = 'acks0';

@@ -10,7 +10,7 @@ import { ApiKey, apiSchema } from '../../src/protocol/messages.js';
 import { encodeBatch } from '../../src/protocol/records/batch.js';
 import { DECODED_APIS } from '../../src/proxy/api-versions.js';
 import { startProxy, type RunningProxy } from '../support/kcompact.js';
-import { RawConnection } from '../support/raw-client.js';
+import { RawConnection, askOnce as ask } from '../support/raw-client.js';
 import { missingPeers, startKfake, type RunningKfake } from '../support/index.js';
 
 let kfake: RunningKfake;
@@ -30,18 +30,6 @@ after(async () => {
 
 const local = (nodeId: number) => ({ host: '127.0.0.1', port: proxy.brokerPortBase + nodeId });
 
-async function ask(address: string, apiKey: number, version: number, body: object) {
-  const conn = await RawConnection.open(address);
-  try {
-    conn.request(apiKey, version, body, 7);
-    const res = await conn.response(apiKey, version);
-    assert.equal(res.correlationId, 7);
-    return res.body;
-  } finally {
-    conn.close();
-  }
-}
-
 test('Metadata at every version lists the proxy ports, each reaching its own broker', { skip }, async () => {
   const schema = apiSchema(ApiKey.Metadata)!;
   for (let v = Math.max(schema.minVersion, 1); v <= schema.maxVersion; v++) {
@@ -49,9 +37,21 @@ test('Metadata at every version lists the proxy ports, each reaching its own bro
     const brokers = body.brokers.map((b: { nodeId: number; host: string; port: number }) => ({ nodeId: b.nodeId, host: b.host, port: b.port }));
     assert.deepEqual(brokers.sort((a: { nodeId: number }, b: { nodeId: number }) => a.nodeId - b.nodeId), [0, 1, 2].map((id) => ({ nodeId: id, ...local(id) })), `Metadata v${v}`);
   }
-  for (const id of [0, 1, 2]) {
-    const body = await ask(`127.0.0.1:${local(id).port}`, ApiKey.Metadata, 12, { topics: [] });
-    assert.equal(body.brokers.length, 3);
+  // Port N reaches node N: a produce is accepted only through the port of the partition's leader.
+  const topic = 'placement';
+  await ask(proxy.bootstrap, ApiKey.CreateTopics, 7, { topics: [{ name: topic, numPartitions: 3, replicationFactor: 1, assignments: [], configs: [] }], timeoutMs: 5000 });
+  const meta = await ask(proxy.bootstrap, ApiKey.Metadata, 12, { topics: [{ name: topic }] });
+  const batch = await encodeBatch(
+    { baseOffset: 0n, partitionLeaderEpoch: -1, attributes: 0, lastOffsetDelta: 0, baseTimestamp: 1700000000000n, maxTimestamp: 1700000000000n, producerId: -1n, producerEpoch: -1, baseSequence: -1 },
+    [{ timestampDelta: 0, offsetDelta: 0, key: Buffer.from('k'), value: Buffer.from('v') }],
+    0,
+  );
+  for (const p of meta.topics[0].partitions as { partitionIndex: number; leaderId: number }[]) {
+    for (const node of [0, 1, 2]) {
+      const res = await ask(`127.0.0.1:${local(node).port}`, ApiKey.Produce, 9, { transactionalId: null, acks: 1, timeoutMs: 5000, topicData: [{ name: topic, partitionData: [{ index: p.partitionIndex, records: batch }] }] });
+      const code = res.responses[0].partitionResponses[0].errorCode;
+      assert.equal(code, node === p.leaderId ? 0 : 6, `partition ${p.partitionIndex} (leader ${p.leaderId}) through the port of node ${node}`);
+    }
   }
 });
 
@@ -156,7 +156,8 @@ test('a client that stops reading pauses the upstream instead of buffering witho
   const topic = 'backpressure';
   await ask(proxy.bootstrap, ApiKey.CreateTopics, 7, { topics: [{ name: topic, numPartitions: 1, replicationFactor: 1, assignments: [], configs: [] }], timeoutMs: 5000 });
   const meta = await ask(proxy.bootstrap, ApiKey.Metadata, 12, { topics: [{ name: topic }] });
-  const leader = meta.topics[0].partitions[0].leaderId as number;
+  // Metadata lists partitions in no particular order.
+  const leader = meta.topics[0].partitions.find((p: { partitionIndex: number }) => p.partitionIndex === 0).leaderId as number;
   const topicId = meta.topics[0].topicId as string;
   const value = Buffer.alloc(64 * 1024, 1);
   const producer = await RawConnection.open(`127.0.0.1:${local(leader).port}`);

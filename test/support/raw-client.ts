@@ -91,3 +91,17 @@ export class RawConnection {
     for (const w of this.waiters.splice(0)) w();
   }
 }
+
+/** One request on a fresh connection; returns the decoded response body. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export async function askOnce(address: string, apiKey: number, version: number, body: object): Promise<any> {
+  const conn = await RawConnection.open(address);
+  try {
+    conn.request(apiKey, version, body, 7);
+    const res = await conn.response(apiKey, version);
+    if (res.correlationId !== 7) throw new Error(`response carries correlation id ${res.correlationId}, not 7`);
+    return res.body;
+  } finally {
+    conn.close();
+  }
+}

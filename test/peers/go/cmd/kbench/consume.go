@@ -22,7 +22,8 @@ func consume(args []string) result {
 	c.check("consume")
 	r := result{Topic: c.topic, Settings: map[string]any{"client": "franz-go", "fetchMaxBytes": 50 << 20, "fetchMaxPartitionBytes": 1 << 20}}
 
-	cl, err := kgo.NewClient(c.seeds(), kgo.ConsumeTopics(c.topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	var counter requestCounter
+	cl, err := kgo.NewClient(append(c.clientOpts(&counter), kgo.ConsumeTopics(c.topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
 	if err != nil {
 		r.Errors = []string{err.Error()}
 		return r
@@ -52,5 +53,6 @@ func consume(args []string) result {
 		})
 	}
 	r.Seconds = time.Since(start).Seconds()
+	r.Requests = counter.report()
 	return r
 }

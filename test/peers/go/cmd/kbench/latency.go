@@ -25,7 +25,8 @@ func latency(args []string) result {
 	r.Settings["rate"] = *rate
 	r.Settings["warmupSeconds"] = warmup.Seconds()
 
-	cl, err := kgo.NewClient(p.options(c)...)
+	var counter requestCounter
+	cl, err := kgo.NewClient(p.options(c, &counter)...)
 	if err != nil {
 		r.Errors = []string{err.Error()}
 		return r
@@ -69,5 +70,6 @@ func latency(args []string) result {
 	r.Records = total
 	r.LatencyMs = summarize(lat[min(int(warmup.Seconds()*float64(*rate)), total):])
 	r.Errors = errs.list()
+	r.Requests = counter.report()
 	return r
 }

@@ -2,10 +2,11 @@
 // franz-go client, so the client is not what limits the figures, run once per round against an
 // upstream directly or through the proxy. Each run prints one JSON line on stdout:
 //
-//	{"mode","topic","records","bytes","seconds","mbPerSec","recordsPerSec","latencyMs"?,"settings","errors"}
+//	{"mode","topic","records","bytes","seconds","mbPerSec","recordsPerSec","latencyMs"?,"requests","settings","errors"}
 //
-// where bytes counts key plus value bytes, MB is 10^6 bytes, and latencyMs holds p50, p90, p99,
-// p999 and max of the per-record produce acknowledgement latency. It exits 1 when errors is not
+// where bytes counts key plus value bytes, MB is 10^6 bytes, latencyMs holds p50, p90, p99,
+// p999 and max of the per-record produce acknowledgement latency, and requests counts the
+// Produce and Fetch requests the client wrote (warm-up included). It exits 1 when errors is not
 // empty.
 package main
 
@@ -24,16 +25,17 @@ const usage = `usage: kbench produce|consume|latency --brokers HOST:PORT[,...] -
 run "kbench MODE -h" for the flags of a mode`
 
 type result struct {
-	Mode          string         `json:"mode"`
-	Topic         string         `json:"topic"`
-	Records       int            `json:"records"`
-	Bytes         int64          `json:"bytes"`
-	Seconds       float64        `json:"seconds"`
-	MBPerSec      float64        `json:"mbPerSec"`
-	RecordsPerSec float64        `json:"recordsPerSec"`
-	LatencyMs     *percentiles   `json:"latencyMs,omitempty"`
-	Settings      map[string]any `json:"settings"`
-	Errors        []string       `json:"errors"`
+	Mode          string           `json:"mode"`
+	Topic         string           `json:"topic"`
+	Records       int              `json:"records"`
+	Bytes         int64            `json:"bytes"`
+	Seconds       float64          `json:"seconds"`
+	MBPerSec      float64          `json:"mbPerSec"`
+	RecordsPerSec float64          `json:"recordsPerSec"`
+	LatencyMs     *percentiles     `json:"latencyMs,omitempty"`
+	Requests      map[string]int64 `json:"requests"`
+	Settings      map[string]any   `json:"settings"`
+	Errors        []string         `json:"errors"`
 }
 
 // common holds the flags every mode takes.
@@ -58,7 +60,10 @@ func (c *common) check(mode string) {
 	}
 }
 
-func (c *common) seeds() kgo.Opt { return kgo.SeedBrokers(strings.Split(c.brokers, ",")...) }
+// clientOpts are the options every mode's client starts from.
+func (c *common) clientOpts(counter *requestCounter) []kgo.Opt {
+	return []kgo.Opt{kgo.SeedBrokers(strings.Split(c.brokers, ",")...), kgo.WithHooks(counter)}
+}
 
 func main() {
 	if len(os.Args) < 2 {

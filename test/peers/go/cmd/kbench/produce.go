@@ -20,7 +20,8 @@ func produce(args []string) result {
 	c.check("produce")
 	r := result{Topic: c.topic, Settings: p.describe()}
 
-	cl, err := kgo.NewClient(p.options(c)...)
+	var counter requestCounter
+	cl, err := kgo.NewClient(p.options(c, &counter)...)
 	if err != nil {
 		r.Errors = []string{err.Error()}
 		return r
@@ -56,5 +57,6 @@ func produce(args []string) result {
 	r.Records = *count
 	r.LatencyMs = summarize(lat)
 	r.Errors = errs.list()
+	r.Requests = counter.report()
 	return r
 }

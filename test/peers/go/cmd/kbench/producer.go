@@ -10,7 +10,9 @@ import (
 
 // producerSettings are the knobs shared by the produce and latency modes. acks=all and
 // idempotence on are the defaults of both Java's producer (since 3.0) and kgo; with idempotence
-// kgo keeps up to 5 produce requests in flight per broker, as Java does.
+// kgo keeps up to 5 produce requests in flight per broker, as Java does. Batches are never
+// compressed (Java's default; kgo's is snappy): every record carries the same value, which a
+// compressor would squeeze to almost nothing.
 type producerSettings struct {
 	linger     time.Duration
 	batchBytes int
@@ -29,14 +31,14 @@ func producerFlags(fs *flag.FlagSet, linger time.Duration, valueSize int) *produ
 	return p
 }
 
-func (p *producerSettings) options(c *common) []kgo.Opt {
-	opts := []kgo.Opt{
-		c.seeds(),
+func (p *producerSettings) options(c *common, counter *requestCounter) []kgo.Opt {
+	opts := append(c.clientOpts(counter),
 		kgo.DefaultProduceTopic(c.topic),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerLinger(p.linger),
 		kgo.ProducerBatchMaxBytes(int32(p.batchBytes)),
-	}
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
+	)
 	if !p.idempotent {
 		opts = append(opts, kgo.DisableIdempotentWrite())
 	}
@@ -44,7 +46,7 @@ func (p *producerSettings) options(c *common) []kgo.Opt {
 }
 
 func (p *producerSettings) describe() map[string]any {
-	return map[string]any{"client": "franz-go", "acks": "all", "idempotent": p.idempotent,
+	return map[string]any{"client": "franz-go", "acks": "all", "idempotent": p.idempotent, "compression": "none",
 		"lingerMs": float64(p.linger) / 1e6, "batchBytes": p.batchBytes, "keys": p.keys, "valueSize": p.valueSize}
 }
 

@@ -8,7 +8,7 @@ import (
 
 // payload builds the record keys and one value shared by every record: kgo only reads a
 // record's value, and building a fresh one per record would put the generator's cost into the
-// figures. The value is pseudo-random so a compressing path would see realistic bytes.
+// figures. The value is pseudo-random, so no layer finds a pattern inside one record.
 func payload(keys, valueSize int) (keySpace [][]byte, value []byte) {
 	keySpace = make([][]byte, max(keys, 1))
 	for i := range keySpace {
