@@ -10,7 +10,7 @@ import { ApiKey, apiSchema, decodeResponse, encodeResponseFrame } from '../proto
 import { decodeResponseHeader, responseHeaderVersion } from '../protocol/headers.js';
 import { ErrorCode } from '../protocol/errors.js';
 import type { HostPort } from './broker-map.js';
-import { FrameReader } from './frame-reader.js';
+import { FrameReader, type FrameRouter } from './frame-reader.js';
 import { responseRewriters, type RewriteContext } from './response-rewrite.js';
 import { clampApiVersions, type ApiVersionsBody } from './api-versions.js';
 import { produceAcks } from './produce-acks.js';
@@ -52,6 +52,8 @@ export class ProxyConnection {
   private readonly responses: FrameReader;
   /** Requests that arrived while an asynchronous interceptor was deciding on an earlier one. */
   private held: Buffer[] | null = null;
+  /** A response is being streamed to the client: nothing else may be written until it ends. */
+  private streamingToClient = false;
   private clientPaused = false;
   private upstreamPaused = false;
   private closed = false;
@@ -73,6 +75,49 @@ export class ProxyConnection {
   get isClosed(): boolean {
     return this.closed;
   }
+
+  /**
+   * Requests the proxy neither intercepts nor answers itself go upstream piece by piece as they
+   * arrive (Produce excepted: its acks decide whether a response will come).
+   */
+  private readonly requestRouter: FrameRouter = {
+    peekBytes: 12,
+    stream: (head) => {
+      if (this.held || this.closed) return null;
+      const apiKey = head.readInt16BE(4);
+      if (apiKey === ApiKey.ApiVersions || apiKey === ApiKey.Produce || this.deps.interceptors?.has(apiKey)) return null;
+      const slot: Slot = { frame: null };
+      this.out.push(slot);
+      this.awaiting.push({ correlationId: head.readInt32BE(8), apiKey, apiVersion: head.readInt16BE(6), slot });
+      return (piece) => {
+        if (piece) this.forward(piece);
+      };
+    },
+  };
+
+  /**
+   * Responses the proxy does not change go to the client piece by piece as they arrive, when no
+   * earlier response is still pending: receiving and sending overlap, and nothing is copied.
+   */
+  private readonly responseRouter: FrameRouter = {
+    peekBytes: 8,
+    stream: (head) => {
+      const next = this.awaiting[0];
+      if (!next || this.closed || this.streamingToClient || this.out[0] !== next.slot) return null;
+      if (head.readInt32BE(4) !== next.correlationId || next.transform || rewritesResponse(next.apiKey, next.apiVersion)) return null;
+      this.awaiting.shift();
+      this.out.shift();
+      this.streamingToClient = true;
+      return (piece) => {
+        if (piece) {
+          if (!this.closed && !this.client.write(piece)) this.pauseUpstream();
+          return;
+        }
+        this.streamingToClient = false;
+        this.flush();
+      };
+    },
+  };
 
   /** Bytes held in memory for this connection: unsent socket data and partial frames. */
   get bufferedBytes(): number {
@@ -142,7 +187,7 @@ export class ProxyConnection {
 
   private onClientData(chunk: Buffer): void {
     try {
-      this.requests.push(chunk, (frame) => this.onRequest(frame));
+      this.requests.push(chunk, (frame) => this.onRequest(frame), this.requestRouter);
     } catch (err) {
       this.close('bad request frame from client', err);
     }
@@ -150,7 +195,7 @@ export class ProxyConnection {
 
   private onUpstreamData(chunk: Buffer): void {
     try {
-      this.responses.push(chunk, (frame) => this.onResponse(frame));
+      this.responses.push(chunk, (frame) => this.onResponse(frame), this.responseRouter);
     } catch (err) {
       this.close('bad response frame from upstream', err);
     }
@@ -295,6 +340,7 @@ export class ProxyConnection {
   }
 
   private flush(): void {
+    if (this.streamingToClient) return;
     while (this.out.length > 0 && this.out[0]!.frame !== null) {
       const frame = this.out.shift()!.frame!;
       if (!this.client.write(frame)) this.pauseUpstream();
@@ -327,6 +373,12 @@ export class ProxyConnection {
 }
 
 const CONNECT_TIMEOUT_MS = 10_000;
+
+function rewritesResponse(apiKey: number, apiVersion: number): boolean {
+  if (apiKey === ApiKey.ApiVersions) return true;
+  const rewriter = responseRewriters.get(apiKey);
+  return rewriter !== undefined && apiVersion >= rewriter.minVersion;
+}
 
 export function connect(target: HostPort, timeoutMs = CONNECT_TIMEOUT_MS): Promise<net.Socket> {
   return new Promise((resolve, reject) => {

@@ -52,3 +52,40 @@ test('oversized and negative sizes are refused before buffering the body', () =>
   new FrameReader(100).push(exact, () => n++);
   assert.equal(n, 1);
 });
+
+test('a router can take frames as pieces, at every chunk boundary, without disturbing the others', () => {
+  const payloads = [Buffer.alloc(30, 1), Buffer.from('x'), Buffer.alloc(200, 2), Buffer.alloc(9, 3), Buffer.alloc(64, 4)];
+  const frames = payloads.map(frame);
+  const stream = Buffer.concat(frames);
+  // Stream frames whose first payload byte is even; peek 6 bytes (size + 2).
+  const streamed = (f: Buffer) => f.length > 6 && f[4]! % 2 === 0;
+  for (let cut1 = 1; cut1 < stream.length; cut1 += 3) {
+    for (const cut2 of [cut1 + 1, cut1 + 17, stream.length]) {
+      const reader = new FrameReader(1024);
+      const whole: Buffer[] = [];
+      const pieces: Buffer[][] = [];
+      const router = {
+        peekBytes: 6,
+        stream: (head: Buffer, bytes: number) => {
+          if (head[4]! % 2 !== 0) return null;
+          const parts: Buffer[] = [];
+          pieces.push(parts);
+          let ended = false;
+          return (piece: Buffer | null) => {
+            assert.equal(ended, false);
+            if (piece === null) {
+              ended = true;
+              assert.equal(Buffer.concat(parts).length, bytes);
+            } else parts.push(Buffer.from(piece));
+          };
+        },
+      };
+      for (const [a, b] of [[0, cut1], [cut1, Math.min(cut2, stream.length)], [Math.min(cut2, stream.length), stream.length]] as const) {
+        if (b > a) reader.push(stream.subarray(a, b), (f) => whole.push(Buffer.from(f)), router);
+      }
+      assert.deepEqual(whole, frames.filter((f) => !streamed(f)), `whole frames, cuts ${cut1}/${cut2}`);
+      assert.deepEqual(pieces.map((p) => Buffer.concat(p)), frames.filter(streamed), `streamed frames, cuts ${cut1}/${cut2}`);
+      assert.equal(reader.buffered, 0);
+    }
+  }
+});
