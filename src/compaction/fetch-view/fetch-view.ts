@@ -1,0 +1,232 @@
+/**
+ * The compacted Fetch view: clients read a compacted topic as Kafka's cleaner would have left
+ * it, from a store that keeps every record. Fetches of compacted partitions are sent upstream
+ * from the next surviving offset (read-plan.ts), the answer's batches are filtered to the
+ * survivors (visible-records.ts, partition-view.ts), and fetch sessions are kept off
+ * (fetch-session.ts). Partitions of other topics pass through byte for byte.
+ */
+import type { Logger } from '../../ops/log.js';
+import { ApiKey, decodeResponse, encodeRequestFrame, encodeResponseFrame } from '../../protocol/messages.js';
+import { decodeResponseHeader, responseHeaderVersion } from '../../protocol/headers.js';
+import type { InterceptedRequest, Interception, RequestInterceptor } from '../../proxy/interceptor.js';
+import type { TopicIds } from '../../proxy/topic-ids.js';
+import type { IndexView } from '../index-view.js';
+import type { TopicConfigView } from '../policy.js';
+import { EmptyAnswers } from './empty-answers.js';
+import { isIncremental, isSessionless, sessionFields, sessionlessFrame, sessionNotFound, SESSIONLESS_EPOCH } from './fetch-session.js';
+import { PartitionAnswer, type PartitionTarget, type ViewCounters } from './partition-view.js';
+import { planRead } from './read-plan.js';
+import type { PartitionRecords, UpstreamReads } from './upstream-reads.js';
+
+export interface FetchViewOptions {
+  config: TopicConfigView;
+  index: IndexView;
+  topicIds: TopicIds;
+  upstream: UpstreamReads;
+  log: Logger;
+  clock?: () => number;
+}
+
+export interface FetchViewStats extends ViewCounters {
+  /** Fetch requests seen. */
+  requests: number;
+  /** Fetch requests that held a compacted partition. */
+  viewedRequests: number;
+  /** Partitions whose fetch offset was moved ahead past removed records. */
+  seeks: number;
+  /** Incremental session requests answered FETCH_SESSION_ID_NOT_FOUND. */
+  sessionsRefused: number;
+}
+
+export interface FetchView extends RequestInterceptor {
+  readonly stats: FetchViewStats;
+}
+
+interface FetchPartitionRequest {
+  partition: number;
+  currentLeaderEpoch: number;
+  fetchOffset: bigint;
+  partitionMaxBytes: number;
+}
+
+interface FetchTopicRequest {
+  topic?: string;
+  topicId?: string;
+  partitions: FetchPartitionRequest[];
+}
+
+interface FetchRequestBody {
+  replicaId?: number;
+  replicaState?: { replicaId: number };
+  maxWaitMs: number;
+  maxBytes: number;
+  isolationLevel: number;
+  sessionId: number;
+  sessionEpoch: number;
+  topics: FetchTopicRequest[];
+  [field: string]: unknown;
+}
+
+interface FetchPartitionResponse extends PartitionRecords {
+  partitionIndex: number;
+}
+
+interface FetchTopicResponse {
+  topic?: string;
+  topicId?: string;
+  partitions: FetchPartitionResponse[];
+}
+
+interface FetchResponseBody {
+  responses: FetchTopicResponse[];
+  [field: string]: unknown;
+}
+
+const FIRST_TOPIC_ID_VERSION = 13;
+const FORWARD: Interception = { forward: true };
+
+const targetKey = (topicKey: string, partition: number) => `${topicKey}\u0000${partition}`;
+
+export function createFetchView(opts: FetchViewOptions): FetchView {
+  const clock = opts.clock ?? Date.now;
+  const log = opts.log.child({ component: 'fetch-view' });
+  const answers = new EmptyAnswers({ clock });
+  const stats: FetchViewStats = {
+    requests: 0,
+    viewedRequests: 0,
+    seeks: 0,
+    sessionsRefused: 0,
+    extraReads: 0,
+    removedRecords: 0,
+    rebuiltBatches: 0,
+    emptyAnswers: 0,
+    corruptBatches: 0,
+  };
+
+  const topicKey = (t: { topic?: string; topicId?: string }, byId: boolean) => (byId ? t.topicId ?? '' : t.topic ?? '');
+  const topicName = (t: { topic?: string; topicId?: string }, byId: boolean) => (byId ? opts.topicIds.name(t.topicId ?? '') : t.topic);
+
+  /** Plans each compacted partition's read, moving its fetch offset in the body. */
+  function plan(req: InterceptedRequest, body: FetchRequestBody, byId: boolean): { targets: Map<string, PartitionTarget>; moved: boolean } {
+    const targets = new Map<string, PartitionTarget>();
+    let moved = false;
+    for (const t of body.topics) {
+      const name = topicName(t, byId);
+      if (name === undefined || !opts.config.compacted(name)) continue;
+      for (const p of t.partitions) {
+        const view = opts.index.partition(name, p.partition);
+        if (!view) continue;
+        const clientOffset = Number(p.fetchOffset);
+        const answerKey = EmptyAnswers.key(req.header.clientId, name, p.partition, clientOffset);
+        const read = planRead(view, clientOffset, answers.recall(answerKey));
+        if (read.fetchOffset !== clientOffset) {
+          p.fetchOffset = BigInt(read.fetchOffset);
+          stats.seeks++;
+          moved = true;
+        }
+        targets.set(targetKey(topicKey(t, byId), p.partition), {
+          topic: name,
+          partition: p.partition,
+          view,
+          clientOffset,
+          plan: read,
+          currentLeaderEpoch: p.currentLeaderEpoch,
+          partitionMaxBytes: p.partitionMaxBytes,
+          isolationLevel: body.isolationLevel,
+          answerKey,
+        });
+      }
+    }
+    return { targets, moved };
+  }
+
+  function view(req: InterceptedRequest, body: FetchRequestBody, byId: boolean): Interception {
+    const session = sessionFields(req);
+    const { targets, moved } = plan(req, body, byId);
+    const sessionless = isSessionless(session);
+    if (targets.size === 0) return sessionless ? FORWARD : { forward: true, frame: sessionlessFrame(req) };
+    stats.viewedRequests++;
+    const started = clock();
+    let frame: Buffer | undefined;
+    if (moved) {
+      if (session) {
+        body.sessionId = 0;
+        body.sessionEpoch = SESSIONLESS_EPOCH;
+      }
+      const { apiKey, apiVersion, correlationId } = req;
+      frame = encodeRequestFrame({ apiKey, apiVersion, correlationId, clientId: req.header.clientId, unknownTags: req.header.unknownTags }, body);
+    } else if (!sessionless) {
+      frame = sessionlessFrame(req);
+    }
+    return {
+      forward: true,
+      frame,
+      response: (upstream) => filterResponse(req, body, byId, targets, upstream, started + body.maxWaitMs),
+    };
+  }
+
+  async function filterResponse(
+    req: InterceptedRequest,
+    request: FetchRequestBody,
+    byId: boolean,
+    targets: Map<string, PartitionTarget>,
+    frame: Buffer,
+    deadline: number,
+  ): Promise<Buffer> {
+    const header = decodeResponseHeader(frame.subarray(4), responseHeaderVersion(ApiKey.Fetch, req.apiVersion));
+    const body = decodeResponse<FetchResponseBody>(ApiKey.Fetch, req.apiVersion, frame, 4 + header.bodyOffset);
+    const viewed: PartitionAnswer[] = [];
+    let otherBytes = 0;
+    for (const t of body.responses) {
+      for (const p of t.partitions) {
+        const target = targets.get(targetKey(topicKey(t, byId), p.partitionIndex));
+        if (target) viewed.push(await PartitionAnswer.start(target, p, stats));
+        else otherBytes += p.records?.length ?? 0;
+      }
+    }
+    for (const answer of viewed) {
+      if (!answer.wantsMore) continue;
+      const othersBytes = () => viewed.reduce((n, a) => (a === answer ? n : n + a.recordBytes), otherBytes);
+      try {
+        await answer.readOn(opts.upstream, deadline, request.maxBytes, othersBytes, clock);
+      } catch (err) {
+        log.debug('reading past removed records failed; answering with what was read', { topic: answer.target.topic, partition: answer.target.partition, err });
+      }
+    }
+    let changed = false;
+    for (const answer of viewed) {
+      const { records, abortedTransactions } = answer.data;
+      answer.data.records = await answer.finish(answers);
+      if (answer.data.records !== records || answer.data.abortedTransactions !== abortedTransactions) changed = true;
+      if (answer.corrupt) log.warn('a fetched batch could not be read; passed on unfiltered', { topic: answer.target.topic, partition: answer.target.partition, reason: answer.corrupt });
+    }
+    // A consumer reading past the cleaner's horizon gets the upstream's frame itself.
+    if (!changed) return frame;
+    return encodeResponseFrame(ApiKey.Fetch, req.apiVersion, req.correlationId, body);
+  }
+
+  return {
+    stats,
+    intercept(req: InterceptedRequest): Interception | Promise<Interception> {
+      stats.requests++;
+      // Without compacted topics nothing is filtered, and sessions may live.
+      if (opts.config.compactedTopics().length === 0) return FORWARD;
+      if (isIncremental(sessionFields(req))) {
+        stats.sessionsRefused++;
+        return { respond: sessionNotFound(req) };
+      }
+      const body = req.body<FetchRequestBody>();
+      if ((body.replicaState?.replicaId ?? body.replicaId ?? -1) >= 0) return FORWARD;
+      const byId = req.apiVersion >= FIRST_TOPIC_ID_VERSION;
+      const unknown = byId ? body.topics.map((t) => t.topicId ?? '').filter((id) => opts.topicIds.name(id) === undefined) : [];
+      if (unknown.length === 0) return view(req, body, byId);
+      return opts.upstream.resolveTopicIds(unknown).then(
+        () => view(req, body, byId),
+        (err) => {
+          log.warn('cannot resolve topic ids of a Fetch request; ids still unknown are not filtered', { err });
+          return view(req, body, byId);
+        },
+      );
+    },
+  };
+}

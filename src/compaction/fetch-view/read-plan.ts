@@ -1,0 +1,48 @@
+/**
+ * Where to read a compacted partition from (DESIGN.md, "How clients advance"): clients accept
+ * batches that start after their fetch offset, so a fetch that lands on removed records is sent
+ * upstream from the next surviving offset instead. Reading then costs one upstream fetch per
+ * stretch of survivors, however many superseded records lie between them.
+ */
+import type { PartitionIndexView } from '../index-view.js';
+
+export interface ReadPlan {
+  /** Where the upstream is asked to read. */
+  fetchOffset: number;
+  /**
+   * Set when this client was answered with only an empty batch ending here for the same fetch:
+   * the read starts past it, and if the upstream has nothing new the same answer is given again.
+   */
+  emptyUpTo?: number;
+}
+
+/**
+ * The next offset worth reading at or after `offset`. When nothing survives from there up to
+ * the cleaner's horizon, that is the horizon itself, or with `probe` the last offset before it:
+ * reading the last removed offset answers at once with the batch that ends the removed range,
+ * even when the horizon is the high watermark and a read there would wait for new records.
+ */
+export function nextReadable(view: PartitionIndexView, offset: number, probe: boolean): number {
+  const horizon = view.cleanedUpTo();
+  if (offset >= horizon) return offset;
+  const next = Math.max(view.nextVisible(offset), offset);
+  if (next < horizon) return next;
+  return probe ? horizon - 1 : horizon;
+}
+
+export function planRead(view: PartitionIndexView, clientOffset: number, emptyUpTo: number | undefined): ReadPlan {
+  if (emptyUpTo !== undefined && stillRemoved(view, clientOffset, emptyUpTo)) {
+    return { fetchOffset: nextReadable(view, emptyUpTo + 1, false), emptyUpTo };
+  }
+  return { fetchOffset: nextReadable(view, clientOffset, true) };
+}
+
+/**
+ * Whether the index still shows nothing from the fetch offset to the end of an earlier empty
+ * answer: a re-created topic (a new index) or a stale memory must not make the proxy skip
+ * records.
+ */
+function stillRemoved(view: PartitionIndexView, from: number, to: number): boolean {
+  const horizon = view.cleanedUpTo();
+  return from < horizon && from <= to && view.nextVisible(from) > Math.min(to, horizon - 1);
+}

@@ -1,0 +1,36 @@
+/**
+ * What the fetch view asks of the upstream beyond forwarding the client's own request: reading
+ * on past a stretch of removed records on the proxy's own connection, and learning topic ids.
+ */
+export interface PartitionRead {
+  topic: string;
+  partition: number;
+  fetchOffset: number;
+  currentLeaderEpoch: number;
+  maxBytes: number;
+  /** 0 read_uncommitted, 1 read_committed, as the client asked. */
+  isolationLevel: number;
+}
+
+export interface AbortedTransaction {
+  producerId: bigint;
+  firstOffset: bigint;
+  [field: string]: unknown;
+}
+
+/** One partition of a Fetch answer, as the upstream gave it. */
+export interface PartitionRecords {
+  errorCode: number;
+  highWatermark: bigint;
+  lastStableOffset: bigint;
+  logStartOffset: bigint;
+  abortedTransactions: AbortedTransaction[] | null;
+  records: Buffer | null;
+}
+
+export interface UpstreamReads {
+  /** A sessionless single-partition Fetch from the partition's leader that does not wait for data. */
+  readPartition(read: PartitionRead): Promise<PartitionRecords>;
+  /** Teaches the proxy's topic id map the names of these ids, where the upstream knows them. */
+  resolveTopicIds(ids: string[]): Promise<void>;
+}

@@ -1,0 +1,156 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { visibleRecords, type Visibility } from '../../../../src/compaction/fetch-view/visible-records.js';
+import { BATCH_HEADER_SIZE, iterateBatches, readBatchHeader } from '../../../../src/protocol/records/batch.js';
+import { FakeIndex, FakeLog, readBatches } from './fake-log.js';
+
+const CODECS = [0, 1, 2, 3, 4];
+
+function visibility(index: FakeIndex): Visibility {
+  return { cleanedUpTo: index.cleanedUpTo(), survivors: (f, t) => index.survivors(f, t) };
+}
+
+async function logOf(...counts: number[]): Promise<FakeLog> {
+  const log = new FakeLog();
+  for (const count of counts) await log.append({ count });
+  return log;
+}
+
+describe('visibleRecords', () => {
+  for (const codec of CODECS) {
+    test(`codec ${codec}: a batch keeps its survivors with their offsets, exact count and a valid CRC`, async () => {
+      const log = new FakeLog();
+      await log.append({ count: 20, codec });
+      const data = log.read(0, 1 << 20, true);
+      const survivors = [1, 4, 5, 13, 19];
+      const seen = await visibleRecords(data, visibility(new FakeIndex(survivors, 20)), 0);
+      const out = await readBatches(Buffer.concat(seen.batches));
+      assert.deepEqual(out.records.map((r) => r.offset), survivors);
+      assert.deepEqual(out.records.map((r) => r.value), survivors.map((o) => `value-${o}-`.padEnd(40, 'x')));
+      assert.equal(out.batches.length, 1);
+      assert.deepEqual(out.batches[0], { base: 0, last: 19, count: 5, attributes: codec });
+      assert.equal(seen.progress, 5);
+      assert.equal(seen.removedRecords, 15);
+      assert.equal(seen.rebuiltBatches, 1);
+      assert.equal(seen.changed, true);
+    });
+  }
+
+  test('untouched batches are the upstream bytes; batches past the horizon are never looked at', async () => {
+    const log = await logOf(5, 5, 5);
+    const data = log.read(0, 1 << 20, true);
+    const seen = await visibleRecords(data, visibility(new FakeIndex([0, 1, 2, 3, 4], 5)), 0);
+    assert.equal(seen.batches.length, 3);
+    assert.ok(Buffer.concat(seen.batches).equals(data));
+    assert.equal(seen.batches[0]!.buffer, data.buffer, 'a view of the upstream data, not a copy');
+    assert.equal(seen.changed, false);
+    assert.equal(seen.end, 14);
+  });
+
+  test('a batch that loses every record is dropped, the last one is kept as an empty batch', async () => {
+    const log = await logOf(5, 5, 5, 5);
+    const data = log.read(0, 1 << 20, true);
+    const seen = await visibleRecords(data, visibility(new FakeIndex([12], 20)), 0);
+    assert.equal(seen.batches.length, 1);
+    assert.ok(seen.trailingEmpty);
+    assert.equal(seen.trailingEmpty!.length, BATCH_HEADER_SIZE);
+    const empty = readBatchHeader(seen.trailingEmpty!, 0);
+    assert.equal(empty.baseOffset, 15n);
+    assert.equal(empty.lastOffsetDelta, 4);
+    assert.equal(empty.recordCount, 0);
+    assert.equal(seen.progress, 1);
+    assert.equal(seen.removedRecords, 19);
+  });
+
+  test('a batch straddling the horizon keeps everything from the horizon on', async () => {
+    const log = await logOf(10);
+    const data = log.read(0, 1 << 20, true);
+    const seen = await visibleRecords(data, visibility(new FakeIndex([2], 6)), 0);
+    const out = await readBatches(Buffer.concat(seen.batches));
+    assert.deepEqual(out.records.map((r) => r.offset), [2, 6, 7, 8, 9]);
+  });
+
+  test('a rebuilt batch drops records before the fetch offset; progress counts only records at or after it', async () => {
+    const log = await logOf(10);
+    const data = log.read(0, 1 << 20, true);
+    const seen = await visibleRecords(data, visibility(new FakeIndex([1, 3, 8], 10)), 4);
+    const out = await readBatches(Buffer.concat(seen.batches));
+    assert.deepEqual(out.records.map((r) => r.offset), [8]);
+    assert.equal(seen.progress, 1);
+    const untouched = await visibleRecords(data, visibility(new FakeIndex([0, 1, 2, 3, 4, 5, 6, 7, 8, 9], 10)), 4);
+    assert.equal(untouched.progress, 6, 'an untouched batch counts its records from the fetch offset');
+  });
+
+  test('records before the fetch offset alone do not count: the batch goes out empty', async () => {
+    const log = await logOf(10);
+    const seen = await visibleRecords(log.read(9, 1 << 20, true), visibility(new FakeIndex([2], 10)), 9);
+    assert.equal(seen.progress, 0);
+    assert.equal(seen.batches.length, 0);
+    assert.ok(seen.trailingEmpty);
+  });
+
+  test('batches with offset gaps (already compacted upstream) are filtered by their real offsets', async () => {
+    const log = new FakeLog();
+    await log.append({ count: 10, deltas: [0, 3, 4, 9], codec: 3 });
+    const data = log.read(0, 1 << 20, true);
+    const all = await visibleRecords(data, visibility(new FakeIndex([0, 3, 4, 9], 10)), 0);
+    assert.equal(all.changed, false);
+    assert.equal(all.progress, 4);
+    const some = await visibleRecords(data, visibility(new FakeIndex([3, 9], 10)), 0);
+    assert.deepEqual((await readBatches(Buffer.concat(some.batches))).records.map((r) => r.offset), [3, 9]);
+    const late = await visibleRecords(data, visibility(new FakeIndex([0, 3, 4, 9], 10)), 5);
+    assert.equal(late.progress, 1, 'only offset 9 is at or after 5');
+  });
+
+  test('control and transactional batches keep their attributes; markers are reported with their visibility', async () => {
+    const log = new FakeLog();
+    await log.append({ count: 3, producerId: 7n, transactional: true, codec: 2 });
+    await log.append({ count: 1, producerId: 7n, marker: 0 });
+    await log.append({ count: 3, producerId: 8n, transactional: true });
+    await log.append({ count: 1, producerId: 8n, marker: 1 });
+    const data = log.read(0, 1 << 20, true);
+    const seen = await visibleRecords(data, visibility(new FakeIndex([1, 5, 7], 8)), 0);
+    const out = await readBatches(Buffer.concat([...seen.batches, seen.trailingEmpty ?? Buffer.alloc(0)]));
+    assert.deepEqual(out.batches.map((b) => [b.base, b.last, b.count, b.attributes]), [
+      [0, 2, 1, 0x10 | 2],
+      [4, 6, 1, 0x10],
+      [7, 7, 1, 0x30],
+    ]);
+    assert.deepEqual(seen.markers, [
+      { producerId: 7n, offset: 3, visible: false },
+      { producerId: 8n, offset: 7, visible: true },
+    ]);
+  });
+
+  test('the cut-off tail follows the filtered batches unchanged', async () => {
+    const log = await logOf(5, 5, 5);
+    const full = log.read(0, 1 << 20, true);
+    const cut = log.read(0, full.length - 20, true);
+    const seen = await visibleRecords(cut, visibility(new FakeIndex([1, 7], 15)), 0);
+    assert.equal(seen.batches.length, 2);
+    assert.ok(seen.truncatedTail.equals(cut.subarray(log.batches[0]!.bytes.length + log.batches[1]!.bytes.length)));
+    assert.equal(seen.end, 9);
+    assert.equal(seen.trailingEmpty, null);
+  });
+
+  test('a batch with a bad CRC goes out unfiltered with everything after it', async () => {
+    const log = await logOf(5, 5, 5);
+    const data = Buffer.from(log.read(0, 1 << 20, true));
+    const second = log.batches[0]!.bytes.length;
+    data[second + BATCH_HEADER_SIZE + 3]! ^= 0xff;
+    const seen = await visibleRecords(data, visibility(new FakeIndex([1, 12], 15)), 0);
+    assert.match(seen.corrupt ?? '', /CRC/);
+    assert.equal(seen.batches.length, 2);
+    assert.ok(seen.batches[1]!.equals(data.subarray(second)));
+    assert.equal(iterateBatches(seen.batches[0]!).batches[0]!.recordCount, 1);
+  });
+
+  test('no records, or only a cut-off tail, is no progress and no end', async () => {
+    const empty = await visibleRecords(Buffer.alloc(0), visibility(new FakeIndex([], 0)), 0);
+    assert.equal(empty.end, -1);
+    const log = await logOf(50);
+    const onlyTail = await visibleRecords(log.read(0, 1 << 20, true).subarray(0, 100), visibility(new FakeIndex([], 50)), 0);
+    assert.equal(onlyTail.end, -1);
+    assert.equal(onlyTail.truncatedTail.length, 100);
+  });
+});
