@@ -130,14 +130,16 @@ export class ProxyConnection {
     );
   }
 
-  close(reason: string, err?: unknown): void {
+  /** `flushUpstream`: let what was already written upstream reach it instead of discarding it. */
+  close(reason: string, err?: unknown, flushUpstream = false): void {
     if (this.closed) return;
     this.closed = true;
     const fields = err ? { reason, err } : { reason };
     if (err) this.log.warn('connection closed', fields);
     else this.log.debug('connection closed', fields);
     this.client.destroy();
-    this.upstreamSocket?.destroy();
+    if (flushUpstream) this.upstreamSocket?.end();
+    else this.upstreamSocket?.destroy();
     this.out.length = 0;
     this.awaiting.length = 0;
     this.deps.onClose?.(this);
@@ -271,6 +273,7 @@ export class ProxyConnection {
     }
     if (slot) this.awaiting.push({ correlationId, apiKey, apiVersion, slot, transform: decision.response });
     this.forward(decision.frame ?? frame);
+    if (decision.closeAfter) this.close(decision.closeAfter, undefined, this.upstreamSocket !== null);
   }
 
   private respondLocally(frame: Buffer): void {

@@ -27,7 +27,8 @@ export interface InterceptedRequest {
 export type ResponseTransform = (frame: Buffer) => Buffer | Promise<Buffer>;
 
 export type Interception =
-  | { forward: true; frame?: Buffer; response?: ResponseTransform }
+  /** closeAfter: forward, then close the client connection (Kafka's answer to a failed acks=0 Produce). */
+  | { forward: true; frame?: Buffer; response?: ResponseTransform; closeAfter?: string }
   | { respond: Buffer }
   | { close: string };
 

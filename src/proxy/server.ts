@@ -20,13 +20,15 @@ export interface ProxyOptions {
   requestTimeoutMs: number;
   log: Logger;
   interceptors?: Interceptors;
+  /** The topic id map, when features built before the server share it. */
+  topics?: TopicIds;
 }
 
 const DISCOVERY_RETRY_MS = 2_000;
 
 export class ProxyServer {
   readonly brokers: BrokerMap;
-  readonly topics = new TopicIds();
+  readonly topics: TopicIds;
   private readonly servers = new Map<number | 'bootstrap', net.Server>();
   private readonly connections = new Set<ProxyConnection>();
   private discovering: Promise<void> | null = null;
@@ -34,6 +36,7 @@ export class ProxyServer {
   private stopped = false;
 
   constructor(private readonly opts: ProxyOptions) {
+    this.topics = opts.topics ?? new TopicIds();
     this.brokers = new BrokerMap({
       advertisedHost: opts.advertisedHost,
       brokerPortBase: opts.brokerPortBase,

@@ -10,9 +10,8 @@
  */
 import { ApiKey, encodeResponseFrame } from '../../protocol/messages.js';
 import type { InterceptedRequest } from '../../proxy/interceptor.js';
+import { ErrorCode } from '../../protocol/errors.js';
 
-/** Kafka's FETCH_SESSION_ID_NOT_FOUND error code. */
-export const FETCH_SESSION_ID_NOT_FOUND = 70;
 /** The epoch of a sessionless full fetch (FetchMetadata.FINAL_EPOCH). */
 export const SESSIONLESS_EPOCH = -1;
 
@@ -60,7 +59,7 @@ export function sessionlessFrame(req: InterceptedRequest): Buffer {
 export function sessionNotFound(req: InterceptedRequest): Buffer {
   return encodeResponseFrame(ApiKey.Fetch, req.apiVersion, req.correlationId, {
     throttleTimeMs: 0,
-    errorCode: FETCH_SESSION_ID_NOT_FOUND,
+    errorCode: ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
     sessionId: 0,
     responses: [],
   });

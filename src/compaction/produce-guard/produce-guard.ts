@@ -110,24 +110,22 @@ export function createProduceGuard(opts: ProduceGuardOptions): ProduceGuard {
   async function guard(req: InterceptedRequest, body: ProduceRequestBody, byId: boolean): Promise<Interception> {
     const rejected = await rejections(req, body, byId);
     if (rejected.size === 0) return FORWARD;
-    if (!req.expectsResponse) {
-      // Kafka answers an acks=0 request that fails a partition by closing the connection.
-      return { close: 'acks=0 Produce holds records without a key for a compacted topic' };
-    }
     const remaining = body.topicData
       .map((t) => ({ ...t, partitionData: t.partitionData.filter((p) => !rejected.get(topicKey(t, byId))?.has(p.index)) }))
       .filter((t) => t.partitionData.length > 0);
+    if (!req.expectsResponse) {
+      // Kafka appends an acks=0 request's valid partitions and closes the connection over the rest.
+      const reason = 'acks=0 Produce holds records without a key for a compacted topic';
+      if (remaining.length === 0) return { close: reason };
+      return { forward: true, frame: reencode(req, { ...body, topicData: remaining }), closeAfter: reason };
+    }
     if (remaining.length === 0) {
       const answer = merge(body, { responses: [], throttleTimeMs: 0 }, rejected, byId);
       return { respond: encodeResponseFrame(ApiKey.Produce, req.apiVersion, req.correlationId, answer) };
     }
-    const frame = encodeRequestFrame(
-      { apiKey: req.apiKey, apiVersion: req.apiVersion, correlationId: req.correlationId, clientId: req.header.clientId, unknownTags: req.header.unknownTags },
-      { ...body, topicData: remaining },
-    );
     return {
       forward: true,
-      frame,
+      frame: reencode(req, { ...body, topicData: remaining }),
       response: (upstream) => {
         const header = decodeResponseHeader(upstream.subarray(4), responseHeaderVersion(ApiKey.Produce, req.apiVersion));
         const answer = decodeResponse<ProduceResponseBody>(ApiKey.Produce, req.apiVersion, upstream, 4 + header.bodyOffset);
@@ -189,4 +187,11 @@ export function createProduceGuard(opts: ProduceGuardOptions): ProduceGuard {
       );
     },
   };
+}
+
+function reencode(req: InterceptedRequest, body: ProduceRequestBody): Buffer {
+  return encodeRequestFrame(
+    { apiKey: req.apiKey, apiVersion: req.apiVersion, correlationId: req.correlationId, clientId: req.header.clientId, unknownTags: req.header.unknownTags },
+    body,
+  );
 }

@@ -201,6 +201,15 @@ describe('produce guard', () => {
     const guard = guardFor(['cmp']);
     const decision = await intercept(guard, produceFrame(9, [{ name: 'cmp', partitions: [{ index: 0, records: await batch([null]) }] }], 0), false);
     assert.ok('close' in decision);
+    // Kafka appends the valid partitions of an acks=0 request before closing over the rest.
+    const mixed = await intercept(
+      guard,
+      produceFrame(9, [{ name: 'cmp', partitions: [{ index: 0, records: await batch([null]) }, { index: 1, records: await batch(['k']) }] }], 0),
+      false,
+    );
+    assert.ok('forward' in mixed && mixed.closeAfter !== undefined && mixed.frame !== undefined);
+    const forwarded = decodeRequest<{ topicData: { partitionData: { index: number }[] }[] }>(ApiKey.Produce, 9, mixed.frame, 4 + decodeRequestHeader(mixed.frame.subarray(4)).bodyOffset!);
+    assert.deepEqual(forwarded.topicData.map((t) => t.partitionData.map((p) => p.index)), [[1]]);
   });
 
   test('keyed records, other topics and unguarded stores pass untouched', async () => {
