@@ -20,6 +20,7 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -312,40 +313,62 @@ function proxyCost(runs: Run[]): string {
 interface ProfileNode {
   id: number;
   callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
 }
 
-/** Self time by function and by file from the .cpuprofile files node wrote into dir. */
+/**
+ * Where the proxy's CPU went, from the .cpuprofile files node wrote into dir: self time by
+ * function (mostly node's own socket and buffer code), and inclusive time of the project's own
+ * functions, which names the caller behind that self time.
+ */
 function profileReport(dir: string): string {
-  const byFunction = new Map<string, number>();
-  const byFile = new Map<string, number>();
-  let total = 0;
+  const self = new Map<string, number>();
+  const inclusive = new Map<string, number>();
+  let busy = 0;
   let idle = 0;
-  const root = path.resolve(path.dirname(cliPath), '../../..');
+  const root = path.resolve(path.dirname(cliPath), '../../..') + '/';
+  const label = (f: ProfileNode['callFrame']) => {
+    const where = f.url.replace(/^file:\/\//, '').replace(root, '');
+    return `${f.functionName || '(anonymous)'}${where ? ` ${where}:${f.lineNumber + 1}` : ''}`;
+  };
   for (const file of fs.readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'))) {
     const prof = JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8')) as { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] };
-    const nodes = new Map(prof.nodes.map((n) => [n.id, n.callFrame]));
+    const nodes = new Map(prof.nodes.map((n) => [n.id, n]));
+    const parent = new Map<number, number>();
+    for (const n of prof.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
     prof.samples.forEach((id, i) => {
       const us = prof.timeDeltas[i] ?? 0;
-      const f = nodes.get(id)!;
-      const where = f.url ? f.url.replace(/^file:\/\//, '').replace(root + '/', '') : '';
-      const fn = `${f.functionName || '(anonymous)'}${where ? ` ${where}:${f.lineNumber + 1}` : ''}`;
-      byFunction.set(fn, (byFunction.get(fn) ?? 0) + us);
-      const fileKey = where || f.functionName;
-      byFile.set(fileKey, (byFile.get(fileKey) ?? 0) + us);
-      if (f.functionName === '(idle)') idle += us;
-      else total += us;
+      const frame = nodes.get(id)!.callFrame;
+      if (frame.functionName === '(idle)') {
+        idle += us;
+        return;
+      }
+      busy += us;
+      self.set(label(frame), (self.get(label(frame)) ?? 0) + us);
+      const seen = new Set<string>();
+      for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
+        const f = nodes.get(at)!.callFrame;
+        if (!f.url.includes('/dist/src/')) continue;
+        const key = label(f);
+        if (seen.has(key)) continue;
+        seen.add(key);
+        inclusive.set(key, (inclusive.get(key) ?? 0) + us);
+      }
     });
   }
-  if (total + idle === 0) return `no CPU profile found in ${dir}`;
+  if (busy + idle === 0) return `no CPU profile found in ${dir}`;
   const top = (m: Map<string, number>, n: number) =>
-    [...m.entries()].filter(([k]) => k !== '(idle)').sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, us]) => [`${((100 * us) / total).toFixed(1)}%`, `${(us / 1e6).toFixed(2)} s`, k]);
-  const fmt = (rows: string[][]) => rows.map((r) => `  ${r[0]!.padStart(6)}  ${r[1]!.padStart(8)}  ${r[2]}`).join('\n');
+    [...m.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, n)
+      .map(([k, us]) => `  ${`${((100 * us) / busy).toFixed(1)}%`.padStart(6)}  ${`${(us / 1e6).toFixed(2)} s`.padStart(8)}  ${k}`)
+      .join('\n');
   return [
-    `proxy CPU profile (${dir}): busy ${(total / 1e6).toFixed(1)} s, idle ${(idle / 1e6).toFixed(1)} s; self time as a share of busy time:`,
-    'by function:',
-    fmt(top(byFunction, 25)),
-    'by file:',
-    fmt(top(byFile, 12)),
+    `proxy CPU profile (${dir}): busy ${(busy / 1e6).toFixed(1)} s, idle ${(idle / 1e6).toFixed(1)} s; shares of busy time`,
+    'self time by function:',
+    top(self, 20),
+    "inclusive time of the project's functions:",
+    top(inclusive, 15),
   ].join('\n');
 }
 
@@ -400,7 +423,8 @@ async function main(): Promise<void> {
     `produce: ${cfg.produceRecords} records of ${cfg.valueSize} B, ${cfg.partitions} partitions, franz-go acks=all idempotent linger 5 ms batch 1 MiB`,
     `consume: ${cfg.consumeRecords} records from offset 0, no group, fetch max 50 MiB / 1 MiB per partition`,
     `latency: ${cfg.rate} records/s of 100 B for ${cfg.latencySeconds} s (first second left out), linger 0, one partition`,
-    `MB = 10^6 bytes of key+value. Figures come from a shared 2-core machine: Kafka (JVM), the proxy (node) and kbench compete for CPU.`,
+    `MB = 10^6 bytes of key+value. Kafka keeps its log on ${tmp ?? 'the default temp dir'} and runs with the test bed's JVM flags (512 MiB, SerialGC, C1 only).`,
+    `Figures come from a shared ${os.cpus().length}-core machine: Kafka (JVM), the proxy (node) and kbench compete for CPU.`,
     '',
     table([['median', 'direct', 'proxy', 'proxy vs direct', 'paired', 'budget', 'result'], ...lines.map(formatLine)]),
     `proxy vs direct: ratio (throughput) or difference (latency) of the medians, which the budget judges;`,

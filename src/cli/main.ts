@@ -31,4 +31,25 @@ proxy.action(async (opts: Record<string, unknown>) => {
   }
 });
 
+program
+  .command('compact')
+  .description('clean now: every compacted topic, or the one named, on the running proxy')
+  .argument('[topic]', 'the topic to clean')
+  .addOption(new Option('--metrics-listen <HOST:PORT>', 'management endpoint of the running proxy (default: 127.0.0.1:9644)').env(envOf('metricsListen')))
+  .action(async (topic: string | undefined, opts: { metricsListen?: string }) => {
+    const target = opts.metricsListen ?? '127.0.0.1:9644';
+    const url = new URL(`http://${target}/compact`);
+    if (topic) url.searchParams.set('topic', topic);
+    let res: Response;
+    try {
+      res = await fetch(url, { method: 'POST' });
+    } catch (err) {
+      process.stderr.write(`kcompact: cannot reach the proxy's management endpoint at ${target}: ${(err as Error).message}; is the proxy running, and is --metrics-listen right?\n`);
+      process.exit(1);
+    }
+    const text = await res.text();
+    process.stdout.write(text);
+    if (!res.ok) process.exit(1);
+  });
+
 await program.parseAsync(process.argv);

@@ -6,6 +6,7 @@
 import { parseHostPort, parseHostPortList } from './host-port.js';
 import { isLogLevel, type LogLevel } from '../ops/log.js';
 import type { HostPort } from '../proxy/broker-map.js';
+import type { StaticTopic } from '../compaction/config/topic-configs.js';
 
 export interface ProxyConfig {
   upstream: HostPort[];
@@ -16,6 +17,10 @@ export interface ProxyConfig {
   maxFrameBytes: number;
   requestTimeoutMs: number;
   logLevel: LogLevel;
+  cleanerBackoffMs: number;
+  metricsListen: HostPort;
+  topics: StaticTopic[];
+  brokerConfigs: Record<string, string>;
 }
 
 export class ConfigError extends Error {
@@ -44,6 +49,21 @@ const text = (raw: unknown) => {
   if (typeof raw !== 'string' || raw.trim() === '') throw new Error('expected a non-empty string');
   return raw.trim();
 };
+
+function parseStaticTopics(raw: unknown): StaticTopic[] {
+  const list = typeof raw === 'string' ? (JSON.parse(raw) as unknown) : raw;
+  if (!Array.isArray(list)) throw new Error('expected a JSON array of {"topic": NAME, "configs": {NAME: VALUE}}');
+  return list.map((entry, i) => {
+    const e = entry as { topic?: unknown; configs?: unknown };
+    if (typeof e?.topic !== 'string' || e.topic === '') throw new Error(`entry ${i} needs a "topic" name`);
+    const configs = e.configs ?? {};
+    if (typeof configs !== 'object' || configs === null || Array.isArray(configs)) throw new Error(`entry ${i} ("${e.topic}"): "configs" must be an object of config names to string values`);
+    for (const [k, v] of Object.entries(configs)) {
+      if (typeof v !== 'string') throw new Error(`entry ${i} ("${e.topic}"): config ${k} must be a string, got ${JSON.stringify(v)}`);
+    }
+    return { topic: e.topic, configs: configs as Record<string, string> };
+  });
+}
 
 export const SETTINGS: readonly Setting[] = [
   {
@@ -93,6 +113,39 @@ export const SETTINGS: readonly Setting[] = [
     description: "timeout of the proxy's own requests to the upstream",
     defaultText: '30000',
     parse: integer(100, 3_600_000),
+  },
+  {
+    key: 'cleanerBackoffMs',
+    arg: 'MS',
+    description: "pause between cleaner rounds (Kafka's log.cleaner.backoff.ms)",
+    defaultText: '15000',
+    parse: integer(10, 86_400_000),
+  },
+  {
+    key: 'metricsListen',
+    arg: 'HOST:PORT',
+    description: 'management HTTP endpoint (operator actions such as `kcompact compact`)',
+    defaultText: '127.0.0.1:9644',
+    parse: (raw) => parseHostPort(String(raw)),
+  },
+  {
+    key: 'topics',
+    arg: 'JSON',
+    description: 'topics compacted by this configuration, for stores without admin APIs: [{"topic":"t","configs":{"cleanup.policy":"compact"}}]',
+    defaultText: '[]',
+    parse: parseStaticTopics,
+  },
+  {
+    key: 'brokerConfigs',
+    arg: 'JSON',
+    description: 'broker-level defaults of the compaction configs, by Kafka broker config name: {"log.cleaner.delete.retention.ms":"3600000"}',
+    defaultText: "{} (Kafka's defaults)",
+    parse: (raw) => {
+      const obj = typeof raw === 'string' ? (JSON.parse(raw) as unknown) : raw;
+      if (typeof obj !== 'object' || obj === null || Array.isArray(obj)) throw new Error('expected a JSON object of broker config names to string values');
+      for (const [k, v] of Object.entries(obj)) if (typeof v !== 'string') throw new Error(`${k} must be a string, got ${JSON.stringify(v)}`);
+      return obj;
+    },
   },
   {
     key: 'logLevel',
@@ -149,5 +202,9 @@ export function resolveConfig(cli: Record<string, unknown>, env: NodeJS.ProcessE
     maxFrameBytes: (values.maxFrameBytes as number | undefined) ?? 100 * 1024 * 1024,
     requestTimeoutMs: (values.requestTimeoutMs as number | undefined) ?? 30_000,
     logLevel: (values.logLevel as LogLevel | undefined) ?? 'info',
+    cleanerBackoffMs: (values.cleanerBackoffMs as number | undefined) ?? 15_000,
+    metricsListen: (values.metricsListen as HostPort | undefined) ?? { host: '127.0.0.1', port: 9644 },
+    topics: (values.topics as StaticTopic[] | undefined) ?? [],
+    brokerConfigs: (values.brokerConfigs as Record<string, string> | undefined) ?? {},
   };
 }

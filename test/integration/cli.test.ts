@@ -51,10 +51,11 @@ test('invalid configuration fails fast naming the key and what is allowed', () =
 
 test('runs from a config file with environment overrides, serves, and exits 0 on SIGTERM', async () => {
   const broker = await startFakeBroker();
-  const port = await freePortRun(3);
+  const port = await freePortRun(4);
+  const management = `127.0.0.1:${port + 3}`;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kcompact-cli-'));
   const file = path.join(dir, 'kcompact.json');
-  fs.writeFileSync(file, JSON.stringify({ upstream: [broker.address], listen: '127.0.0.1:1', dataDir: path.join(dir, 'data'), logLevel: 'info' }));
+  fs.writeFileSync(file, JSON.stringify({ upstream: [broker.address], listen: '127.0.0.1:1', dataDir: path.join(dir, 'data'), logLevel: 'info', metricsListen: management }));
   const proc = kcompact(['proxy', '--config', file], { KCOMPACT_LISTEN: `127.0.0.1:${port}` });
   let stderr = '';
   proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
@@ -68,6 +69,9 @@ test('runs from a config file with environment overrides, serves, and exits 0 on
     conn.request(ApiKey.Metadata, 12, { topics: [] }, 3);
     const res = await conn.response(ApiKey.Metadata, 12);
     assert.deepEqual([res.body.brokers[0].host, res.body.brokers[0].port], ['127.0.0.1', port + 1]);
+    const compact = spawnSync(process.execPath, [main, 'compact', '--metrics-listen', management], { encoding: 'utf8' });
+    assert.equal(compact.status, 0, compact.stderr);
+    assert.equal(typeof JSON.parse(compact.stdout), 'object', 'kcompact compact prints the clean report');
     proc.kill('SIGTERM');
     assert.equal(await exited, 0);
     assert.ok(await conn.closesWithin(2000), 'client connections are closed on shutdown');

@@ -1,10 +1,16 @@
 /**
  * Runs the proxy inside the test process, on free loopback ports, in front of an upstream.
  */
+import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { ProxyServer } from '../../src/proxy/server.js';
 import { createLogger, setLogLevel, isLogLevel } from '../../src/ops/log.js';
 import { parseHostPortList } from '../../src/config/host-port.js';
+import { TopicIds } from '../../src/proxy/topic-ids.js';
+import { startCompaction, type Compaction } from '../../src/compaction/compaction.js';
+import type { StaticTopic } from '../../src/compaction/config/topic-configs.js';
 
 export interface RunningProxy {
   bootstrap: string;
@@ -48,4 +54,59 @@ export async function startProxy(upstream: string, opts: { maxFrameBytes?: numbe
   });
   await server.start();
   return { bootstrap: `127.0.0.1:${port}`, server, brokerPortBase: port + 1, stop: () => server.stop() };
+}
+
+export interface RunningCompactingProxy extends RunningProxy {
+  compaction: Compaction;
+  /** Cleans every compacted topic now (or the one named). */
+  compactNow(topic?: string): Promise<unknown>;
+}
+
+/** The whole product in-process: the proxy with compaction, its data in a temp dir. */
+export async function startCompactingProxy(
+  upstream: string,
+  opts: { brokerDefaults?: Record<string, string>; cleanerBackoffMs?: number; dataDir?: string; staticTopics?: StaticTopic[]; maxFrameBytes?: number } = {},
+): Promise<RunningCompactingProxy> {
+  const level = process.env.KCOMPACT_TEST_LOG_LEVEL ?? 'warn';
+  setLogLevel(isLogLevel(level) ? level : 'warn');
+  const log = createLogger({ component: 'kcompact-test' });
+  const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'kcompact-data-'));
+  const topicIds = new TopicIds();
+  const compaction = await startCompaction({
+    upstream: parseHostPortList(upstream),
+    dataDir,
+    topicIds,
+    log,
+    maxFrameBytes: opts.maxFrameBytes ?? 100 * 1024 * 1024,
+    requestTimeoutMs: 10_000,
+    cleanerBackoffMs: opts.cleanerBackoffMs ?? 3_600_000,
+    staticTopics: opts.staticTopics,
+    brokerConfigs: opts.brokerDefaults,
+    configPollIntervalMs: 200,
+  });
+  const port = await freePortRun(5);
+  const server = new ProxyServer({
+    listen: { host: '127.0.0.1', port },
+    upstream: parseHostPortList(upstream),
+    advertisedHost: '127.0.0.1',
+    brokerPortBase: port + 1,
+    maxFrameBytes: opts.maxFrameBytes ?? 100 * 1024 * 1024,
+    requestTimeoutMs: 10_000,
+    log,
+    interceptors: compaction.interceptors,
+    topics: topicIds,
+  });
+  await server.start();
+  return {
+    bootstrap: `127.0.0.1:${port}`,
+    server,
+    brokerPortBase: port + 1,
+    compaction,
+    compactNow: (topic) => compaction.engine.compactNow(topic),
+    stop: async () => {
+      await server.stop();
+      await compaction.close();
+      if (!opts.dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
 }

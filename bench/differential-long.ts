@@ -1,0 +1,129 @@
+/*
+ * The differential compaction test over many seeds and larger workloads, on demand:
+ *
+ *   node dist/bench/differential-long.js [--seeds 20] [--first-seed 1000] [--steps 120]
+ *     [--keys 80] [--max-batch 40] [--max-value-bytes 16384] [--json FILE]
+ *
+ * For each seed, Apache Kafka 4.4 compacts the workload itself and must match the model (the
+ * latest committed value of each key); then kcompact, in front of Kafka with its cleaner off and
+ * in front of kfake, must leave clients the same log and answers (test/support/differential.ts).
+ * Until compaction is wired into the proxy, only the Kafka side runs, and it says so. One line
+ * per seed and target; the differences in full at the end. Exits 1 when any seed failed.
+ */
+import fs from 'node:fs';
+import { parseArgs } from 'node:util';
+import {
+  compactionProblems,
+  compareObservations,
+  describeLayout,
+  findCompactingProxy,
+  kafkaReferenceTarget,
+  kcompactTarget,
+  kworkloadMissing,
+  observe,
+  referenceBrokerDefaults,
+  type CompactingProxy,
+  type DifferentialTarget,
+  type WorkloadSizes,
+} from '../test/support/differential.js';
+import { missingPeers, startKafka, startKfake, type RunningKafka, type RunningKfake } from '../test/support/index.js';
+
+const { values: args } = parseArgs({
+  options: {
+    seeds: { type: 'string', default: '20' },
+    'first-seed': { type: 'string', default: '1000' },
+    steps: { type: 'string', default: '120' },
+    keys: { type: 'string', default: '80' },
+    'max-batch': { type: 'string', default: '40' },
+    'max-value-bytes': { type: 'string', default: '16384' },
+    json: { type: 'string' },
+  },
+});
+
+function count(name: keyof typeof args, min: number): number {
+  const n = Number(args[name]);
+  if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer of at least ${min}, got ${args[name]}`);
+  return n;
+}
+
+const seeds = count('seeds', 1);
+const firstSeed = count('first-seed', 0);
+const sizes: WorkloadSizes = { steps: count('steps', 1), keys: count('keys', 1), maxBatch: count('max-batch', 1), maxValueBytes: count('max-value-bytes', 1) };
+
+interface SeedResult {
+  seed: number;
+  target: string;
+  ok: boolean;
+  seconds: number;
+  survivors: number;
+  rounds: number;
+  problems: string[];
+}
+
+async function main(): Promise<number> {
+  const missing = [...missingPeers(), ...(kworkloadMissing() ? ['kworkload'] : [])];
+  if (missing.length) {
+    console.error(`test peers not installed (${missing.join(', ')}): run bash test/peers/install.sh`);
+    return 2;
+  }
+  const startCompacting = await findCompactingProxy();
+  if (typeof startCompacting === 'string') console.log(`kcompact side skipped: ${startCompacting}`);
+
+  let reference: RunningKafka | undefined;
+  let kafkaOff: RunningKafka | undefined;
+  let kfake: RunningKfake | undefined;
+  const proxies: CompactingProxy[] = [];
+  const results: SeedResult[] = [];
+  try {
+    reference = await startKafka({ compaction: 'reference' });
+    const candidates: DifferentialTarget[] = [];
+    if (typeof startCompacting !== 'string') {
+      const brokerDefaults = referenceBrokerDefaults();
+      kafkaOff = await startKafka({ compaction: 'off' });
+      kfake = await startKfake({ brokers: 3 });
+      for (const [name, upstream] of [
+        ['kcompact/kafka-off', kafkaOff.bootstrap],
+        ['kcompact/kfake', kfake.bootstrap],
+      ] as const) {
+        const proxy = await startCompacting(upstream, { brokerDefaults });
+        proxies.push(proxy);
+        candidates.push(kcompactTarget(name, proxy.bootstrap, () => proxy.compactNow()));
+      }
+    }
+    console.log(`${seeds} seeds from ${firstSeed}, workload ${JSON.stringify(sizes)}, targets: kafka-4.4${candidates.map((c) => `, ${c.name}`).join('')}`);
+
+    for (let seed = firstSeed; seed < firstSeed + seeds; seed++) {
+      const t0 = Date.now();
+      const ref = await observe(kafkaReferenceTarget(reference), { seed, sizes });
+      const refProblems = compactionProblems(ref);
+      results.push(record(seed, ref.target, t0, ref.read.uncommitted.records.length, ref.rounds, refProblems));
+      if (refProblems.length) console.log(describeLayout(ref));
+      for (const target of candidates) {
+        const t1 = Date.now();
+        const o = await observe(target, { seed, sizes, rounds: ref.rounds });
+        results.push(record(seed, target.name, t1, o.read.uncommitted.records.length, o.rounds, compareObservations(ref, o)));
+      }
+    }
+  } finally {
+    for (const p of proxies) await p.stop();
+    await kfake?.stop();
+    await kafkaOff?.stop();
+    await reference?.stop();
+  }
+
+  const failed = results.filter((r) => !r.ok);
+  for (const r of failed) console.log(`\nseed ${r.seed}, ${r.target}:\n${r.problems.join('\n')}`);
+  const targets = [...new Set(results.map((r) => r.target))];
+  console.log(`\n${targets.map((t) => `${t}: ${results.filter((r) => r.target === t && r.ok).length}/${results.filter((r) => r.target === t).length} seeds pass`).join('; ')}`);
+  if (args.json) fs.writeFileSync(args.json, JSON.stringify({ sizes, results }, null, 2));
+  return failed.length ? 1 : 0;
+}
+
+function record(seed: number, target: string, t0: number, survivors: number, rounds: number, problems: string[]): SeedResult {
+  const r = { seed, target, ok: problems.length === 0, seconds: (Date.now() - t0) / 1000, survivors, rounds, problems };
+  const verdict = r.ok ? 'ok' : `${problems.length} problem${problems.length === 1 ? '' : 's'}`;
+  console.log(`seed ${seed} ${target.padEnd(18)} ${verdict.padEnd(12)} ${survivors} records left after ${rounds} rounds, ${r.seconds.toFixed(1)} s`);
+  return r;
+}
+
+process.exitCode = await main();

@@ -1,0 +1,237 @@
+/**
+ * When to clean what: Kafka's LogCleaner thread loop over the partition indexes. Each round it
+ * cleans the dirtiest cleanable partition, then the next, until none qualifies, then applies
+ * compact,delete retention, then sleeps the backoff (log.cleaner.backoff.ms). compactNow()
+ * cleans the asked partitions whether or not they qualify (an empty dirty part still lets
+ * expired tombstones and markers go). A partition whose clean fails is marked uncleanable, as
+ * in Kafka, until the engine restarts or its index is rebuilt.
+ *
+ * compact,delete retention moves the log start: the cleaner asks the upstream to delete the
+ * records (DeleteRecords, so every replica and every client agrees, and storage is freed) and
+ * drops them from the index either way, so that reads through the proxy skip them even on a
+ * store without DeleteRecords.
+ */
+import type { Logger } from '../../ops/log.js';
+import type { TopicPolicy } from '../policy.js';
+import type { PartitionStore } from '../index/partition-store.js';
+import type { StoreRegistry } from '../index/store-registry.js';
+import { Wakeup } from '../worker/wakeup.js';
+import { cleanableRange, needsCleaning, type CleanableRange } from './cleanable-range.js';
+import { cleanPartition, type CleanOutcome } from './clean-partition.js';
+import { retentionStart } from './retention.js';
+
+export interface PartitionCleaned extends CleanOutcome {
+  topic: string;
+  partition: number;
+  dirtyRatio: number;
+}
+
+export interface RetentionApplied {
+  topic: string;
+  partition: number;
+  logStartOffset: number;
+  /** Whether the upstream moved its log start too (DeleteRecords accepted). */
+  upstream: boolean;
+}
+
+export interface CleanReport {
+  cleaned: PartitionCleaned[];
+  retention: RetentionApplied[];
+  /** Partitions whose clean failed in this run. */
+  failed: { topic: string; partition: number; error: string }[];
+}
+
+export interface CleanerStats {
+  /** When the last round started (epoch ms; 0 before the first). */
+  lastRunMs: number;
+  /** Largest dirty ratio seen in the last round (0-1). */
+  maxDirtyRatio: number;
+  /** Largest compaction delay seen in the last round (ms past max.compaction.lag.ms). */
+  maxCompactionDelayMs: number;
+  /** Longest single partition clean in the last round that cleaned anything (ms). */
+  maxCleanTimeMs: number;
+  cleansTotal: number;
+  reapedTotal: number;
+  uncleanable: { topic: string; partition: number }[];
+}
+
+export interface CleanerDeps {
+  registry: StoreRegistry;
+  policies: () => ReadonlyMap<string, TopicPolicy>;
+  /** Asks the upstream to move the log start; resolves false when it cannot (logged by the caller). */
+  deleteRecords: (topic: string, partition: number, offset: number) => Promise<boolean>;
+  log: Logger;
+  backoffMs: number;
+  clock?: () => number;
+}
+
+function idOf(store: PartitionStore): string {
+  return `${store.id.topic}-${store.id.partition}`;
+}
+
+/** Lets the indexer's fetch answers through between two partitions' cleans. */
+const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+export class Cleaner {
+  private readonly wake = new Wakeup();
+  private readonly now: () => number;
+  private queue: Promise<unknown> = Promise.resolve();
+  private loop: Promise<void> | undefined;
+  private running = false;
+  private readonly uncleanable = new Map<string, { topic: string; partition: number }>();
+  private readonly stats: CleanerStats = {
+    lastRunMs: 0,
+    maxDirtyRatio: 0,
+    maxCompactionDelayMs: 0,
+    maxCleanTimeMs: 0,
+    cleansTotal: 0,
+    reapedTotal: 0,
+    uncleanable: [],
+  };
+
+  constructor(private readonly deps: CleanerDeps) {
+    this.now = deps.clock ?? Date.now;
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loop = (async () => {
+      while (this.running) {
+        await this.exclusive(() => this.round()).catch((err) => this.deps.log.error('cleaner round failed', { err }));
+        await this.wake.sleep(this.deps.backoffMs);
+      }
+    })();
+  }
+
+  async close(): Promise<void> {
+    this.running = false;
+    this.wake.wakeUp();
+    await this.loop;
+    await this.queue.catch(() => undefined);
+  }
+
+  /** Cleans every indexed partition of `topic` (all compacted topics when omitted) now. */
+  compactNow(topic?: string): Promise<CleanReport> {
+    return this.exclusive(async () => {
+      const report: CleanReport = { cleaned: [], retention: [], failed: [] };
+      const policies = this.deps.policies();
+      for (const store of [...this.deps.registry.all()]) {
+        const policy = policies.get(store.id.topic);
+        if (!policy || !store.db.open || (topic !== undefined && store.id.topic !== topic)) continue;
+        this.uncleanable.delete(idOf(store));
+        const range = cleanableRange(store.segments, { ...store.checkpoint }, policy, this.now());
+        this.cleanOne(store, range, policy, report);
+        await yieldToLoop();
+      }
+      await this.applyRetention(report, topic);
+      return report;
+    });
+  }
+
+  status(): CleanerStats {
+    return { ...this.stats, uncleanable: [...this.uncleanable.values()] };
+  }
+
+  /** The cleanable range of a partition now, for status and inspection. */
+  rangeOf(store: PartitionStore): CleanableRange | undefined {
+    const policy = this.deps.policies().get(store.id.topic);
+    return policy ? cleanableRange(store.segments, { ...store.checkpoint }, policy, this.now()) : undefined;
+  }
+
+  private exclusive<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(work, work);
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private async round(): Promise<CleanReport> {
+    const report: CleanReport = { cleaned: [], retention: [], failed: [] };
+    this.stats.lastRunMs = this.now();
+    this.stats.maxCleanTimeMs = 0;
+    let first = true;
+    for (;;) {
+      const next = this.filthiest(first);
+      first = false;
+      if (!next) break;
+      this.cleanOne(next.store, next.range, next.policy, report);
+      await yieldToLoop();
+    }
+    await this.applyRetention(report);
+    return report;
+  }
+
+  /** The cleanable partition with the highest dirty ratio (Kafka's grabFilthiestCompactedLog). */
+  private filthiest(recordStats: boolean): { store: PartitionStore; range: CleanableRange; policy: TopicPolicy } | undefined {
+    const policies = this.deps.policies();
+    const now = this.now();
+    let best: { store: PartitionStore; range: CleanableRange; policy: TopicPolicy } | undefined;
+    let maxRatio = 0;
+    let maxDelay = 0;
+    for (const store of this.deps.registry.all()) {
+      const policy = policies.get(store.id.topic);
+      if (!policy || this.uncleanable.has(idOf(store))) continue;
+      const range = cleanableRange(store.segments, { ...store.checkpoint }, policy, now);
+      if (range.cleanBytes + range.cleanableBytes <= 0) continue;
+      maxRatio = Math.max(maxRatio, range.dirtyRatio);
+      maxDelay = Math.max(maxDelay, range.compactionDelayMs);
+      if (needsCleaning(range, policy) && (!best || range.dirtyRatio > best.range.dirtyRatio)) best = { store, range, policy };
+    }
+    if (recordStats) {
+      this.stats.maxDirtyRatio = maxRatio;
+      this.stats.maxCompactionDelayMs = maxDelay;
+    }
+    return best;
+  }
+
+  private cleanOne(store: PartitionStore, range: CleanableRange, policy: TopicPolicy, report: CleanReport): void {
+    const { topic, partition } = store.id;
+    try {
+      const end = Math.max(range.firstDirty, range.firstUncleanable);
+      const outcome = cleanPartition(store, range.firstDirty, end, this.now(), policy.deleteRetentionMs);
+      this.stats.cleansTotal++;
+      this.stats.reapedTotal += outcome.removed;
+      this.stats.maxCleanTimeMs = Math.max(this.stats.maxCleanTimeMs, outcome.durationMs);
+      report.cleaned.push({ topic, partition, dirtyRatio: range.dirtyRatio, ...outcome });
+      this.deps.log.debug('cleaned partition', { topic, partition, ...outcome });
+      this.deps.registry.publish(store);
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      report.failed.push({ topic, partition, error: (err as Error).message });
+      if (code === 'SQLITE_CORRUPT' || code === 'SQLITE_NOTADB') {
+        this.deps.registry.reset(store, `${code} while cleaning`);
+      } else {
+        this.uncleanable.set(idOf(store), { topic, partition });
+        this.deps.log.error('cleaning failed; partition marked uncleanable', { topic, partition, err });
+      }
+    }
+  }
+
+  private async applyRetention(report: CleanReport, onlyTopic?: string): Promise<void> {
+    const policies = this.deps.policies();
+    for (const store of [...this.deps.registry.all()]) {
+      const policy = policies.get(store.id.topic);
+      if (!policy?.delete || !store.db.open || (onlyTopic !== undefined && store.id.topic !== onlyTopic)) continue;
+      const cp = store.checkpoint;
+      const segments = store.segments;
+      const dirtyBytes = segments.filter((s) => s.base >= cp.firstDirty).reduce((n, s) => n + s.bytes, 0);
+      const start = retentionStart(
+        {
+          segments,
+          sizeOf: (i) => store.bytesIn(segments[i]!.base, i + 1 < segments.length ? segments[i + 1]!.base : cp.nextOffset),
+          totalBytes: cp.cleanBytes + dirtyBytes,
+          endOffset: cp.nextOffset,
+          highWatermark: cp.highWatermark,
+          now: this.now(),
+        },
+        policy,
+      );
+      if (start === undefined || start <= cp.logStartOffset) continue;
+      const { topic, partition } = store.id;
+      const upstream = await this.deps.deleteRecords(topic, partition, start);
+      const current = this.deps.registry.get(topic, partition);
+      if (current && current.dropBelow(start)) this.deps.registry.publish(current);
+      report.retention.push({ topic, partition, logStartOffset: start, upstream });
+    }
+  }
+}

@@ -1,0 +1,115 @@
+/**
+ * Compaction for the proxy, assembled: the topic-config layer (which topics are compacted, kept
+ * in the upstream), the engine (key index, indexer and cleaner in a worker thread), and the
+ * interceptors clients meet (configs, produce guard, fetch view).
+ */
+import type { Logger } from '../ops/log.js';
+import type { HostPort } from '../proxy/broker-map.js';
+import type { RequestInterceptor } from '../proxy/interceptor.js';
+import type { TopicIds } from '../proxy/topic-ids.js';
+import { ApiKey } from '../protocol/messages.js';
+import { createTopicConfigs, type StaticTopic, type TopicConfigs } from './config/topic-configs.js';
+import { startCompactionEngine, type CompactionEngine } from './worker/compaction-engine.js';
+import type { IndexerOptions } from './indexer/indexer.js';
+import { createProduceGuard } from './produce-guard/produce-guard.js';
+import { createFetchView } from './fetch-view/fetch-view.js';
+import { UpstreamPool } from './fetch-view/upstream-pool.js';
+import type { TopicPolicy } from './policy.js';
+
+export interface CompactionOptions {
+  upstream: HostPort[];
+  dataDir: string;
+  topicIds: TopicIds;
+  log: Logger;
+  maxFrameBytes: number;
+  requestTimeoutMs: number;
+  /** Pause between cleaner rounds (Kafka's log.cleaner.backoff.ms). */
+  cleanerBackoffMs: number;
+  /** Topics compacted by kcompact's own configuration (for stores without admin APIs). */
+  staticTopics?: readonly StaticTopic[];
+  /** Broker-level defaults by Kafka's broker config names (log.cleanup.policy, log.cleaner.delete.retention.ms, ...). */
+  brokerConfigs?: Readonly<Record<string, string>>;
+  /** How often configs changed through other replicas are picked up. */
+  configPollIntervalMs?: number;
+  /** Indexer fetch tuning (tests shorten waits). */
+  indexer?: IndexerOptions;
+}
+
+export interface Compaction {
+  interceptors: Map<number, RequestInterceptor>;
+  configs: TopicConfigs;
+  engine: CompactionEngine;
+  close(): Promise<void>;
+}
+
+export async function startCompaction(opts: CompactionOptions): Promise<Compaction> {
+  const configs = await createTopicConfigs({
+    upstream: opts.upstream,
+    dataDir: opts.dataDir,
+    staticTopics: opts.staticTopics,
+    brokerConfigs: opts.brokerConfigs,
+    topicIds: opts.topicIds,
+    log: opts.log,
+    pollIntervalMs: opts.configPollIntervalMs,
+    requestTimeoutMs: opts.requestTimeoutMs,
+    maxFrameBytes: opts.maxFrameBytes,
+  });
+  let engine: CompactionEngine;
+  try {
+    engine = await startCompactionEngine({
+      upstream: opts.upstream,
+      dataDir: opts.dataDir,
+      log: opts.log,
+      cleanerBackoffMs: opts.cleanerBackoffMs,
+      maxFrameBytes: opts.maxFrameBytes,
+      requestTimeoutMs: opts.requestTimeoutMs,
+      indexer: opts.indexer,
+    });
+  } catch (err) {
+    await configs.close();
+    throw err;
+  }
+  // The engine drops the index of any topic missing from the map, so it always gets the whole set.
+  const pushPolicies = () => {
+    const policies = new Map<string, TopicPolicy>();
+    for (const topic of configs.view.compactedTopics()) {
+      const policy = configs.view.compacted(topic);
+      if (policy) policies.set(topic, policy);
+    }
+    engine.setPolicies(policies);
+  };
+  pushPolicies();
+  const unsubscribe = configs.view.onChange(pushPolicies);
+
+  const pool = new UpstreamPool({
+    bootstrap: opts.upstream,
+    topicIds: opts.topicIds,
+    log: opts.log,
+    maxFrameBytes: opts.maxFrameBytes,
+    requestTimeoutMs: opts.requestTimeoutMs,
+  });
+  const interceptors = new Map<number, RequestInterceptor>(configs.interceptors);
+  interceptors.set(
+    ApiKey.Produce,
+    createProduceGuard({
+      config: configs.view,
+      topicIds: opts.topicIds,
+      log: opts.log,
+      resolveTopicIds: (ids) => pool.resolveTopicIds(ids),
+      logStartOffset: (topic, partition) => pool.logStartOffset(topic, partition),
+    }),
+  );
+  interceptors.set(ApiKey.Fetch, createFetchView({ config: configs.view, index: engine.index, topicIds: opts.topicIds, upstream: pool, log: opts.log }));
+
+  return {
+    interceptors,
+    configs,
+    engine,
+    close: async () => {
+      unsubscribe();
+      pool.close();
+      await engine.close();
+      await configs.close();
+    },
+  };
+}

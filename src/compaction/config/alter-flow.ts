@@ -1,0 +1,108 @@
+/**
+ * What AlterConfigs and IncrementalAlterConfigs share once each resource is planned: refusals
+ * are answered here, the rest goes upstream (rewritten), and a topic's owned configs are stored
+ * only after the upstream accepted its part, so a refused alter changes nothing. Answers come back
+ * in request order.
+ */
+import { ErrorCode } from '../../protocol/errors.js';
+import type { InterceptedRequest, Interception } from '../../proxy/interceptor.js';
+import type { ConfigContext } from './config-context.js';
+import type { TopicOverrides } from './effective-policy.js';
+import { requestFrame, responseBody, responseFrame } from './frames.js';
+import { storeFailed, type Refusal } from './refusals.js';
+import { topicIdFor } from './upstream-admin.js';
+
+export const TOPIC_RESOURCE = 2;
+
+export interface AlterResource {
+  resourceType: number;
+  resourceName: string;
+}
+
+interface AlterResult {
+  errorCode: number;
+  errorMessage: string | null;
+  resourceType: number;
+  resourceName: string;
+}
+
+interface AlterResponse {
+  responses: AlterResult[];
+}
+
+export type ResourcePlan<R extends AlterResource> =
+  | { refused: Refusal }
+  | { forward: R; store?: { topic: string; overrides: TopicOverrides } };
+
+/** Topic resources named more than once: Kafka refuses each of them. */
+export function repeatedTopics(resources: readonly AlterResource[]): Set<string> {
+  const seen = new Set<string>();
+  const repeated = new Set<string>();
+  for (const r of resources) {
+    if (r.resourceType !== TOPIC_RESOURCE) continue;
+    if (seen.has(r.resourceName)) repeated.add(r.resourceName);
+    seen.add(r.resourceName);
+  }
+  return repeated;
+}
+
+export const REPEATED_RESOURCE: Refusal = { errorCode: ErrorCode.INVALID_REQUEST, errorMessage: 'Each resource must appear at most once.' };
+
+export function runAlter<R extends AlterResource>(
+  ctx: ConfigContext,
+  req: InterceptedRequest,
+  body: { resources: R[]; validateOnly: boolean },
+  plans: readonly ResourcePlan<R>[],
+): Interception {
+  const forwarded = plans.flatMap((p) => ('forward' in p ? [p.forward] : []));
+  const refusedResult = (r: AlterResource, refusal: Refusal): AlterResult => ({ ...refusal, resourceType: r.resourceType, resourceName: r.resourceName });
+  if (forwarded.length === 0) {
+    return {
+      respond: responseFrame(req, { throttleTimeMs: 0, responses: plans.map((p, i) => refusedResult(body.resources[i]!, (p as { refused: Refusal }).refused)) }),
+    };
+  }
+  return {
+    forward: true,
+    frame: requestFrame(req, { ...body, resources: forwarded }),
+    response: async (frame) => {
+      const answer = responseBody<AlterResponse & Record<string, unknown>>(req, frame);
+      const queues = new Map<string, AlterResult[]>();
+      for (const r of answer.responses) {
+        const key = `${r.resourceType}:${r.resourceName}`;
+        queues.set(key, [...(queues.get(key) ?? []), r]);
+      }
+      const responses: AlterResult[] = [];
+      for (let i = 0; i < plans.length; i++) {
+        const p = plans[i]!;
+        const resource = body.resources[i]!;
+        if ('refused' in p) {
+          responses.push(refusedResult(resource, p.refused));
+          continue;
+        }
+        const result = queues.get(`${resource.resourceType}:${resource.resourceName}`)?.shift();
+        if (!result) {
+          responses.push(refusedResult(resource, { errorCode: ErrorCode.UNKNOWN_SERVER_ERROR, errorMessage: 'the upstream did not answer for this resource' }));
+          continue;
+        }
+        if (result.errorCode === ErrorCode.NONE && p.store && !body.validateOnly) {
+          const failure = await store(ctx, p.store.topic, p.store.overrides);
+          if (failure) Object.assign(result, failure);
+        }
+        responses.push(result);
+      }
+      for (const rest of queues.values()) responses.push(...rest);
+      return responseFrame(req, { ...answer, responses });
+    },
+  };
+}
+
+async function store(ctx: ConfigContext, topic: string, overrides: TopicOverrides): Promise<Refusal | null> {
+  const hasOverrides = Object.keys(overrides).length > 0;
+  if (!hasOverrides && !ctx.state.entry(topic)?.configs) return null;
+  try {
+    await ctx.sync.write(topic, hasOverrides ? { topicId: await topicIdFor(ctx, topic), configs: { ...overrides } } : null);
+    return null;
+  } catch (err) {
+    return storeFailed(topic, err, 'the upstream part of the change was applied; retry the request');
+  }
+}

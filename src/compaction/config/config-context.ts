@@ -1,0 +1,17 @@
+/** What the config-layer interceptors share. */
+import type { Logger } from '../../ops/log.js';
+import type { TopicIds } from '../../proxy/topic-ids.js';
+import type { BrokerDefaults } from './broker-defaults.js';
+import type { ConfigSync } from './config-sync.js';
+import type { TopicConfigState } from './topic-config-state.js';
+import type { UpstreamLinks } from './upstream-links.js';
+
+export interface ConfigContext {
+  state: TopicConfigState;
+  sync: ConfigSync;
+  links: UpstreamLinks;
+  defaults: BrokerDefaults;
+  topicIds: TopicIds;
+  log: Logger;
+  requestTimeoutMs: number;
+}

@@ -1,0 +1,266 @@
+/**
+ * The configs topic in the upstream (`__kcompact_configs`): one partition, retained forever,
+ * one record per topic name. Every proxy replica writes its config changes here and reads
+ * everyone's, which is how a topic made compact through one replica is compact through all.
+ */
+import type { Logger } from '../../ops/log.js';
+import { ErrorCode, ProtocolError } from '../../protocol/errors.js';
+import { ApiKey } from '../../protocol/messages.js';
+import { decodeRecords, encodeBatch, iterateBatches } from '../../protocol/records/batch.js';
+import { Compression } from '../../protocol/records/compression.js';
+import { ZERO_UUID } from '../../proxy/topic-ids.js';
+import type { UpstreamClient } from '../../upstream/client.js';
+import type { UpstreamLinks } from './upstream-links.js';
+
+export const CONFIGS_TOPIC = '__kcompact_configs';
+
+/** The upstream cannot hold the configs topic (no CreateTopics, Fetch or Produce, or it refused to create it). */
+export class ConfigsTopicUnavailable extends Error {
+  override readonly name = 'ConfigsTopicUnavailable';
+}
+
+/** The read position is below the topic's log start (records were deleted) or past its end (topic replaced). */
+export class OffsetOutOfRange extends Error {
+  override readonly name = 'OffsetOutOfRange';
+}
+
+export interface ConfigRecord {
+  offset: number;
+  key: string;
+  value: Buffer | null;
+}
+
+export interface ConfigRead {
+  records: ConfigRecord[];
+  /** Where the next read starts. */
+  nextOffset: number;
+  highWatermark: number;
+}
+
+const FETCH_MAX_BYTES = 8 * 1024 * 1024;
+/** Names and not ids in Produce and Fetch: the topic is known by name before its id is. */
+const MAX_NAMED_VERSION = 12;
+const OFFSET_OUT_OF_RANGE = ErrorCode.OFFSET_OUT_OF_RANGE;
+/** Errors after which the partition leader must be looked up again. */
+const STALE_LEADER = new Set<number>([ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, 5 /* LEADER_NOT_AVAILABLE */, 74 /* FENCED_LEADER_EPOCH */]);
+const APPEND_ATTEMPTS = 3;
+/** Answers to creating the configs topic that will not change by asking again. */
+const REFUSALS = new Set<number>([ErrorCode.INVALID_CONFIG, ErrorCode.POLICY_VIOLATION, ErrorCode.INVALID_REPLICATION_FACTOR, ErrorCode.TOPIC_AUTHORIZATION_FAILED]);
+
+function apiVersion(client: UpstreamClient, apiKey: number, what: string): number {
+  try {
+    return client.version(apiKey);
+  } catch (err) {
+    if (err instanceof ProtocolError) throw new ConfigsTopicUnavailable(`the upstream cannot ${what}: ${err.message}`);
+    throw err;
+  }
+}
+
+export class ConfigsTopic {
+  private leader: number | null = null;
+
+  constructor(
+    private readonly links: UpstreamLinks,
+    private readonly log: Logger,
+    private readonly timeoutMs: number,
+    readonly topic = CONFIGS_TOPIC,
+  ) {}
+
+  /** Finds the topic, creating it on first use; returns its topic id (null when the upstream has none). */
+  async open(): Promise<string | null> {
+    let found = await this.lookup();
+    if (found.errorCode === ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) {
+      await this.create();
+      const deadline = Date.now() + this.timeoutMs;
+      while ((found = await this.lookup()).errorCode !== ErrorCode.NONE || this.leader === null) {
+        if (Date.now() > deadline) throw new Error(`${this.topic} was created but has no leader after ${this.timeoutMs} ms`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+    if (found.errorCode !== ErrorCode.NONE) throw new Error(`metadata for ${this.topic} failed with error ${found.errorCode}`);
+    if (this.leader === null) throw new Error(`${this.topic} has no leader`);
+    await this.checkRetention();
+    return found.topicId === ZERO_UUID ? null : found.topicId;
+  }
+
+  /** The records from `from` on, as much as one fetch returns. */
+  async read(from: number): Promise<ConfigRead> {
+    const client = await this.leaderClient();
+    const version = Math.min(apiVersion(client, ApiKey.Fetch, 'fetch'), MAX_NAMED_VERSION);
+    const answer = await client.request(ApiKey.Fetch, version, {
+      replicaId: -1,
+      maxWaitMs: 0,
+      minBytes: 0,
+      maxBytes: FETCH_MAX_BYTES,
+      isolationLevel: 0,
+      sessionId: 0,
+      sessionEpoch: -1,
+      topics: [{ topic: this.topic, partitions: [{ partition: 0, fetchOffset: BigInt(from), partitionMaxBytes: FETCH_MAX_BYTES }] }],
+      forgottenTopicsData: [],
+      rackId: '',
+    });
+    if (answer.errorCode) throw new Error(`fetch from ${this.topic} failed with error ${answer.errorCode}`);
+    const p = answer.responses[0]?.partitions[0];
+    if (!p) throw new Error(`fetch from ${this.topic} returned no partition`);
+    if (p.errorCode === OFFSET_OUT_OF_RANGE) throw new OffsetOutOfRange(`offset ${from} is out of range for ${this.topic}`);
+    this.check(p.errorCode, 'fetch from');
+    const records: ConfigRecord[] = [];
+    let nextOffset = from;
+    const data: Buffer | null = p.records;
+    if (data && data.length > 0) {
+      for (const batch of iterateBatches(data).batches) {
+        const base = Number(batch.baseOffset);
+        nextOffset = Math.max(nextOffset, base + batch.lastOffsetDelta + 1);
+        if (batch.isControl) continue;
+        for (const r of await decodeRecords(data, batch)) {
+          const offset = base + r.offsetDelta;
+          if (offset < from || r.key === null) continue;
+          records.push({ offset, key: r.key.toString('utf8'), value: r.value === null ? null : Buffer.from(r.value) });
+        }
+      }
+    }
+    return { records, nextOffset, highWatermark: Number(p.highWatermark) };
+  }
+
+  /** The first offset the topic still holds. */
+  async logStart(): Promise<number> {
+    const client = await this.leaderClient();
+    const version = apiVersion(client, ApiKey.ListOffsets, 'list offsets');
+    const answer = await client.request(ApiKey.ListOffsets, version, {
+      replicaId: -1,
+      isolationLevel: 0,
+      topics: [{ name: this.topic, partitions: [{ partitionIndex: 0, timestamp: -2n }] }],
+      timeoutMs: this.timeoutMs,
+    });
+    const p = answer.topics[0]?.partitions[0];
+    this.check(p?.errorCode ?? ErrorCode.UNKNOWN_SERVER_ERROR, 'list offsets of');
+    return Number(p.offset);
+  }
+
+  /** Appends the records (acks=all); returns the offset of the first. */
+  async append(entries: readonly { key: string; value: Buffer | null }[]): Promise<number> {
+    const now = BigInt(Date.now());
+    const batch = await encodeBatch(
+      {
+        baseOffset: 0n,
+        partitionLeaderEpoch: -1,
+        attributes: 0,
+        lastOffsetDelta: entries.length - 1,
+        baseTimestamp: now,
+        maxTimestamp: now,
+        producerId: -1n,
+        producerEpoch: -1,
+        baseSequence: -1,
+      },
+      entries.map((e, i) => ({ timestampDelta: 0, offsetDelta: i, key: Buffer.from(e.key, 'utf8'), value: e.value })),
+      Compression.None,
+    );
+    let lastErr: unknown;
+    for (let attempt = 0; attempt < APPEND_ATTEMPTS; attempt++) {
+      try {
+        const client = await this.leaderClient();
+        const version = Math.min(apiVersion(client, ApiKey.Produce, 'produce'), MAX_NAMED_VERSION);
+        const answer = await client.request(ApiKey.Produce, version, {
+          transactionalId: null,
+          acks: -1,
+          timeoutMs: this.timeoutMs,
+          topicData: [{ name: this.topic, partitionData: [{ index: 0, records: batch }] }],
+        });
+        const p = answer.responses[0]?.partitionResponses[0];
+        this.check(p?.errorCode ?? ErrorCode.UNKNOWN_SERVER_ERROR, 'produce to');
+        return Number(p.baseOffset);
+      } catch (err) {
+        if (err instanceof ConfigsTopicUnavailable) throw err;
+        lastErr = err;
+        this.leader = null;
+      }
+    }
+    throw lastErr;
+  }
+
+  private async leaderClient(): Promise<UpstreamClient> {
+    if (this.leader === null) {
+      const found = await this.lookup();
+      if (found.errorCode !== ErrorCode.NONE || this.leader === null) {
+        throw new Error(`${this.topic} has no leader (metadata error ${found.errorCode})`);
+      }
+    }
+    try {
+      return await this.links.broker(this.leader);
+    } catch (err) {
+      this.leader = null;
+      throw err;
+    }
+  }
+
+  private check(errorCode: number, what: string): void {
+    if (errorCode === ErrorCode.NONE) return;
+    if (STALE_LEADER.has(errorCode)) this.leader = null;
+    throw new Error(`${what} ${this.topic} failed with error ${errorCode}`);
+  }
+
+  private async lookup(): Promise<{ errorCode: number; topicId: string }> {
+    const answer = await this.links.metadata([this.topic]);
+    const t = answer.topics.find((x) => x.name === this.topic);
+    if (!t) return { errorCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, topicId: ZERO_UUID };
+    const leader = t.partitions.find((p) => p.partitionIndex === 0)?.leaderId ?? -1;
+    this.leader = t.errorCode === ErrorCode.NONE && leader >= 0 ? leader : null;
+    return { errorCode: t.errorCode, topicId: t.topicId ?? ZERO_UUID };
+  }
+
+  private async create(): Promise<void> {
+    const client = await this.links.controller();
+    const version = apiVersion(client, ApiKey.CreateTopics, 'create topics');
+    const answer = await client.request(ApiKey.CreateTopics, version, {
+      topics: [
+        {
+          name: this.topic,
+          numPartitions: 1,
+          // -1 (the broker's default replication) needs v4; v2 and v3 take an explicit factor.
+          replicationFactor: version >= 4 ? -1 : 1,
+          assignments: [],
+          configs: [
+            { name: 'retention.ms', value: '-1' },
+            { name: 'retention.bytes', value: '-1' },
+          ],
+        },
+      ],
+      timeoutMs: this.timeoutMs,
+      validateOnly: false,
+    });
+    const result = answer.topics[0];
+    if (!result) throw new Error(`CreateTopics for ${this.topic} returned no result`);
+    if (result.errorCode === ErrorCode.TOPIC_ALREADY_EXISTS) return;
+    if (result.errorCode !== ErrorCode.NONE) {
+      const why = `creating ${this.topic} with infinite retention failed: error ${result.errorCode} ${result.errorMessage ?? ''}`.trim();
+      throw REFUSALS.has(result.errorCode) ? new ConfigsTopicUnavailable(why) : new Error(why);
+    }
+    this.log.info('created the topic config store in the upstream', { topic: this.topic });
+  }
+
+  /** A configs topic that loses records by age or size loses topic configs: say so loudly. */
+  private async checkRetention(): Promise<void> {
+    const client = await this.links.any();
+    let version: number;
+    try {
+      version = client.version(ApiKey.DescribeConfigs);
+    } catch {
+      return;
+    }
+    const answer = await client.request(ApiKey.DescribeConfigs, version, {
+      resources: [{ resourceType: 2, resourceName: this.topic, configurationKeys: ['retention.ms', 'retention.bytes'] }],
+      includeSynonyms: false,
+      includeDocumentation: false,
+    });
+    const result = answer.results[0];
+    if (!result || result.errorCode !== ErrorCode.NONE) return;
+    const finite = (result.configs as { name: string; value: string | null }[]).filter((c) => c.value !== '-1');
+    if (finite.length > 0) {
+      this.log.error('the topic config store in the upstream does not keep its records forever; topic configs will be lost when they expire', {
+        topic: this.topic,
+        retention: Object.fromEntries(finite.map((c) => [c.name, c.value])),
+        fix: `set retention.ms=-1 and retention.bytes=-1 on ${this.topic}`,
+      });
+    }
+  }
+}

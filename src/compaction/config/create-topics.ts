@@ -1,0 +1,217 @@
+/**
+ * CreateTopics (v2+). Each topic's owned configs are validated before anything reaches the
+ * upstream; like Kafka, an invalid topic fails alone and the valid ones are created. The
+ * upstream gets the topic without the configs only kcompact acts on, and with retention.ms and
+ * retention.bytes at -1 when the policy lacks delete. Once the upstream has created a topic, its
+ * configs are stored before the client hears of it; if that fails the topic is deleted again, so
+ * a topic never exists upstream without its configs. The per-topic configs of the answer (v5+)
+ * are what Kafka would list.
+ */
+import { ErrorCode } from '../../protocol/errors.js';
+import type { InterceptedRequest, Interception, RequestInterceptor } from '../../proxy/interceptor.js';
+import { ZERO_UUID } from '../../proxy/topic-ids.js';
+import type { ConfigContext } from './config-context.js';
+import { ConfigSource, isOwnedConfig, RETENTION_BYTES, RETENTION_MS, TOPIC_CONFIGS } from './definitions.js';
+import { createdEntry, type CreatedConfig } from './describe-entry.js';
+import { forwardedConfigs, keepsForever, type TopicOverrides } from './effective-policy.js';
+import { requestFrame, responseBody, responseFrame } from './frames.js';
+import { storeFailed, storeUnavailable, type Refusal } from './refusals.js';
+import { deleteUpstreamTopic, errorsBeforeConfigs, topicIdFor, upstreamRetentionOf } from './upstream-admin.js';
+import { validateOverrides } from './validate.js';
+
+interface CreatableTopic {
+  name: string;
+  numPartitions: number;
+  replicationFactor: number;
+  assignments: unknown[];
+  configs: { name: string; value: string | null }[];
+}
+
+interface CreateTopicsRequest {
+  topics: CreatableTopic[];
+  timeoutMs: number;
+  validateOnly: boolean;
+}
+
+interface CreatableTopicResult {
+  name: string;
+  topicId: string;
+  errorCode: number;
+  errorMessage: string | null;
+  topicConfigErrorCode: number;
+  numPartitions: number;
+  replicationFactor: number;
+  configs: CreatedConfig[] | null;
+}
+
+interface CreateTopicsResponse {
+  topics: CreatableTopicResult[];
+}
+
+interface Forward {
+  topic: CreatableTopic;
+  /** The owned overrides in force: the request's, or the static topic's. */
+  overrides: TopicOverrides;
+  /** Whether the overrides belong in the configs topic (static topics are not stored). */
+  stored: boolean;
+  requested: ReadonlySet<string>;
+}
+
+type Plan = { refused: Refusal; configRefusal: boolean } | { forward: Forward };
+
+const CONFIGS_FIRST_VERSION = 5;
+
+export function createTopicsInterceptor(ctx: ConfigContext): RequestInterceptor {
+  return { intercept: (req) => interceptCreateTopics(ctx, req) };
+}
+
+async function interceptCreateTopics(ctx: ConfigContext, req: InterceptedRequest): Promise<Interception> {
+  const body = req.body<CreateTopicsRequest>();
+  await ctx.sync.sync().catch((err) => ctx.log.debug('topic config store not read before CreateTopics', { err }));
+  const counts = new Map<string, number>();
+  for (const t of body.topics) counts.set(t.name, (counts.get(t.name) ?? 0) + 1);
+  const plans = new Map<string, Plan>();
+  for (const t of body.topics) {
+    if (plans.has(t.name)) continue;
+    plans.set(
+      t.name,
+      counts.get(t.name)! > 1
+        ? { refused: { errorCode: ErrorCode.INVALID_REQUEST, errorMessage: 'Duplicate topic name.' }, configRefusal: false }
+        : plan(ctx, t),
+    );
+  }
+  const refusedForConfigs = body.topics.filter((t) => {
+    const p = plans.get(t.name)!;
+    return 'refused' in p && p.configRefusal;
+  });
+  for (const [name, earlier] of await errorsBeforeConfigs(ctx, refusedForConfigs)) plans.set(name, { refused: earlier, configRefusal: false });
+
+  const forwards = [...plans.values()].flatMap((p) => ('forward' in p ? [p.forward] : []));
+  const assemble = (upstream: Map<string, CreatableTopicResult>): CreateTopicsResponse & Record<string, unknown> => ({
+    throttleTimeMs: 0,
+    topics: [...plans].map(([name, p]) => ('refused' in p ? refusedResult(name, p.refused) : upstream.get(name) ?? refusedResult(name, noAnswer))),
+  });
+  if (forwards.length === 0) return { respond: responseFrame(req, assemble(new Map())) };
+
+  return {
+    forward: true,
+    frame: requestFrame(req, { ...body, topics: forwards.map((f) => f.topic) }),
+    response: async (frame) => {
+      const answer = responseBody<CreateTopicsResponse & Record<string, unknown>>(req, frame);
+      const byName = new Map(answer.topics.map((r) => [r.name, r]));
+      for (const f of forwards) {
+        const r = byName.get(f.topic.name);
+        if (r) await finish(ctx, req.apiVersion, body.validateOnly, f, r);
+      }
+      const merged = assemble(byName);
+      const known = new Set(plans.keys());
+      merged.topics.push(...answer.topics.filter((r) => !known.has(r.name)));
+      return responseFrame(req, { ...answer, topics: merged.topics });
+    },
+  };
+}
+
+const noAnswer: Refusal = { errorCode: ErrorCode.UNKNOWN_SERVER_ERROR, errorMessage: 'the upstream did not answer for this topic' };
+
+function plan(ctx: ConfigContext, t: CreatableTopic): Plan {
+  const owned: Record<string, string> = {};
+  const nulls: string[] = [];
+  let ownedNull = false;
+  for (const c of t.configs) {
+    if (c.value === null) {
+      nulls.push(c.name);
+      ownedNull ||= isOwnedConfig(c.name);
+    } else if (isOwnedConfig(c.name)) {
+      owned[c.name] = c.value;
+    }
+  }
+  if (ownedNull) {
+    return { refused: { errorCode: ErrorCode.INVALID_CONFIG, errorMessage: `Null value not supported for topic configs: ${nulls.join(',')}` }, configRefusal: true };
+  }
+  const problem = validateOverrides(owned, ctx.defaults);
+  if (problem !== null) return { refused: { errorCode: ErrorCode.INVALID_CONFIG, errorMessage: problem }, configRefusal: true };
+  const isStatic = ctx.state.isStatic(t.name);
+  const unavailable = ctx.sync.unavailableReason;
+  if (!isStatic && unavailable !== null && Object.keys(owned).length > 0) return { refused: storeUnavailable(t.name, unavailable), configRefusal: false };
+  const overrides = isStatic ? ctx.state.overrides(t.name) : owned;
+  const configs = [...t.configs.filter((c) => !isOwnedConfig(c.name)), ...forwardedConfigs(overrides, ctx.defaults)];
+  return {
+    forward: {
+      topic: { ...t, configs },
+      overrides,
+      stored: !isStatic,
+      requested: new Set(t.configs.map((c) => c.name)),
+    },
+  };
+}
+
+function refusedResult(name: string, r: Refusal): CreatableTopicResult {
+  return {
+    name,
+    topicId: ZERO_UUID,
+    errorCode: r.errorCode,
+    errorMessage: r.errorMessage,
+    topicConfigErrorCode: 0,
+    numPartitions: -1,
+    replicationFactor: -1,
+    configs: [],
+  };
+}
+
+async function finish(ctx: ConfigContext, version: number, validateOnly: boolean, f: Forward, r: CreatableTopicResult): Promise<void> {
+  if (r.errorCode === ErrorCode.NONE && !validateOnly) {
+    const failure = await settle(ctx, f, r);
+    if (failure) Object.assign(r, refusedResult(r.name, failure));
+  } else if (r.errorCode !== ErrorCode.NONE && keepsForever(f.overrides, ctx.defaults) && /retention/i.test(r.errorMessage ?? '')) {
+    r.errorMessage =
+      `kcompact creates topic ${r.name} with retention.ms=-1 and retention.bytes=-1 upstream because its cleanup.policy lacks delete ` +
+      `(the latest value of every key must be kept), and the upstream refused: ${r.errorMessage}`;
+  }
+  if (version < CONFIGS_FIRST_VERSION) return;
+  r.configs = r.errorCode === ErrorCode.NONE ? createdConfigs(ctx, f, r.configs) : r.configs ?? [];
+}
+
+/** Checks the retention the upstream really gave and stores the configs; on failure the topic is deleted again. */
+async function settle(ctx: ConfigContext, f: Forward, r: CreatableTopicResult): Promise<Refusal | null> {
+  const name = r.name;
+  if (keepsForever(f.overrides, ctx.defaults)) {
+    const got = await upstreamRetentionOf(ctx, name).catch(() => null);
+    if (got && (got[RETENTION_MS] !== '-1' || got[RETENTION_BYTES] !== '-1')) {
+      await undo(ctx, name);
+      return {
+        errorCode: ErrorCode.INVALID_CONFIG,
+        errorMessage:
+          `the upstream set retention.ms=${got[RETENTION_MS]} and retention.bytes=${got[RETENTION_BYTES]} on topic ${name} where kcompact asked for -1; ` +
+          `a topic whose cleanup.policy lacks delete must be kept forever upstream so no key loses its latest value, so the topic was deleted again`,
+      };
+    }
+  }
+  if (!f.stored) return null;
+  const hasOverrides = Object.keys(f.overrides).length > 0;
+  if (!hasOverrides && !ctx.state.entry(name)?.configs) return null;
+  try {
+    const topicId = r.topicId !== undefined && r.topicId !== ZERO_UUID ? r.topicId : await topicIdFor(ctx, name);
+    await ctx.sync.write(name, hasOverrides ? { topicId, configs: { ...f.overrides } } : null);
+    return null;
+  } catch (err) {
+    await undo(ctx, name);
+    return storeFailed(name, err, 'the topic was deleted again');
+  }
+}
+
+async function undo(ctx: ConfigContext, topic: string): Promise<void> {
+  try {
+    await deleteUpstreamTopic(ctx, topic);
+  } catch (err) {
+    ctx.log.error('could not delete a topic that kcompact could not finish creating; delete it by hand', { topic, err });
+  }
+}
+
+/** Kafka lists every topic config, sorted by name; kfake lists only the given ones, with source -1 (which Java rejects). */
+function createdConfigs(ctx: ConfigContext, f: Forward, upstream: CreatedConfig[] | null): CreatedConfig[] {
+  const list = (upstream ?? [])
+    .filter((c) => !isOwnedConfig(c.name))
+    .map((c) => (c.configSource >= 0 ? c : { ...c, configSource: f.requested.has(c.name) ? ConfigSource.DYNAMIC_TOPIC_CONFIG : ConfigSource.DEFAULT_CONFIG }));
+  for (const def of TOPIC_CONFIGS) list.push(createdEntry(def, f.overrides[def.name], ctx.defaults));
+  return list.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}

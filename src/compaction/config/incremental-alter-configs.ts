@@ -1,0 +1,76 @@
+/**
+ * IncrementalAlterConfigs: SET, DELETE, APPEND and SUBTRACT. Operations on owned configs are
+ * applied to the topic's stored overrides and the result validated as a whole, as Kafka does;
+ * the upstream gets the other operations, segment changes as given, and retention operations
+ * whenever the upstream's retention must change (a policy gaining or losing delete, or a
+ * retention change on a topic that expires data).
+ */
+import { ErrorCode } from '../../protocol/errors.js';
+import type { InterceptedRequest, Interception, RequestInterceptor } from '../../proxy/interceptor.js';
+import { REPEATED_RESOURCE, repeatedTopics, runAlter, TOPIC_RESOURCE, type ResourcePlan } from './alter-flow.js';
+import type { ConfigContext } from './config-context.js';
+import { isOwnedConfig, TOPIC_CONFIG } from './definitions.js';
+import { UPSTREAM_RETENTION_CONFIGS, upstreamRetention } from './effective-policy.js';
+import { AlterOp, applyIncrementalOps, type AlterOperation } from './incremental-ops.js';
+import { staticTopic, storeUnavailable } from './refusals.js';
+import { validateOverrides } from './validate.js';
+
+interface IncrementalResource {
+  resourceType: number;
+  resourceName: string;
+  configs: AlterOperation[];
+}
+
+interface IncrementalAlterConfigsRequest {
+  resources: IncrementalResource[];
+  validateOnly: boolean;
+}
+
+export function incrementalAlterConfigsInterceptor(ctx: ConfigContext): RequestInterceptor {
+  return { intercept: (req) => interceptIncremental(ctx, req) };
+}
+
+async function interceptIncremental(ctx: ConfigContext, req: InterceptedRequest): Promise<Interception> {
+  const body = req.body<IncrementalAlterConfigsRequest>();
+  const touchesOwned = (r: IncrementalResource) => r.resourceType === TOPIC_RESOURCE && r.configs.some((c) => isOwnedConfig(c.name));
+  if (!body.resources.some(touchesOwned)) return { forward: true };
+  await ctx.sync.sync().catch((err) => ctx.log.debug('topic config store not read before IncrementalAlterConfigs', { err }));
+  const repeated = repeatedTopics(body.resources);
+  const plans = body.resources.map((r): ResourcePlan<IncrementalResource> => {
+    if (r.resourceType === TOPIC_RESOURCE && repeated.has(r.resourceName)) return { refused: REPEATED_RESOURCE };
+    return touchesOwned(r) ? plan(ctx, r) : { forward: r };
+  });
+  return runAlter(ctx, req, body, plans);
+}
+
+function plan(ctx: ConfigContext, r: IncrementalResource): ResourcePlan<IncrementalResource> {
+  const topic = r.resourceName;
+  const names = r.configs.map((c) => c.name);
+  if (names.some((n, i) => isOwnedConfig(n) && names.indexOf(n) !== i)) {
+    return { refused: { errorCode: ErrorCode.INVALID_REQUEST, errorMessage: 'Error due to duplicate config keys' } };
+  }
+  const nulls = r.configs.filter((c) => c.value === null && c.configOperation !== AlterOp.DELETE).map((c) => c.name);
+  if (nulls.some(isOwnedConfig)) return { refused: { errorCode: ErrorCode.INVALID_REQUEST, errorMessage: `Null value not supported for : ${nulls.join(', ')}` } };
+  if (ctx.state.isStatic(topic)) return { refused: staticTopic(topic) };
+  const owned = r.configs.filter((c) => isOwnedConfig(c.name));
+  const current = ctx.state.overrides(topic);
+  const applied = applyIncrementalOps(current, owned);
+  if (!applied.ok) return { refused: { errorCode: applied.errorCode, errorMessage: applied.message } };
+  const problem = validateOverrides(applied.overrides, ctx.defaults);
+  if (problem !== null) return { refused: { errorCode: ErrorCode.INVALID_CONFIG, errorMessage: problem } };
+  const unavailable = ctx.sync.unavailableReason;
+  if (unavailable !== null) return { refused: storeUnavailable(topic, unavailable) };
+
+  const ops: AlterOperation[] = r.configs.filter((c) => !isOwnedConfig(c.name));
+  for (const c of owned) {
+    if (TOPIC_CONFIG.get(c.name)!.upstream === 'forwarded' && !(UPSTREAM_RETENTION_CONFIGS as readonly string[]).includes(c.name)) ops.push(c);
+  }
+  const before = upstreamRetention(current, ctx.defaults);
+  const after = upstreamRetention(applied.overrides, ctx.defaults);
+  for (const name of UPSTREAM_RETENTION_CONFIGS) {
+    if (before[name] === after[name] && !owned.some((c) => c.name === name)) continue;
+    const value = after[name];
+    ops.push(value === null ? { name, configOperation: AlterOp.DELETE, value: null } : { name, configOperation: AlterOp.SET, value });
+  }
+  return { forward: { ...r, configs: ops }, store: { topic, overrides: applied.overrides } };
+}

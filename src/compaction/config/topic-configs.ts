@@ -1,0 +1,103 @@
+/**
+ * The topic-config layer, assembled: broker defaults, static topics, the configs topic with its
+ * SQLite cache, and the interceptors for the topic admin APIs. The coordinator passes
+ * `interceptors` to ProxyServer and `view` to whatever needs to know which topics are compacted.
+ */
+import type { Logger } from '../../ops/log.js';
+import { ApiKey } from '../../protocol/messages.js';
+import type { HostPort } from '../../proxy/broker-map.js';
+import type { RequestInterceptor } from '../../proxy/interceptor.js';
+import type { TopicIds } from '../../proxy/topic-ids.js';
+import type { TopicConfigView } from '../policy.js';
+import { alterConfigsInterceptor } from './alter-configs.js';
+import { BrokerDefaults } from './broker-defaults.js';
+import { ConfigCache } from './config-cache.js';
+import type { ConfigContext } from './config-context.js';
+import { ConfigSync } from './config-sync.js';
+import { ConfigsTopic } from './configs-topic.js';
+import { createPartitionsInterceptor } from './create-partitions.js';
+import { createTopicsInterceptor } from './create-topics.js';
+import { deleteTopicsInterceptor } from './delete-topics.js';
+import { describeConfigsInterceptor } from './describe-configs.js';
+import { incrementalAlterConfigsInterceptor } from './incremental-alter-configs.js';
+import { TopicConfigState, type StaticTopic } from './topic-config-state.js';
+import { UpstreamLinks } from './upstream-links.js';
+
+export type { StaticTopic } from './topic-config-state.js';
+export { TopicConfigError } from './config-error.js';
+export { CONFIGS_TOPIC } from './configs-topic.js';
+
+export interface TopicConfigsOptions {
+  upstream: readonly HostPort[];
+  /** Holds the SQLite cache (topic-configs.sqlite). */
+  dataDir: string;
+  /** Topics whose configs come from kcompact's configuration; they win over stored configs. */
+  staticTopics?: readonly StaticTopic[];
+  /** kcompact's broker-level defaults by Kafka's broker config names (log.cleanup.policy, log.roll.hours, ...). */
+  brokerConfigs?: Readonly<Record<string, string>>;
+  /** The proxy's topic ids (ProxyServer.topics). */
+  topicIds: TopicIds;
+  log: Logger;
+  /** How often the configs topic is polled for changes made through other replicas (default 500). */
+  pollIntervalMs?: number;
+  requestTimeoutMs?: number;
+  maxFrameBytes?: number;
+}
+
+export interface TopicConfigs {
+  view: TopicConfigView;
+  interceptors: Map<number, RequestInterceptor>;
+  /** Settles once the configs topic has been read to its end (or the upstream proved unable to hold it). */
+  caughtUp: Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * Resolves once the view can be trusted: right away when the cache holds a checkpoint (the
+ * topic is then caught up in the background), else after the configs topic was read to its end.
+ * Throws TopicConfigError for unusable brokerConfigs or staticTopics.
+ */
+export async function createTopicConfigs(opts: TopicConfigsOptions): Promise<TopicConfigs> {
+  const log = opts.log.child({ component: 'topic-configs' });
+  const defaults = new BrokerDefaults(opts.brokerConfigs);
+  const state = new TopicConfigState(defaults, opts.topicIds, opts.staticTopics ?? [], log);
+  const requestTimeoutMs = opts.requestTimeoutMs ?? 30_000;
+  const cache = ConfigCache.open(opts.dataDir, log);
+  const cached = cache.load();
+  for (const [topic, e] of cached.entries) state.apply(e.offset, topic, e.configs === null ? null : { topicId: e.topicId, configs: e.configs });
+  const links = new UpstreamLinks({
+    upstream: opts.upstream,
+    clientId: 'kcompact-topic-configs',
+    requestTimeoutMs,
+    maxFrameBytes: opts.maxFrameBytes ?? 100 * 1024 * 1024,
+  });
+  const sync = new ConfigSync(
+    new ConfigsTopic(links, log, requestTimeoutMs),
+    cache,
+    state,
+    links,
+    opts.topicIds,
+    { nextOffset: cached.nextOffset ?? 0, storeTopicId: cached.storeTopicId },
+    { pollIntervalMs: opts.pollIntervalMs ?? 500, log },
+  );
+  let closed = false;
+  const close = async () => {
+    if (closed) return;
+    closed = true;
+    links.close();
+    await sync.close();
+    cache.close();
+  };
+  sync.start();
+  if (cached.nextOffset === null) await sync.caughtUp;
+  const ctx: ConfigContext = { state, sync, links, defaults, topicIds: opts.topicIds, log, requestTimeoutMs };
+  const interceptors = new Map<number, RequestInterceptor>([
+    [ApiKey.CreateTopics, createTopicsInterceptor(ctx)],
+    [ApiKey.DescribeConfigs, describeConfigsInterceptor(ctx)],
+    [ApiKey.AlterConfigs, alterConfigsInterceptor(ctx)],
+    [ApiKey.IncrementalAlterConfigs, incrementalAlterConfigsInterceptor(ctx)],
+    [ApiKey.DeleteTopics, deleteTopicsInterceptor(ctx)],
+    [ApiKey.CreatePartitions, createPartitionsInterceptor()],
+  ]);
+  return { view: state, interceptors, caughtUp: sync.caughtUp, close };
+}

@@ -1,0 +1,93 @@
+/**
+ * Admin requests the config layer makes on its own connection to the upstream, around a client's
+ * request: learning a topic's id, checking the retention a compacted topic really got, undoing a
+ * topic it could not finish, and asking which errors the upstream would give before configs.
+ */
+import { ErrorCode, ProtocolError } from '../../protocol/errors.js';
+import { ApiKey } from '../../protocol/messages.js';
+import { ZERO_UUID } from '../../proxy/topic-ids.js';
+import type { ConfigContext } from './config-context.js';
+import { RETENTION_BYTES, RETENTION_MS } from './definitions.js';
+
+/** The topic's id in the upstream now (learned into the proxy's ids), or undefined when it has none. */
+export async function currentTopicId(ctx: ConfigContext, topic: string): Promise<string | undefined> {
+  const answer = await ctx.links.metadata([topic]);
+  const t = answer.topics.find((x) => x.name === topic);
+  if (!t || t.errorCode !== ErrorCode.NONE || t.topicId === ZERO_UUID) return undefined;
+  ctx.topicIds.learn(topic, t.topicId);
+  return t.topicId;
+}
+
+/** retention.ms and retention.bytes as the upstream reports them; null when it cannot describe configs. */
+export async function upstreamRetentionOf(ctx: ConfigContext, topic: string): Promise<Record<string, string | null> | null> {
+  const client = await ctx.links.any();
+  let version: number;
+  try {
+    version = client.version(ApiKey.DescribeConfigs);
+  } catch (err) {
+    if (err instanceof ProtocolError) return null;
+    throw err;
+  }
+  const answer = await client.request(ApiKey.DescribeConfigs, version, {
+    resources: [{ resourceType: 2, resourceName: topic, configurationKeys: [RETENTION_MS, RETENTION_BYTES] }],
+    includeSynonyms: false,
+    includeDocumentation: false,
+  });
+  const result = answer.results[0];
+  if (!result || result.errorCode !== ErrorCode.NONE) return null;
+  const values: Record<string, string | null> = {};
+  for (const c of result.configs as { name: string; value: string | null }[]) values[c.name] = c.value;
+  return values;
+}
+
+/** Deletes a topic the proxy created for a client but could not finish setting up. */
+export async function deleteUpstreamTopic(ctx: ConfigContext, topic: string): Promise<void> {
+  const client = await ctx.links.controller();
+  const version = client.version(ApiKey.DeleteTopics);
+  const answer = await client.request(
+    ApiKey.DeleteTopics,
+    version,
+    version >= 6 ? { topics: [{ name: topic, topicId: ZERO_UUID }], timeoutMs: ctx.requestTimeoutMs } : { topicNames: [topic], timeoutMs: ctx.requestTimeoutMs },
+  );
+  const code = answer.responses[0]?.errorCode ?? ErrorCode.UNKNOWN_SERVER_ERROR;
+  if (code !== ErrorCode.NONE && code !== ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) throw new Error(`deleting topic ${topic} failed with error ${code}`);
+}
+
+export interface TopicSpec {
+  name: string;
+  numPartitions: number;
+  replicationFactor: number;
+  assignments: unknown[];
+}
+
+/**
+ * Kafka refuses a bad topic name or an existing topic before it looks at configs. For topics
+ * whose configs kcompact refuses, the upstream is asked (validateOnly, without those configs)
+ * whether it has one of these earlier errors; those are the ones to report.
+ */
+const BEFORE_CONFIG_ERRORS = new Set<number>([ErrorCode.INVALID_TOPIC_EXCEPTION, ErrorCode.TOPIC_ALREADY_EXISTS, ErrorCode.TOPIC_AUTHORIZATION_FAILED]);
+
+export async function errorsBeforeConfigs(ctx: ConfigContext, topics: readonly TopicSpec[]): Promise<Map<string, { errorCode: number; errorMessage: string | null }>> {
+  const found = new Map<string, { errorCode: number; errorMessage: string | null }>();
+  if (topics.length === 0) return found;
+  try {
+    const client = await ctx.links.controller();
+    const answer = await client.request(ApiKey.CreateTopics, client.version(ApiKey.CreateTopics), {
+      topics: topics.map((t) => ({ ...t, configs: [] })),
+      timeoutMs: ctx.requestTimeoutMs,
+      validateOnly: true,
+    });
+    for (const r of answer.topics as { name: string; errorCode: number; errorMessage: string | null }[]) {
+      if (BEFORE_CONFIG_ERRORS.has(r.errorCode)) found.set(r.name, { errorCode: r.errorCode, errorMessage: r.errorMessage });
+    }
+  } catch (err) {
+    // Only the precedence between errors is at stake: report kcompact's own.
+    ctx.log.debug('could not ask the upstream about topics with refused configs', { err });
+  }
+  return found;
+}
+
+/** The id to store with a topic's configs: the one the proxy has seen, else the upstream's answer. */
+export async function topicIdFor(ctx: ConfigContext, topic: string): Promise<string | undefined> {
+  return ctx.topicIds.id(topic) ?? (await currentTopicId(ctx, topic).catch(() => undefined));
+}

@@ -1,0 +1,380 @@
+/**
+ * One partition's key index: a SQLite file (WAL, synchronous=NORMAL) written only by the
+ * compaction worker. It holds what the indexer has read of the upstream log, the virtual
+ * segments, and the checkpoint that lets a restart resume where it stopped.
+ *
+ * Opening checks the file (PRAGMA quick_check, schema version, which partition it is for); a
+ * file that fails is deleted and recreated empty, and the indexer fills it again from the
+ * upstream, which is the source of truth.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { KEY_DIGEST_BYTES } from './key-digest.js';
+import { RecordFlag } from './record-flags.js';
+import type { RowBuffer } from './row-buffer.js';
+import { CREATE_SCHEMA, SCHEMA_VERSION } from './schema.js';
+import { appendToSegment, type RollPolicy, type Segment } from './segment-roller.js';
+
+export interface PartitionId {
+  topic: string;
+  partition: number;
+}
+
+export interface Checkpoint {
+  /** The upstream topic id this index was built from ('' until known). */
+  topicId: string;
+  /** The next offset to index: everything below it that the upstream still holds is indexed. */
+  nextOffset: number;
+  /** The upstream's log start offset, last seen. */
+  logStartOffset: number;
+  lastStableOffset: number;
+  highWatermark: number;
+  /** The cleaner's first dirty offset: the index view's cleanedUpTo(). */
+  firstDirty: number;
+  /** Bytes of the records kept below firstDirty. */
+  cleanBytes: number;
+  /** When the last clean ran (epoch ms, 0: never). */
+  lastCleanMs: number;
+}
+
+/** What a fetch told the indexer about the partition. */
+export interface UpstreamPosition {
+  nextOffset: number;
+  logStartOffset: number;
+  lastStableOffset: number;
+  highWatermark: number;
+}
+
+/** Rows per INSERT statement: binding many rows per call amortises better-sqlite3's per-call cost (~2x). */
+const INSERT_CHUNK = 64;
+const COLUMNS = 7;
+const WAL_LIMIT_BYTES = 16 * 1024 * 1024;
+/** Give free pages back once they are this share of the file (and at least this many). */
+const VACUUM_FREE_SHARE = 0.25;
+const VACUUM_MIN_PAGES = 256;
+
+export class IndexFileError extends Error {
+  override readonly name = 'IndexFileError';
+}
+
+function removeFiles(file: string): void {
+  for (const f of [file, `${file}-wal`, `${file}-shm`]) fs.rmSync(f, { force: true });
+}
+
+function configure(db: Database.Database): void {
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.pragma(`journal_size_limit = ${WAL_LIMIT_BYTES}`);
+}
+
+function createFile(file: string, id: PartitionId): Database.Database {
+  removeFiles(file);
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const db = new Database(file);
+  try {
+    // Must precede the first table: auto_vacuum cannot be switched on later without a VACUUM.
+    db.pragma('auto_vacuum = INCREMENTAL');
+    configure(db);
+    db.exec(CREATE_SCHEMA);
+    db.prepare(
+      `INSERT INTO checkpoint VALUES (0, ?, ?, ?, '', 0, 0, 0, 0, 0, 0, 0)`,
+    ).run(SCHEMA_VERSION, id.topic, id.partition);
+    return db;
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+}
+
+/** Opens an existing file and checks it; throws IndexFileError saying why it cannot be used. */
+function openExisting(file: string, id: PartitionId): Database.Database {
+  let db: Database.Database;
+  try {
+    db = new Database(file, { fileMustExist: true });
+  } catch (err) {
+    throw new IndexFileError(`cannot open: ${(err as Error).message}`);
+  }
+  try {
+    configure(db);
+    const check = db.pragma('quick_check', { simple: true });
+    if (check !== 'ok') throw new IndexFileError(`quick_check failed: ${String(check)}`);
+    const row = db.prepare('SELECT schema_version, topic, partition FROM checkpoint WHERE id = 0').get() as
+      | { schema_version: number; topic: string; partition: number }
+      | undefined;
+    if (!row) throw new IndexFileError('checkpoint missing');
+    if (row.schema_version !== SCHEMA_VERSION) throw new IndexFileError(`schema version ${row.schema_version}, want ${SCHEMA_VERSION}`);
+    if (row.topic !== id.topic || row.partition !== id.partition) {
+      throw new IndexFileError(`file belongs to ${row.topic}-${row.partition}`);
+    }
+    return db;
+  } catch (err) {
+    db.close();
+    throw err instanceof IndexFileError ? err : new IndexFileError((err as Error).message);
+  }
+}
+
+export interface OpenResult {
+  store: PartitionStore;
+  /** Why an existing file was discarded and recreated empty; undefined when it was usable or new. */
+  rebuiltBecause?: string;
+}
+
+export class PartitionStore {
+  private cp: Checkpoint;
+  private readonly segmentList: Segment[];
+  /** Producer id → first offset of its transaction still open at nextOffset. */
+  readonly openTransactions: Map<number, number>;
+  private rows: number;
+  private readonly insertChunk: Database.Statement;
+  private readonly insertOne: Database.Statement;
+  private readonly chunkParams: unknown[] = new Array(INSERT_CHUNK * COLUMNS);
+  private readonly oneParams: unknown[] = new Array(COLUMNS);
+  private readonly keyStage = Buffer.alloc(INSERT_CHUNK * KEY_DIGEST_BYTES);
+  private readonly keyViews: Buffer[] = [];
+  private readonly saveCheckpoint: Database.Statement;
+  private readonly upsertSegment: Database.Statement;
+
+  private constructor(
+    readonly db: Database.Database,
+    readonly file: string,
+    readonly id: PartitionId,
+  ) {
+    const row = db.prepare('SELECT * FROM checkpoint WHERE id = 0').get() as Record<string, number | string>;
+    this.cp = {
+      topicId: row.topic_id as string,
+      nextOffset: row.next_offset as number,
+      logStartOffset: row.log_start as number,
+      lastStableOffset: row.last_stable as number,
+      highWatermark: row.high_watermark as number,
+      firstDirty: row.first_dirty as number,
+      cleanBytes: row.clean_bytes as number,
+      lastCleanMs: row.last_clean_ms as number,
+    };
+    this.segmentList = (db.prepare('SELECT base, rolling_ts, max_ts, bytes FROM segments ORDER BY base').raw().all() as number[][]).map(
+      ([base, rollingTimestamp, maxTimestamp, bytes]) => ({ base: base!, rollingTimestamp: rollingTimestamp!, maxTimestamp: maxTimestamp!, bytes: bytes! }),
+    );
+    this.openTransactions = new Map(db.prepare('SELECT pid, first_offset FROM open_txns').raw().all() as [number, number][]);
+    this.rows = db.prepare('SELECT COUNT(*) FROM records').pluck().get() as number;
+    const tuple = `(${new Array(COLUMNS).fill('?').join(',')})`;
+    const insert = 'INSERT INTO records (offset, key, flags, ts, size, pid, txn_first) VALUES ';
+    this.insertChunk = db.prepare(insert + new Array(INSERT_CHUNK).fill(tuple).join(','));
+    this.insertOne = db.prepare(insert + tuple);
+    for (let i = 0; i < INSERT_CHUNK; i++) this.keyViews.push(this.keyStage.subarray(i * KEY_DIGEST_BYTES, (i + 1) * KEY_DIGEST_BYTES));
+    this.saveCheckpoint = db.prepare(
+      `UPDATE checkpoint SET topic_id = ?, next_offset = ?, log_start = ?, last_stable = ?, high_watermark = ?,
+         first_dirty = ?, clean_bytes = ?, last_clean_ms = ? WHERE id = 0`,
+    );
+    this.upsertSegment = db.prepare(
+      `INSERT INTO segments (base, rolling_ts, max_ts, bytes) VALUES (?, ?, ?, ?)
+       ON CONFLICT (base) DO UPDATE SET rolling_ts = excluded.rolling_ts, max_ts = excluded.max_ts, bytes = excluded.bytes`,
+    );
+  }
+
+  /** Opens (or creates) the index file of a partition, recreating it when it is unusable. */
+  static open(file: string, id: PartitionId): OpenResult {
+    if (fs.existsSync(file)) {
+      try {
+        return { store: new PartitionStore(openExisting(file, id), file, id) };
+      } catch (err) {
+        if (!(err instanceof IndexFileError)) throw err;
+        return { store: new PartitionStore(createFile(file, id), file, id), rebuiltBecause: err.message };
+      }
+    }
+    return { store: new PartitionStore(createFile(file, id), file, id) };
+  }
+
+  get checkpoint(): Readonly<Checkpoint> {
+    return this.cp;
+  }
+
+  /** The virtual segments in offset order; the last one is the active segment. */
+  get segments(): readonly Segment[] {
+    return this.segmentList;
+  }
+
+  get rowCount(): number {
+    return this.rows;
+  }
+
+  /** Adjusts the row count after statements that deleted rows outside this class. */
+  rowsDeleted(n: number): void {
+    this.rows -= n;
+  }
+
+  setTopicId(topicId: string): void {
+    this.updateCheckpoint({ topicId });
+  }
+
+  /** Writes checkpoint fields (in the caller's transaction, if any). */
+  updateCheckpoint(change: Partial<Checkpoint>): void {
+    const next = { ...this.cp, ...change };
+    this.saveCheckpoint.run(
+      next.topicId,
+      next.nextOffset,
+      next.logStartOffset,
+      next.lastStableOffset,
+      next.highWatermark,
+      next.firstDirty,
+      next.cleanBytes,
+      next.lastCleanMs,
+    );
+    this.cp = next;
+  }
+
+  /**
+   * Stores the rows of one fetch and the position it reached, in one transaction. The rows must
+   * start at or after nextOffset and be in offset order; their batches extend or roll segments.
+   */
+  ingest(rows: RowBuffer, position: UpstreamPosition, roll: RollPolicy, transactionsChanged: boolean): void {
+    this.db.transaction(() => {
+      this.insertRows(rows);
+      this.rollSegments(rows, roll);
+      if (transactionsChanged) this.saveOpenTransactions();
+      this.updateCheckpoint(position);
+    })();
+  }
+
+  private insertRows(rows: RowBuffer): void {
+    const n = rows.length;
+    let i = 0;
+    for (; i + INSERT_CHUNK <= n; i += INSERT_CHUNK) {
+      rows.keys.copy(this.keyStage, 0, i * KEY_DIGEST_BYTES, (i + INSERT_CHUNK) * KEY_DIGEST_BYTES);
+      for (let j = 0; j < INSERT_CHUNK; j++) this.fillRow(this.chunkParams, j * COLUMNS, rows, i + j, this.keyViews[j]!);
+      this.insertChunk.run(this.chunkParams);
+    }
+    for (; i < n; i++) {
+      rows.keys.copy(this.keyStage, 0, i * KEY_DIGEST_BYTES, (i + 1) * KEY_DIGEST_BYTES);
+      this.fillRow(this.oneParams, 0, rows, i, this.keyViews[0]!);
+      this.insertOne.run(this.oneParams);
+    }
+    this.rows += n;
+  }
+
+  private fillRow(params: unknown[], at: number, rows: RowBuffer, i: number, key: Buffer): void {
+    const pid = rows.producerIds[i]!;
+    const txnFirst = rows.txnFirsts[i]!;
+    params[at] = rows.offsets[i];
+    params[at + 1] = rows.hasKey[i] ? key : null;
+    params[at + 2] = rows.flags[i];
+    params[at + 3] = rows.timestamps[i];
+    params[at + 4] = rows.sizes[i];
+    params[at + 5] = pid < 0 ? null : pid;
+    params[at + 6] = txnFirst < 0 ? null : txnFirst;
+  }
+
+  private rollSegments(rows: RowBuffer, roll: RollPolicy): void {
+    let open = this.segmentList.at(-1);
+    let touched: Segment | undefined;
+    for (let b = 0; b < rows.batchCount; b++) {
+      const seg = appendToSegment(open, rows.batchFirst[b]!, rows.batchLast[b]!, rows.batchBytes[b]!, rows.batchMaxTimestamp[b]!, roll);
+      if (seg !== open) {
+        if (touched) this.writeSegment(touched);
+        this.segmentList.push(seg);
+        open = seg;
+      }
+      touched = seg;
+    }
+    if (touched) this.writeSegment(touched);
+  }
+
+  private writeSegment(s: Segment): void {
+    this.upsertSegment.run(s.base, s.rollingTimestamp, s.maxTimestamp, s.bytes);
+  }
+
+  private saveOpenTransactions(): void {
+    this.db.prepare('DELETE FROM open_txns').run();
+    const insert = this.db.prepare('INSERT INTO open_txns (pid, first_offset) VALUES (?, ?)');
+    for (const [pid, first] of this.openTransactions) insert.run(pid, first);
+  }
+
+  /**
+   * The upstream's log start moved to `start`: forget everything below it. Segments that end at
+   * or before it go; the one it falls in stays (Kafka's log start may sit inside a segment).
+   * Returns whether rows in the cleaned part went, which changes the survivors.
+   */
+  dropBelow(start: number): boolean {
+    if (start <= this.cp.logStartOffset) return false;
+    const before = this.cp.firstDirty;
+    let cleanedChanged = false;
+    this.db.transaction(() => {
+      cleanedChanged =
+        start > before ||
+        (this.db.prepare('SELECT EXISTS (SELECT 1 FROM records WHERE offset < ?)').pluck().get(Math.min(start, before)) as number) === 1;
+      // By key (the primary key), for the keys of the rows going only: no scan of every key.
+      this.db.prepare('DELETE FROM keys WHERE key IN (SELECT key FROM records WHERE offset < ? AND key IS NOT NULL) AND offset < ?').run(start, start);
+      this.rows -= this.db.prepare('DELETE FROM records WHERE offset < ?').run(start).changes;
+      let gone = 0;
+      while (gone + 1 < this.segmentList.length && this.segmentList[gone + 1]!.base <= start) gone++;
+      if (gone > 0) {
+        this.db.prepare('DELETE FROM segments WHERE base < ?').run(this.segmentList[gone]!.base);
+        this.segmentList.splice(0, gone);
+      }
+      for (const [pid, first] of this.openTransactions) if (first < start) this.openTransactions.set(pid, start);
+      this.saveOpenTransactions();
+      const firstDirty = Math.max(before, start);
+      this.updateCheckpoint({
+        logStartOffset: start,
+        nextOffset: Math.max(this.cp.nextOffset, start),
+        firstDirty,
+        cleanBytes: this.bytesBelow(firstDirty),
+      });
+    })();
+    this.vacuumIfWorthIt();
+    return cleanedChanged;
+  }
+
+  /** Bytes of the rows below `end`. */
+  bytesBelow(end: number): number {
+    return this.db.prepare('SELECT COALESCE(SUM(size), 0) FROM records WHERE offset < ?').pluck().get(end) as number;
+  }
+
+  /** Bytes of the rows in [from, to). */
+  bytesIn(from: number, to: number): number {
+    return this.db.prepare('SELECT COALESCE(SUM(size), 0) FROM records WHERE offset >= ? AND offset < ?').pluck().get(from, to) as number;
+  }
+
+  /** How many offsets are held below `end`, and the smallest and largest of them. */
+  offsetsBelowStats(end: number): { count: number; min: number; max: number } {
+    const [count, min, max] = this.db.prepare('SELECT COUNT(*), MIN(offset), MAX(offset) FROM records WHERE offset < ?').raw().get(end) as [number, number | null, number | null];
+    return { count, min: min ?? 0, max: max ?? 0 };
+  }
+
+  /** Visits the offsets held below `end`, ascending, without collecting them. */
+  eachOffsetBelow(end: number, visit: (offset: number) => void): void {
+    for (const offset of this.db.prepare('SELECT offset FROM records WHERE offset < ? ORDER BY offset').pluck().iterate(end) as IterableIterator<number>) visit(offset);
+  }
+
+  /** Tombstones still held in the cleaned part, waiting for their delete horizon. */
+  tombstonesPending(): number {
+    return this.db
+      .prepare(`SELECT COUNT(*) FROM records WHERE flags & 3 <> 0 AND flags & ${RecordFlag.Control} = 0 AND offset < ?`)
+      .pluck()
+      .get(this.cp.firstDirty) as number;
+  }
+
+  /** Gives free pages back to the filesystem once enough have piled up (reaping leaves many). */
+  vacuumIfWorthIt(): void {
+    const free = this.db.pragma('freelist_count', { simple: true }) as number;
+    const pages = this.db.pragma('page_count', { simple: true }) as number;
+    if (free >= VACUUM_MIN_PAGES && free >= pages * VACUUM_FREE_SHARE) {
+      this.db.pragma('incremental_vacuum');
+      this.db.pragma('wal_checkpoint(TRUNCATE)');
+    }
+  }
+
+  /** Sets the page cache of this file (KiB); the worker shares one budget among all partitions. */
+  setCacheKiB(kib: number): void {
+    this.db.pragma(`cache_size = -${Math.max(64, Math.floor(kib))}`);
+  }
+
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+
+  /** Closes the file and deletes it (and its WAL). */
+  destroy(): void {
+    this.close();
+    removeFiles(this.file);
+  }
+}

@@ -1,0 +1,151 @@
+/**
+ * Turns the records of one READ_COMMITTED Fetch answer for a partition into index rows.
+ *
+ * Aborted data is recognised the way Java's consumer does it: the answer lists the aborted
+ * transactions overlapping it as (producer id, first offset); walking the batches in order, a
+ * producer joins the aborted set once a batch reaches such a first offset, a transactional batch
+ * of a producer in the set is aborted, and that producer's ABORT marker takes it out again.
+ * Each transaction marker becomes a row of its own, with the first offset of the transaction it
+ * ends (tracked per producer across fetches, because the cleaner keeps a marker while any of its
+ * transaction's data remains).
+ */
+import {
+  BATCH_HEADER_SIZE,
+  ControlRecordType,
+  CorruptRecordError,
+  batchPayload,
+  iterateBatches,
+  scanRecordKeys,
+  type BatchHeader,
+} from '../../protocol/records/batch.js';
+import { keyDigestInto, KEY_DIGEST_BYTES } from '../index/key-digest.js';
+import { RecordFlag } from '../index/record-flags.js';
+import type { RowBuffer } from '../index/row-buffer.js';
+
+export interface AbortedTransaction {
+  producerId: bigint;
+  firstOffset: bigint;
+}
+
+export interface CollectResult {
+  /** The offset after the last batch taken. */
+  nextOffset: number;
+  /** Whether a transaction began or ended (open transactions must be saved). */
+  transactionsChanged: boolean;
+}
+
+/**
+ * Appends the rows of the batches in `records` at or after `nextOffset` to `out`, stopping before
+ * any batch that reaches `stableEnd` (the last stable offset; -1 when the upstream gave none).
+ * `open` maps producer id → first offset of its open transaction and is updated in place.
+ */
+export async function collectRows(
+  records: Buffer,
+  aborted: readonly AbortedTransaction[],
+  nextOffset: number,
+  stableEnd: number,
+  open: Map<number, number>,
+  out: RowBuffer,
+): Promise<CollectResult> {
+  const pending = aborted
+    .map((t) => ({ producerId: Number(t.producerId), firstOffset: Number(t.firstOffset) }))
+    .sort((a, b) => a.firstOffset - b.firstOffset);
+  let nextAborted = 0;
+  const abortedProducers = new Set<number>();
+  let transactionsChanged = false;
+  let next = nextOffset;
+
+  for (const batch of iterateBatches(records).batches) {
+    const base = Number(batch.baseOffset);
+    const last = base + batch.lastOffsetDelta;
+    if (last < next) continue;
+    if (stableEnd >= 0 && last >= stableEnd) break;
+    const first = Math.max(base, next);
+    out.pushBatch(first, last, batch.end - batch.start, Number(batch.maxTimestamp));
+    const producerId = Number(batch.producerId);
+    while (nextAborted < pending.length && pending[nextAborted]!.firstOffset <= last) {
+      abortedProducers.add(pending[nextAborted++]!.producerId);
+    }
+    if (batch.isControl) {
+      if (await addMarker(records, batch, first, producerId, open, out)) {
+        abortedProducers.delete(producerId);
+        transactionsChanged = true;
+      }
+    } else if (batch.recordCount > 0) {
+      let flags = 0;
+      if (batch.isTransactional) {
+        flags |= RecordFlag.Transactional;
+        if (abortedProducers.has(producerId)) flags |= RecordFlag.Aborted;
+        if (!open.has(producerId)) {
+          open.set(producerId, first);
+          transactionsChanged = true;
+        }
+      }
+      await addData(records, batch, first, flags, batch.isTransactional ? producerId : -1, out);
+    }
+    next = last + 1;
+  }
+  return { nextOffset: next, transactionsChanged };
+}
+
+async function payloadOf(records: Buffer, batch: BatchHeader): Promise<Buffer> {
+  // Uncompressed batches (most of them) stay synchronous: no promise per batch.
+  return batch.compression === 0 && batch.recordCount > 0 ? records.subarray(batch.start + BATCH_HEADER_SIZE, batch.end) : batchPayload(records, batch);
+}
+
+/**
+ * Adds a batch's data records. A record's size is its share of the batch's bytes in the log,
+ * in proportion to its encoded length, so that the sizes of a batch's records add up to the
+ * batch (compressed or not) and a partly reaped batch counts the bytes it would still take.
+ */
+async function addData(records: Buffer, batch: BatchHeader, first: number, flags: number, producerId: number, out: RowBuffer): Promise<void> {
+  const payload = await payloadOf(records, batch);
+  const keys = scanRecordKeys(payload, batch);
+  const base = Number(batch.baseOffset);
+  const bytes = batch.end - batch.start;
+  const scale = payload.length > 0 ? bytes / payload.length : 0;
+  let given = 0;
+  for (const r of keys) {
+    const share = Math.round(r.end * scale) - given;
+    given += share;
+    const offset = base + r.offsetDelta;
+    if (offset < first) continue;
+    const key = r.key;
+    const i = out.push(offset, r.timestamp, share, key !== null && r.valueIsNull ? flags | RecordFlag.Tombstone : flags);
+    if (key !== null) {
+      keyDigestInto(key, 0, key.length, out.keys, i * KEY_DIGEST_BYTES);
+      out.hasKey[i] = 1;
+    }
+    out.producerIds[i] = producerId;
+  }
+}
+
+/**
+ * Adds a transaction marker; returns whether it ended a transaction. Like Java's
+ * ControlRecordType.parse, only the key (version, type) is read: kfake writes markers without a
+ * value. Control records of other types (KRaft's own, never in a client topic) are not indexed.
+ */
+async function addMarker(records: Buffer, batch: BatchHeader, first: number, producerId: number, open: Map<number, number>, out: RowBuffer): Promise<boolean> {
+  const base = Number(batch.baseOffset);
+  for (const r of scanRecordKeys(await payloadOf(records, batch), batch)) {
+    const offset = base + r.offsetDelta;
+    if (offset < first) continue;
+    const type = controlType(r.key);
+    if (type !== ControlRecordType.Abort && type !== ControlRecordType.Commit) continue;
+    let flags = RecordFlag.Control | RecordFlag.Transactional;
+    if (type === ControlRecordType.Commit) flags |= RecordFlag.Commit;
+    const i = out.push(offset, Number(batch.maxTimestamp), batch.end - batch.start, flags);
+    out.producerIds[i] = producerId;
+    out.txnFirsts[i] = open.get(producerId) ?? offset;
+    open.delete(producerId);
+    return true;
+  }
+  return false;
+}
+
+function controlType(key: Buffer | null): number {
+  if (key === null || key.length < 4 || key.readInt16BE(0) < 0) {
+    throw new CorruptRecordError(`control record key must hold a version and a type, got ${key?.length ?? 'null'} bytes`);
+  }
+  return key.readInt16BE(2);
+}

@@ -1,0 +1,510 @@
+/**
+ * Tails every partition of every compacted topic from the upstream into its index, like a
+ * READ_COMMITTED consumer: records are indexed only up to the last stable offset, aborted data
+ * is flagged from the answer's aborted-transaction list, transaction markers become rows.
+ *
+ * One fetch loop per leader broker, each fetching all of that broker's partitions at once;
+ * a metadata loop finds partitions (new topics, CreatePartitions), follows leader changes and
+ * notices deleted or re-created topics. A partition's index resumes from its checkpoint; the
+ * upstream moving its log start (retention, DeleteRecords) drops what went below it; an index
+ * that is ahead of the upstream (a re-created topic, a truncated log) is started over.
+ */
+import { ApiKey } from '../../protocol/messages.js';
+import { ZERO_UUID } from '../../protocol/wire/uuid.js';
+import type { Logger } from '../../ops/log.js';
+import type { TopicPolicy } from '../policy.js';
+import type { PartitionStore } from '../index/partition-store.js';
+import { RowBuffer } from '../index/row-buffer.js';
+import { rollPolicy, type RollPolicy } from '../index/segment-roller.js';
+import type { StoreRegistry } from '../index/store-registry.js';
+import { Wakeup } from '../worker/wakeup.js';
+import { collectRows, type AbortedTransaction } from './fetched-rows.js';
+import type { UpstreamCluster } from './upstream-cluster.js';
+
+/** Kafka error codes the indexer reacts to. */
+const Err = {
+  OFFSET_OUT_OF_RANGE: 1,
+  UNKNOWN_TOPIC_OR_PARTITION: 3,
+  LEADER_NOT_AVAILABLE: 5,
+  NOT_LEADER_OR_FOLLOWER: 6,
+  REPLICA_NOT_AVAILABLE: 9,
+  KAFKA_STORAGE_ERROR: 56,
+  FENCED_LEADER_EPOCH: 74,
+  UNKNOWN_LEADER_EPOCH: 75,
+  UNKNOWN_TOPIC_ID: 100,
+  INCONSISTENT_TOPIC_ID: 103,
+} as const;
+
+/** Errors that mean "ask the metadata who leads this partition now". */
+const LEADERSHIP_ERRORS = new Set<number>([
+  Err.UNKNOWN_TOPIC_OR_PARTITION,
+  Err.LEADER_NOT_AVAILABLE,
+  Err.NOT_LEADER_OR_FOLLOWER,
+  Err.REPLICA_NOT_AVAILABLE,
+  Err.KAFKA_STORAGE_ERROR,
+  Err.FENCED_LEADER_EPOCH,
+  Err.UNKNOWN_LEADER_EPOCH,
+  Err.UNKNOWN_TOPIC_ID,
+  Err.INCONSISTENT_TOPIC_ID,
+]);
+
+const READ_COMMITTED = 1;
+/** Fetch v13 names topics by id only. */
+const FETCH_TOPIC_IDS_VERSION = 13;
+const EARLIEST_TIMESTAMP = -2n;
+const LATEST_TIMESTAMP = -1n;
+
+export interface IndexerOptions {
+  /** Long-poll wait of each fetch (default 500 ms; also how soon a new partition joins a loop). */
+  maxWaitMs?: number;
+  /** Bytes per fetch answer (default 32 MiB) and per partition (default 8 MiB). */
+  maxBytes?: number;
+  partitionMaxBytes?: number;
+  /** How often metadata is refreshed without a reason to (default 10 s). */
+  metadataIntervalMs?: number;
+  /** Longest backoff after upstream errors (default 10 s). */
+  maxBackoffMs?: number;
+}
+
+export interface TailStatus {
+  topic: string;
+  partition: number;
+  leader: number;
+  nextOffset: number;
+  highWatermark: number;
+  lastStableOffset: number;
+  logStartOffset: number;
+  lastError?: string;
+}
+
+interface Tail {
+  topic: string;
+  partition: number;
+  leader: number;
+  roll: RollPolicy;
+  /** In a fetch now (a leader change may start a second loop before the first returns). */
+  busy: boolean;
+  retryAt: number;
+  lastError?: string;
+}
+
+interface FetchPartitionData {
+  partitionIndex: number;
+  errorCode: number;
+  highWatermark: bigint;
+  lastStableOffset: bigint;
+  logStartOffset: bigint;
+  abortedTransactions: AbortedTransaction[] | null;
+  records: Buffer | null;
+}
+
+interface FetchBody {
+  errorCode?: number;
+  responses: { topic: string; topicId?: string; partitions: FetchPartitionData[] }[];
+}
+
+function tailKey(topic: string, partition: number): string {
+  return `${partition}\u0000${topic}`;
+}
+
+function message(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+function sqliteCode(err: unknown): string | undefined {
+  const code = (err as { code?: unknown }).code;
+  return typeof code === 'string' && code.startsWith('SQLITE_') ? code : undefined;
+}
+
+export class Indexer {
+  private policies = new Map<string, TopicPolicy>();
+  private readonly tails = new Map<string, Tail>();
+  private readonly loops = new Map<number, { wake: Wakeup; done: Promise<void> }>();
+  private readonly metadataWake = new Wakeup();
+  private metadataLoop: Promise<void> | undefined;
+  private running = false;
+  /** Topics the last metadata answers called unknown, and how many answers in a row. */
+  private readonly missing = new Map<string, number>();
+  /** Pending backoff pauses: only close() cuts them short. */
+  private readonly backoffs = new Set<() => void>();
+  /** Partitions whose DeleteRecords failed once (warned about once). */
+  private readonly deleteRecordsRefused = new Set<string>();
+  private readonly opts: Required<IndexerOptions>;
+
+  constructor(
+    private readonly cluster: UpstreamCluster,
+    private readonly registry: StoreRegistry,
+    private readonly log: Logger,
+    options: IndexerOptions = {},
+  ) {
+    this.opts = {
+      maxWaitMs: options.maxWaitMs ?? 500,
+      maxBytes: options.maxBytes ?? 32 * 1024 * 1024,
+      partitionMaxBytes: options.partitionMaxBytes ?? 8 * 1024 * 1024,
+      metadataIntervalMs: options.metadataIntervalMs ?? 10_000,
+      maxBackoffMs: options.maxBackoffMs ?? 10_000,
+    };
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.metadataLoop = this.runMetadata();
+  }
+
+  /**
+   * The compacted topics and their policies. Topics no longer listed stop being tailed and
+   * their indexes are deleted (the topic was deleted or is no longer compacted).
+   */
+  setPolicies(policies: Map<string, TopicPolicy>): void {
+    this.policies = new Map(policies);
+    for (const topic of new Set([...this.registry.topics(), ...[...this.tails.values()].map((t) => t.topic)])) {
+      if (!this.policies.has(topic)) this.dropTopic(topic, 'no longer compacted');
+    }
+    for (const tail of this.tails.values()) tail.roll = rollPolicy(this.policies.get(tail.topic)!);
+    this.metadataWake.wakeUp();
+  }
+
+  status(): TailStatus[] {
+    return [...this.tails.values()].map((t) => {
+      const cp = this.storeOf(t).checkpoint;
+      return {
+        topic: t.topic,
+        partition: t.partition,
+        leader: t.leader,
+        nextOffset: cp.nextOffset,
+        highWatermark: cp.highWatermark,
+        lastStableOffset: cp.lastStableOffset,
+        logStartOffset: cp.logStartOffset,
+        ...(t.lastError ? { lastError: t.lastError } : {}),
+      };
+    });
+  }
+
+  async close(): Promise<void> {
+    this.running = false;
+    this.metadataWake.wakeUp();
+    for (const loop of this.loops.values()) loop.wake.wakeUp();
+    for (const stop of this.backoffs) stop();
+    await this.metadataLoop;
+    await Promise.all([...this.loops.values()].map((l) => l.done));
+  }
+
+  /** The tail's index (the registry may have replaced it after a reset). */
+  private storeOf(tail: Tail): PartitionStore {
+    return this.registry.ensure(tail.topic, tail.partition);
+  }
+
+  private dropTopic(topic: string, why: string): void {
+    for (const [key, tail] of this.tails) if (tail.topic === topic) this.tails.delete(key);
+    if (this.registry.topics().has(topic)) {
+      this.log.info('dropping topic index', { topic, reason: why });
+      this.registry.dropTopic(topic);
+    }
+  }
+
+  private async runMetadata(): Promise<void> {
+    let failures = 0;
+    while (this.running) {
+      let wait = this.opts.metadataIntervalMs;
+      if (this.policies.size > 0) {
+        try {
+          await this.refreshMetadata();
+          if (failures > 0) this.log.info('upstream metadata reachable again', { after: failures });
+          failures = 0;
+        } catch (err) {
+          failures++;
+          wait = Math.min(this.opts.maxBackoffMs, 200 * 2 ** Math.min(failures, 10));
+          this.log.warn('upstream metadata failed', { err, attempt: failures, retryInMs: wait });
+        }
+      }
+      await this.metadataWake.sleep(wait);
+    }
+  }
+
+  private async refreshMetadata(): Promise<void> {
+    const topics = [...this.policies.keys()];
+    const answer = await this.cluster.metadata(topics);
+    for (const t of answer) {
+      const policy = this.policies.get(t.name);
+      if (!policy) continue;
+      if (t.errorCode === Err.UNKNOWN_TOPIC_OR_PARTITION) {
+        // Twice in a row: a broker whose metadata lags behind a creation must not cost an index.
+        const strikes = (this.missing.get(t.name) ?? 0) + 1;
+        this.missing.set(t.name, strikes);
+        if (strikes >= 2) this.dropTopic(t.name, 'topic does not exist upstream');
+        continue;
+      }
+      this.missing.delete(t.name);
+      if (t.errorCode !== 0) {
+        this.log.debug('topic metadata error', { topic: t.name, errorCode: t.errorCode });
+        continue;
+      }
+      this.adoptTopicId(t.name, t.topicId);
+      for (const p of t.partitions) {
+        const key = tailKey(t.name, p.partition);
+        let tail = this.tails.get(key);
+        if (!tail) {
+          tail = { topic: t.name, partition: p.partition, leader: -1, roll: rollPolicy(policy), busy: false, retryAt: 0 };
+          this.tails.set(key, tail);
+        }
+        const store = this.storeOf(tail);
+        if (store.checkpoint.topicId === '' && t.topicId !== ZERO_UUID) store.setTopicId(t.topicId);
+        tail.leader = p.errorCode === 0 ? p.leaderId : -1;
+        if (tail.leader >= 0) this.ensureLoop(tail.leader);
+      }
+    }
+  }
+
+  /** A topic whose id changed was deleted and re-created: its index starts over. */
+  private adoptTopicId(topic: string, topicId: string): void {
+    if (topicId === ZERO_UUID) return;
+    for (const store of this.registry.all()) {
+      if (store.id.topic !== topic) continue;
+      if (store.checkpoint.topicId !== '' && store.checkpoint.topicId !== topicId) {
+        this.dropTopic(topic, `topic re-created (id ${store.checkpoint.topicId} → ${topicId})`);
+        return;
+      }
+    }
+  }
+
+  private ensureLoop(nodeId: number): void {
+    const loop = this.loops.get(nodeId);
+    if (loop) {
+      loop.wake.wakeUp();
+      return;
+    }
+    const wake = new Wakeup();
+    const entry = { wake, done: Promise.resolve() };
+    this.loops.set(nodeId, entry);
+    entry.done = this.runBroker(nodeId, wake).finally(() => {
+      if (this.loops.get(nodeId) === entry) this.loops.delete(nodeId);
+    });
+  }
+
+  private tailsOf(nodeId: number): Tail[] {
+    return [...this.tails.values()].filter((t) => t.leader === nodeId);
+  }
+
+  private async runBroker(nodeId: number, wake: Wakeup): Promise<void> {
+    // Each loop has its own: another loop's answer may be parsed while this one decompresses.
+    const rows = new RowBuffer(4096);
+    let failures = 0;
+    let rotation = 0;
+    while (this.running) {
+      const mine = this.tailsOf(nodeId);
+      if (mine.length === 0) return;
+      const now = Date.now();
+      const ready = mine.filter((t) => !t.busy && t.retryAt <= now);
+      if (ready.length === 0) {
+        const soonest = Math.min(...mine.map((t) => (t.busy ? now + 50 : t.retryAt)));
+        await wake.sleep(Math.max(10, soonest - now));
+        continue;
+      }
+      // Kafka returns an oversized batch whole only for the first partition with data, so the
+      // order rotates: every partition gets to be first.
+      rotation = (rotation + 1) % ready.length;
+      const order = [...ready.slice(rotation), ...ready.slice(0, rotation)];
+      for (const t of order) t.busy = true;
+      try {
+        await this.fetchOnce(nodeId, order, rows);
+        if (failures > 0) this.log.info('upstream broker reachable again', { nodeId, after: failures });
+        failures = 0;
+      } catch (err) {
+        failures++;
+        const wait = Math.min(this.opts.maxBackoffMs, 100 * 2 ** Math.min(failures, 10));
+        for (const t of order) t.lastError = message(err);
+        this.log.warn('index fetch failed', { nodeId, err, attempt: failures, retryInMs: wait });
+        this.cluster.dropBroker(nodeId);
+        this.metadataWake.wakeUp();
+        // Not wake.sleep: the metadata refresh this asks for would wake the loop at once, and a
+        // broker that is down would be retried in a tight loop.
+        await this.backoff(wait);
+      } finally {
+        for (const t of order) t.busy = false;
+      }
+    }
+  }
+
+  private backoff(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const stop = () => {
+        clearTimeout(timer);
+        this.backoffs.delete(stop);
+        resolve();
+      };
+      const timer = setTimeout(stop, ms);
+      this.backoffs.add(stop);
+    });
+  }
+
+  private async fetchOnce(nodeId: number, order: Tail[], rows: RowBuffer): Promise<void> {
+    const client = await this.cluster.broker(nodeId);
+    const withIds = order.every((t) => this.storeOf(t).checkpoint.topicId !== '');
+    const version = Math.min(client.version(ApiKey.Fetch), withIds ? Infinity : FETCH_TOPIC_IDS_VERSION - 1);
+    const byTopic = new Map<string, Tail[]>();
+    for (const t of order) {
+      const list = byTopic.get(t.topic) ?? [];
+      list.push(t);
+      byTopic.set(t.topic, list);
+    }
+    const topicOfId = new Map<string, string>();
+    const topics = [...byTopic].map(([topic, tails]) => {
+      const topicId = this.storeOf(tails[0]!).checkpoint.topicId || ZERO_UUID;
+      topicOfId.set(topicId, topic);
+      return {
+        topic,
+        topicId,
+        partitions: tails.map((t) => ({
+          partition: t.partition,
+          currentLeaderEpoch: -1,
+          fetchOffset: this.storeOf(t).checkpoint.nextOffset,
+          lastFetchedEpoch: -1,
+          logStartOffset: -1,
+          partitionMaxBytes: this.opts.partitionMaxBytes,
+        })),
+      };
+    });
+    const body: FetchBody = await client.request(ApiKey.Fetch, version, {
+      replicaId: -1,
+      maxWaitMs: this.opts.maxWaitMs,
+      minBytes: 1,
+      maxBytes: this.opts.maxBytes,
+      isolationLevel: READ_COMMITTED,
+      sessionId: 0,
+      sessionEpoch: -1,
+      topics,
+      forgottenTopicsData: [],
+      rackId: '',
+    });
+    if (body.errorCode) throw new Error(`upstream fetch failed with error ${body.errorCode}`);
+    for (const r of body.responses) {
+      const topic = version >= FETCH_TOPIC_IDS_VERSION ? topicOfId.get(r.topicId ?? '') : r.topic;
+      if (topic === undefined) continue;
+      for (const p of r.partitions) {
+        const tail = this.tails.get(tailKey(topic, p.partitionIndex));
+        if (tail && order.includes(tail)) await this.handlePartition(tail, p, nodeId, rows);
+      }
+    }
+  }
+
+  private async handlePartition(tail: Tail, p: FetchPartitionData, nodeId: number, rows: RowBuffer): Promise<void> {
+    if (p.errorCode === Err.OFFSET_OUT_OF_RANGE) {
+      await this.outOfRange(tail, nodeId);
+      return;
+    }
+    if (p.errorCode !== 0) {
+      tail.lastError = `fetch error ${p.errorCode}`;
+      // A short pause either way: metadata that still names the same leader must not make the
+      // partition bounce between the two in a tight loop.
+      tail.retryAt = Date.now() + (LEADERSHIP_ERRORS.has(p.errorCode) ? 200 : 1000);
+      if (LEADERSHIP_ERRORS.has(p.errorCode)) {
+        tail.leader = -1;
+        this.metadataWake.wakeUp();
+      }
+      return;
+    }
+    const store = this.storeOf(tail);
+    const highWatermark = Number(p.highWatermark);
+    const lso = Number(p.lastStableOffset);
+    const lastStable = lso >= 0 ? lso : highWatermark;
+    try {
+      const logStart = Number(p.logStartOffset);
+      if (logStart > store.checkpoint.logStartOffset && store.dropBelow(logStart)) this.registry.publish(store);
+      rows.clear();
+      const from = store.checkpoint.nextOffset;
+      const collected = await collectRows(p.records ?? Buffer.alloc(0), p.abortedTransactions ?? [], from, lastStable, store.openTransactions, rows);
+      // The index may have been dropped or reset while the batches decompressed.
+      if (this.tails.get(tailKey(tail.topic, tail.partition)) !== tail || this.registry.get(tail.topic, tail.partition) !== store) return;
+      if (store.checkpoint.nextOffset !== from) return;
+      this.log.debug('indexed', { topic: tail.topic, partition: tail.partition, from, to: collected.nextOffset, rows: rows.length, logStart, highWatermark, lastStable });
+      store.ingest(
+        rows,
+        {
+          nextOffset: collected.nextOffset,
+          logStartOffset: Math.max(store.checkpoint.logStartOffset, logStart),
+          lastStableOffset: lastStable,
+          highWatermark,
+        },
+        tail.roll,
+        collected.transactionsChanged,
+      );
+      tail.lastError = undefined;
+    } catch (err) {
+      this.storeFailed(tail, store, err);
+    }
+  }
+
+  /** A write failed: a corrupt file starts over; anything else reopens it from what was committed. */
+  private storeFailed(tail: Tail, store: PartitionStore, err: unknown): void {
+    const code = sqliteCode(err);
+    const repeated = tail.lastError === message(err);
+    tail.lastError = message(err);
+    tail.retryAt = Date.now() + 1000;
+    if (code === 'SQLITE_CORRUPT' || code === 'SQLITE_NOTADB') {
+      this.registry.reset(store, `${code}: ${message(err)}`);
+      return;
+    }
+    // A batch the upstream keeps sending fails the same way each second: say so once.
+    if (!repeated) this.log.error('indexing a partition failed; retrying', { topic: tail.topic, partition: tail.partition, err });
+    this.registry.reopen(store);
+  }
+
+  /** The fetch offset is outside the upstream log: moved log start, or an index ahead of it. */
+  private async outOfRange(tail: Tail, nodeId: number): Promise<void> {
+    const [earliest, latest] = await this.listOffsets(tail, nodeId);
+    if (this.tails.get(tailKey(tail.topic, tail.partition)) !== tail) return;
+    const store = this.storeOf(tail);
+    const next = store.checkpoint.nextOffset;
+    if (next < earliest) {
+      if (store.dropBelow(earliest)) this.registry.publish(store);
+    } else if (next > latest) {
+      this.registry.reset(store, `indexed up to ${next} but the upstream log ends at ${latest}`);
+    } else {
+      tail.retryAt = Date.now() + 1000;
+    }
+  }
+
+  /**
+   * Asks the partition's leader to move its log start to `offset` (compact,delete retention).
+   * Resolves false when the upstream cannot (no DeleteRecords, not allowed, no leader known).
+   */
+  async deleteRecords(topic: string, partition: number, offset: number): Promise<boolean> {
+    const tail = this.tails.get(tailKey(topic, partition));
+    try {
+      if (!tail || tail.leader < 0) throw new Error('no known leader');
+      const client = await this.cluster.broker(tail.leader);
+      const body = await client.request(ApiKey.DeleteRecords, client.version(ApiKey.DeleteRecords), {
+        topics: [{ name: topic, partitions: [{ partitionIndex: partition, offset }] }],
+        timeoutMs: 30_000,
+      });
+      const errorCode = body.topics?.[0]?.partitions?.[0]?.errorCode ?? -1;
+      if (errorCode !== 0) throw new Error(`DeleteRecords failed with error ${errorCode}`);
+      return true;
+    } catch (err) {
+      const key = tailKey(topic, partition);
+      if (!this.deleteRecordsRefused.has(key)) {
+        this.deleteRecordsRefused.add(key);
+        this.log.warn('upstream did not delete records for retention; the index hides them instead', { topic, partition, offset, err });
+      }
+      return false;
+    }
+  }
+
+  private async listOffsets(tail: Tail, nodeId: number): Promise<[number, number]> {
+    const client = await this.cluster.broker(nodeId);
+    const version = client.version(ApiKey.ListOffsets);
+    const ask = async (timestamp: bigint): Promise<number> => {
+      const body = await client.request(ApiKey.ListOffsets, version, {
+        replicaId: -1,
+        isolationLevel: 0,
+        topics: [{ name: tail.topic, partitions: [{ partitionIndex: tail.partition, currentLeaderEpoch: -1, timestamp }] }],
+        timeoutMs: 30_000,
+      });
+      const p = body.topics?.[0]?.partitions?.[0];
+      if (!p || p.errorCode !== 0) throw new Error(`ListOffsets for ${tail.topic}-${tail.partition} failed with error ${p?.errorCode ?? 'none'}`);
+      return Number(p.offset);
+    };
+    return [await ask(EARLIEST_TIMESTAMP), await ask(LATEST_TIMESTAMP)];
+  }
+}

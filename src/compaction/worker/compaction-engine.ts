@@ -1,0 +1,169 @@
+/**
+ * The main thread's handle on compaction: starts the worker thread that indexes and cleans,
+ * feeds it the compacted topics' policies, and serves the fetch view from the survivor snapshots
+ * it publishes (in memory, no SQLite on the event loop).
+ *
+ * The promise resolves once the worker has opened the indexes already on disk and published
+ * their survivors, so a restarted proxy filters fetches from its first request. If the worker
+ * dies (a bug, not an upstream outage: those it rides out itself), it is started again after a
+ * second with the last policies; the view keeps serving the last snapshots meanwhile.
+ */
+import { Worker } from 'node:worker_threads';
+import type { HostPort } from '../../proxy/broker-map.js';
+import type { Logger, LogLevel } from '../../ops/log.js';
+import type { IndexView } from '../index-view.js';
+import type { TopicPolicy } from '../policy.js';
+import type { CleanReport } from '../cleaner/cleaner.js';
+import type { IndexerOptions } from '../indexer/indexer.js';
+import { SurvivorIndex } from '../index/survivor-index.js';
+import type { FromWorker, ToWorker, WorkerConfig } from './engine-protocol.js';
+import type { EngineStatus } from './engine-status.js';
+import { deserializeError, restoreFields } from './worker-log.js';
+
+export interface CompactionEngineOptions {
+  upstream: HostPort[];
+  /** The proxy's data directory; indexes go to <dataDir>/index. */
+  dataDir: string;
+  log: Logger;
+  /** Pause between cleaner rounds (log.cleaner.backoff.ms); default 15000. */
+  cleanerBackoffMs?: number;
+  maxFrameBytes: number;
+  requestTimeoutMs: number;
+  clientId?: string;
+  /** Fetch tuning of the indexer (tests shorten waits). */
+  indexer?: IndexerOptions;
+}
+
+export interface CompactionEngine {
+  /** Survivors per compacted partition, for the fetch view. */
+  readonly index: IndexView;
+  /**
+   * The compacted topics and their policies, authoritative: indexes of topics not listed are
+   * deleted. Call it once the topic-config layer has loaded, and again on every change.
+   */
+  setPolicies(policies: ReadonlyMap<string, TopicPolicy>): void;
+  /** Cleans the topic's partitions (every compacted topic's when omitted) now. */
+  compactNow(topic?: string): Promise<CleanReport>;
+  status(): Promise<EngineStatus>;
+  /** Stops indexing and cleaning, checkpoints and closes every index, ends the worker. */
+  close(): Promise<void>;
+}
+
+const RESTART_DELAY_MS = 1000;
+const CLOSE_TIMEOUT_MS = 30_000;
+
+function levelOf(log: Logger): LogLevel {
+  const levels: LogLevel[] = ['debug', 'info', 'warn', 'error'];
+  return levels.find((l) => log.enabled(l)) ?? 'error';
+}
+
+interface Pending {
+  resolve: (value: unknown) => void;
+  reject: (err: Error) => void;
+}
+
+export async function startCompactionEngine(opts: CompactionEngineOptions): Promise<CompactionEngine> {
+  const index = new SurvivorIndex();
+  const config: WorkerConfig = {
+    upstream: opts.upstream,
+    dataDir: opts.dataDir,
+    cleanerBackoffMs: opts.cleanerBackoffMs ?? 15_000,
+    maxFrameBytes: opts.maxFrameBytes,
+    requestTimeoutMs: opts.requestTimeoutMs,
+    clientId: opts.clientId ?? 'kcompact-indexer',
+    logLevel: levelOf(opts.log),
+    indexer: opts.indexer ?? {},
+  };
+  const pending = new Map<number, Pending>();
+  let nextId = 1;
+  let policies: [string, TopicPolicy][] | undefined;
+  let closing = false;
+  let worker: Worker;
+  let ready: Promise<void>;
+
+  const onMessage = (m: FromWorker, markReady: () => void) => {
+    switch (m.type) {
+      case 'ready':
+        markReady();
+        break;
+      case 'snapshot':
+        index.apply(m.topic, m.partition, m.snapshot);
+        break;
+      case 'log':
+        opts.log[m.level](m.msg, m.fields ? restoreFields(m.fields) : undefined);
+        break;
+      case 'reply': {
+        const call = pending.get(m.id);
+        pending.delete(m.id);
+        if (m.ok) call?.resolve(m.value);
+        else call?.reject(deserializeError(m.error));
+        break;
+      }
+    }
+  };
+
+  const spawn = (): Promise<void> =>
+    new Promise<void>((resolve, reject) => {
+      const w = new Worker(new URL('./engine-worker.js', import.meta.url), { workerData: config });
+      worker = w;
+      let isReady = false;
+      w.on('message', (m: FromWorker) =>
+        onMessage(m, () => {
+          isReady = true;
+          resolve();
+        }),
+      );
+      w.on('error', (err) => opts.log.error('compaction worker failed', { err }));
+      w.on('exit', (code) => {
+        for (const call of pending.values()) call.reject(new Error(`compaction worker exited (code ${code})`));
+        pending.clear();
+        if (!isReady) reject(new Error(`compaction worker exited (code ${code}) before it was ready`));
+        if (closing) return;
+        opts.log.error('compaction worker exited; restarting it', { code, restartInMs: RESTART_DELAY_MS });
+        setTimeout(() => {
+          if (closing) return;
+          ready = spawn();
+          ready.catch((err) => opts.log.error('compaction worker did not restart', { err }));
+          if (policies) post({ type: 'policies', policies });
+        }, RESTART_DELAY_MS).unref();
+      });
+    });
+
+  const post = (m: ToWorker) => worker.postMessage(m);
+
+  const call = <T>(make: (id: number) => ToWorker): Promise<T> =>
+    new Promise<T>((resolve, reject) => {
+      const id = nextId++;
+      pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      post(make(id));
+    });
+
+  ready = spawn();
+  await ready;
+
+  return {
+    index,
+    setPolicies(next) {
+      policies = [...next];
+      post({ type: 'policies', policies });
+    },
+    compactNow: (topic) => call<CleanReport>((id) => (topic === undefined ? { type: 'compact', id } : { type: 'compact', id, topic })),
+    status: () => call<EngineStatus>((id) => ({ type: 'status', id })),
+    async close() {
+      if (closing) return;
+      closing = true;
+      const w = worker;
+      const exited = new Promise<void>((resolve) => w.once('exit', () => resolve()));
+      const timeout = setTimeout(() => void w.terminate(), CLOSE_TIMEOUT_MS);
+      try {
+        await call<void>((id) => ({ type: 'close', id }));
+      } catch (err) {
+        opts.log.warn('compaction worker did not close cleanly', { err });
+      } finally {
+        clearTimeout(timeout);
+        await w.terminate();
+        await exited;
+      }
+    },
+  };
+}

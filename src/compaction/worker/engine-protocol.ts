@@ -1,0 +1,40 @@
+/**
+ * The messages between the proxy's main thread and the compaction worker. Survivor snapshots
+ * travel with their buffers transferred, not copied.
+ */
+import type { HostPort } from '../../proxy/broker-map.js';
+import type { LogLevel } from '../../ops/log.js';
+import type { TopicPolicy } from '../policy.js';
+import type { IndexerOptions } from '../indexer/indexer.js';
+import type { SurvivorSnapshot } from '../index/survivor-set.js';
+
+export interface WorkerConfig {
+  upstream: HostPort[];
+  dataDir: string;
+  cleanerBackoffMs: number;
+  maxFrameBytes: number;
+  requestTimeoutMs: number;
+  clientId: string;
+  /** The lowest level the main thread's logger writes; the worker does not send lower ones. */
+  logLevel: LogLevel;
+  indexer: IndexerOptions;
+}
+
+export type ToWorker =
+  | { type: 'policies'; policies: [string, TopicPolicy][] }
+  | { type: 'compact'; id: number; topic?: string }
+  | { type: 'status'; id: number }
+  | { type: 'close'; id: number };
+
+export interface SerializedError {
+  name: string;
+  message: string;
+  stack?: string;
+}
+
+export type FromWorker =
+  | { type: 'ready' }
+  | { type: 'snapshot'; topic: string; partition: number; snapshot: SurvivorSnapshot | null }
+  | { type: 'log'; level: LogLevel; msg: string; fields?: Record<string, unknown> }
+  | { type: 'reply'; id: number; ok: true; value: unknown }
+  | { type: 'reply'; id: number; ok: false; error: SerializedError };

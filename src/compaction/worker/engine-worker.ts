@@ -1,0 +1,87 @@
+/**
+ * The compaction worker thread: the indexer, the cleaner and every SQLite write run here, so
+ * that decoding the upstream log and cleaning never hold up the proxy's event loop. It talks to
+ * the main thread only through messages (engine-protocol.ts).
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import type { TopicPolicy } from '../policy.js';
+import { Cleaner } from '../cleaner/cleaner.js';
+import { Indexer } from '../indexer/indexer.js';
+import { UpstreamCluster } from '../indexer/upstream-cluster.js';
+import { StoreRegistry } from '../index/store-registry.js';
+import type { FromWorker, ToWorker, WorkerConfig } from './engine-protocol.js';
+import { engineStatus } from './engine-status.js';
+import { serializeError, workerLogger } from './worker-log.js';
+
+if (!parentPort) throw new Error('engine-worker.js must run as a worker thread');
+const port = parentPort;
+const config = workerData as WorkerConfig;
+const log = workerLogger(port, config.logLevel, { component: 'compaction' });
+
+function send(message: FromWorker, transfer: ArrayBuffer[] = []): void {
+  port.postMessage(message, transfer);
+}
+
+const registry = new StoreRegistry(config.dataDir, log, (id, snapshot, transfer) =>
+  send({ type: 'snapshot', topic: id.topic, partition: id.partition, snapshot }, transfer),
+);
+const cluster = new UpstreamCluster(config.upstream, {
+  clientId: config.clientId,
+  maxFrameBytes: config.maxFrameBytes,
+  requestTimeoutMs: config.requestTimeoutMs,
+});
+// Fetch answers must fit the frame limit with room to spare (Kafka may exceed max_bytes by a batch).
+const fetchBytes = Math.min(32 * 1024 * 1024, Math.floor(config.maxFrameBytes / 2));
+const indexer = new Indexer(cluster, registry, log, {
+  maxBytes: fetchBytes,
+  partitionMaxBytes: Math.min(8 * 1024 * 1024, fetchBytes),
+  ...config.indexer,
+});
+let policies: ReadonlyMap<string, TopicPolicy> = new Map();
+const cleaner = new Cleaner({
+  registry,
+  policies: () => policies,
+  deleteRecords: (topic, partition, offset) => indexer.deleteRecords(topic, partition, offset),
+  log,
+  backoffMs: config.cleanerBackoffMs,
+});
+
+async function reply(id: number, work: () => unknown): Promise<void> {
+  try {
+    send({ type: 'reply', id, ok: true, value: await work() });
+  } catch (err) {
+    send({ type: 'reply', id, ok: false, error: serializeError(err) });
+  }
+}
+
+async function shutdown(): Promise<void> {
+  await indexer.close();
+  await cleaner.close();
+  cluster.close();
+  registry.closeAll();
+  port.off('message', onMessage);
+}
+
+function onMessage(message: ToWorker): void {
+  switch (message.type) {
+    case 'policies':
+      policies = new Map(message.policies);
+      indexer.setPolicies(new Map(policies));
+      break;
+    case 'compact':
+      void reply(message.id, () => cleaner.compactNow(message.topic));
+      break;
+    case 'status':
+      void reply(message.id, () => engineStatus(registry, indexer, cleaner));
+      break;
+    case 'close':
+      void reply(message.id, shutdown);
+      break;
+  }
+}
+
+registry.openExisting();
+indexer.start();
+cleaner.start();
+port.on('message', onMessage);
+send({ type: 'ready' });

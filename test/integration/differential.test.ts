@@ -1,0 +1,101 @@
+/**
+ * The differential compaction test (issue 3, point 6) for a few seeds: Apache Kafka 4.4
+ * compacts each seed's workload with its own cleaner, and kcompact, in front of Kafka with its
+ * cleaner off and in front of kfake, must leave clients reading exactly the same log and get
+ * the same config and error answers. The Kafka side also checks itself against the model (the
+ * latest committed value of each key, nothing else), so the reference is known to be fully
+ * compacted before anything is compared with it. `node dist/bench/differential-long.js` runs
+ * many more seeds.
+ */
+import assert from 'node:assert/strict';
+import { after, before, test, type TestContext } from 'node:test';
+import {
+  CI_SIZES,
+  compactionProblems,
+  compareObservations,
+  describeLayout,
+  findCompactingProxy,
+  kafkaReferenceTarget,
+  kcompactTarget,
+  kworkloadMissing,
+  observe,
+  referenceBrokerDefaults,
+  type CompactingProxy,
+  type DifferentialTarget,
+  type Observation,
+} from '../support/differential.js';
+import { missingPeers, startKafka, startKfake, type RunningKafka, type RunningKfake } from '../support/index.js';
+
+const SEEDS = [1, 2, 3];
+const SEED_TIMEOUT_MS = 120_000;
+
+const missing = [...missingPeers(), ...(kworkloadMissing() ? ['kworkload'] : [])];
+const peersReason = missing.length ? `test peers not installed (${missing.join(', ')}): run bash test/peers/install.sh` : undefined;
+if (peersReason && process.env.CI) throw new Error(peersReason);
+const startCompacting = await findCompactingProxy();
+const kcompactSkip = peersReason ?? (typeof startCompacting === 'string' ? startCompacting : undefined);
+
+let reference: RunningKafka | undefined;
+let kafkaOff: RunningKafka | undefined;
+let kfake: RunningKfake | undefined;
+const proxies: CompactingProxy[] = [];
+const candidates: DifferentialTarget[] = [];
+const references = new Map<number, Promise<Observation>>();
+
+before(async () => {
+  if (peersReason) return;
+  reference = await startKafka({ compaction: 'reference' });
+  if (typeof startCompacting === 'string') return;
+  const brokerDefaults = referenceBrokerDefaults();
+  kafkaOff = await startKafka({ compaction: 'off' });
+  kfake = await startKfake({ brokers: 3 });
+  for (const [name, upstream] of [
+    ['kcompact/kafka-off', kafkaOff.bootstrap],
+    ['kcompact/kfake', kfake.bootstrap],
+  ] as const) {
+    const proxy = await startCompacting(upstream, { brokerDefaults });
+    proxies.push(proxy);
+    candidates.push(kcompactTarget(name, proxy.bootstrap, () => proxy.compactNow()));
+  }
+});
+
+after(async () => {
+  for (const p of proxies) await p.stop();
+  await kfake?.stop();
+  await kafkaOff?.stop();
+  await reference?.stop();
+});
+
+/** Each seed's reference observation, shared by the Kafka check and the comparisons. */
+function referenceFor(seed: number, t: TestContext): Promise<Observation> {
+  let o = references.get(seed);
+  if (!o) {
+    o = observe(kafkaReferenceTarget(reference!), { seed, sizes: CI_SIZES, log: (l) => t.diagnostic(l) });
+    references.set(seed, o);
+  }
+  return o;
+}
+
+for (const seed of SEEDS) {
+  test(`seed ${seed}: Kafka 4.4 compacts the workload down to the latest committed value of each key`, { skip: peersReason, timeout: SEED_TIMEOUT_MS }, async (t) => {
+    const o = await referenceFor(seed, t);
+    for (const line of describeLayout(o).split('\n')) t.diagnostic(line);
+    const w = o.workload.counts;
+    // The workload must exercise what it claims to, or an agreement would prove little.
+    assert.ok(w.tombstones! > 0 && w.emptyKeys! > 0 && w.emptyValues! > 0 && w.nullHeaderValues! > 0, `workload lacks a feature: ${JSON.stringify(w)}`);
+    assert.ok(w.committedTransactions! > 0 && w.abortedTransactions! > 0, `workload lacks transactions: ${JSON.stringify(w)}`);
+    assert.deepEqual(new Set(o.workload.steps.map((s) => s.codec)), new Set(['none', 'gzip', 'snappy', 'lz4', 'zstd']));
+    assert.ok(o.read.uncommitted.records.length < w.records!, 'nothing was compacted away');
+    assert.deepEqual(compactionProblems(o), []);
+  });
+
+  test(`seed ${seed}: kcompact leaves clients the same log and answers as Kafka`, { skip: kcompactSkip, timeout: 3 * SEED_TIMEOUT_MS }, async (t) => {
+    const ref = await referenceFor(seed, t);
+    for (const target of candidates) {
+      const o = await observe(target, { seed, sizes: CI_SIZES, rounds: ref.rounds, log: (l) => t.diagnostic(l) });
+      for (const line of describeLayout(o).split('\n')) t.diagnostic(line);
+      const differences = compareObservations(ref, o);
+      assert.equal(differences.length, 0, `${target.name} differs from Kafka for seed ${seed}:\n${differences.join('\n')}`);
+    }
+  });
+}

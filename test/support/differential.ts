@@ -1,0 +1,679 @@
+/**
+ * The differential compaction test (issue 3, point 6). A seeded workload (kworkload,
+ * test/peers/go/cmd/kworkload) goes to Apache Kafka 4.4, which compacts it with its own
+ * cleaner, and through kcompact to a store that cannot compact; once both are fully compacted,
+ * what a real client reads from offset 0 (both isolation levels), what DescribeConfigs says and
+ * the errors for an invalid cleanup.policy and a keyless produce must be the same.
+ *
+ * Both sides write exactly the same log: the workload is drawn from the seed, each step is one
+ * batch and each transaction ends before the next step, so every record and marker lands at the
+ * same offset on every target. Full compaction is reached the same way on both: wait past
+ * segment.ms and delete.retention.ms, append one record to roll the active segment, and let the
+ * store clean (Kafka's cleaner on its own, kcompact's clean-now hook), round after round. Kafka
+ * decides how many rounds it takes (until a round changes nothing); kcompact gets as many.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { ApiKey } from '../../src/protocol/messages.js';
+import { kafkaServerProperties, type RunningKafka } from './kafka.js';
+import { binDir } from './paths.js';
+import { pollUntil, runProcess, tail } from './processes.js';
+import { askOnce } from './raw-client.js';
+
+/** The test topic's configs, the same on every target. */
+export const DIFFERENTIAL_TOPIC_CONFIGS: Readonly<Record<string, string>> = {
+  'cleanup.policy': 'compact',
+  'segment.ms': '500',
+  'min.cleanable.dirty.ratio': '0.01',
+  'delete.retention.ms': '500',
+};
+
+/** The topic configs kcompact owns (DESIGN.md, "Config handling"): compared in config answers. */
+export const OWNED_TOPIC_CONFIGS = [
+  'cleanup.policy',
+  'delete.retention.ms',
+  'min.compaction.lag.ms',
+  'max.compaction.lag.ms',
+  'min.cleanable.dirty.ratio',
+  'segment.ms',
+  'segment.bytes',
+  'retention.ms',
+  'retention.bytes',
+] as const;
+
+/** Broker configs that supply the defaults of the owned topic configs. */
+const OWNED_SYNONYMS = new Set([
+  'log.cleanup.policy',
+  'log.cleaner.delete.retention.ms',
+  'log.cleaner.min.compaction.lag.ms',
+  'log.cleaner.max.compaction.lag.ms',
+  'log.cleaner.min.cleanable.ratio',
+  'log.roll.ms',
+  'log.roll.hours',
+  'log.segment.bytes',
+  'log.retention.ms',
+  'log.retention.minutes',
+  'log.retention.hours',
+  'log.retention.bytes',
+]);
+
+/**
+ * The reference broker's settings that are synonyms of owned topic configs
+ * (log.cleaner.delete.retention.ms, log.cleaner.min.cleanable.ratio): give them to kcompact as
+ * its broker defaults, or DescribeConfigs' synonyms cannot match Kafka's.
+ */
+export function referenceBrokerDefaults(): Record<string, string> {
+  const text = kafkaServerProperties({ port: 0, controllerPort: 0, logDir: '', compaction: 'reference' });
+  const out: Record<string, string> = {};
+  for (const line of text.split('\n')) {
+    const at = line.indexOf('=');
+    if (at > 0 && OWNED_SYNONYMS.has(line.slice(0, at))) out[line.slice(0, at)] = line.slice(at + 1);
+  }
+  return out;
+}
+
+export interface WorkloadSizes {
+  steps: number;
+  keys: number;
+  maxBatch: number;
+  maxValueBytes: number;
+}
+
+/** About 300 records in 40 steps: a seed takes well under a minute on every target. */
+export const CI_SIZES: WorkloadSizes = { steps: 40, keys: 30, maxBatch: 15, maxValueBytes: 4096 };
+
+/** Bytes as kworkload shows them: printable ASCII as is, anything else "hex:..."; null is null. */
+export interface RecordLine {
+  offset: number;
+  key: string | null;
+  value: string | null;
+  headers: [string, string | null][];
+}
+
+export interface WrittenRecord extends RecordLine {
+  txn: 'none' | 'commit' | 'abort';
+}
+
+export interface WorkloadStep {
+  kind: 'plain' | 'commit' | 'abort';
+  codec: string;
+  records: number;
+  firstOffset: number;
+  lastOffset: number;
+  marker?: number;
+}
+
+export interface WorkloadSummary {
+  seed: number;
+  steps: WorkloadStep[];
+  startOffset: number;
+  endOffset: number;
+  counts: Record<string, number>;
+  records: WrittenRecord[];
+}
+
+export interface BatchLine {
+  base: number;
+  last: number;
+  count: number;
+  codec: string;
+  transactional?: boolean;
+  control?: string;
+  producerId: number;
+  deleteHorizon?: boolean;
+  bytes: number;
+}
+
+export interface LogRead {
+  offsets: { logStart: number; highWatermark: number; lastStable: number };
+  uncommitted: { records: RecordLine[]; reachedEnd: boolean };
+  committed: { records: RecordLine[]; reachedEnd: boolean };
+  batches: BatchLine[];
+  abortedTransactions: { producerId: number; firstOffset: number }[];
+}
+
+export interface KeylessSummary {
+  /** Per codec, each record's produce error (null: written); the third record has no key. */
+  kgo: Record<string, (string | null)[]>;
+  raw: { errorCode: number; errorName: string; errorMessage: string | null; recordErrors: { index: number; message: string | null }[] } | null;
+  endBefore: number;
+  endAfter: number;
+}
+
+export interface ConfigLine {
+  name: string;
+  value: string | null;
+  readOnly: boolean;
+  source: number;
+  sensitive: boolean;
+  type?: number;
+  synonyms?: { name: string; value: string | null; source: number }[];
+  documentation?: string | null;
+}
+
+export interface ErrorLine {
+  code: number;
+  message: string | null;
+}
+
+/** How a target gets its log cleaned after a roll. */
+export type Cleaning =
+  /** Kafka's own cleaner: wait for its checkpoint (in the broker's data dir) to pass the roll. */
+  | { kind: 'kafka-cleaner'; dataDir: string }
+  /** kcompact: call its clean-now hook until a read no longer changes. */
+  | { kind: 'compact-now'; compactNow: () => Promise<void> };
+
+export interface DifferentialTarget {
+  name: string;
+  bootstrap: string;
+  cleaning: Cleaning;
+}
+
+export function kafkaReferenceTarget(kafka: RunningKafka): DifferentialTarget {
+  return { name: 'kafka-4.4', bootstrap: kafka.bootstrap, cleaning: { kind: 'kafka-cleaner', dataDir: path.join(kafka.dir, 'data') } };
+}
+
+export function kcompactTarget(name: string, bootstrap: string, compactNow: () => Promise<unknown>): DifferentialTarget {
+  return { name, bootstrap, cleaning: { kind: 'compact-now', compactNow: async () => void (await compactNow()) } };
+}
+
+export interface Observation {
+  target: string;
+  seed: number;
+  topic: string;
+  workload: WorkloadSummary;
+  /** Offsets of the records appended to roll the active segment: roll 0, then one per round. */
+  rolls: number[];
+  /** Clean rounds run after roll 0. */
+  rounds: number;
+  read: LogRead;
+  /** The owned configs in the CreateTopics answer. */
+  created: ConfigLine[];
+  /** The owned configs in DescribeConfigs, with synonyms and documentation. */
+  described: ConfigLine[];
+  invalid: { create: ErrorLine; alter: ErrorLine; partialTopic: boolean };
+  keyless: KeylessSummary;
+  /** Milliseconds per phase. */
+  timings: Record<string, number>;
+}
+
+export interface ObserveOptions {
+  seed: number;
+  sizes?: WorkloadSizes;
+  /** Roll rounds to run; the reference leaves it out and runs until a round changes nothing. */
+  rounds?: number;
+  log?: (line: string) => void;
+}
+
+const TOPIC_RESOURCE = 2;
+/** Beyond segment.ms and delete.retention.ms, so clocks and timer slack cannot make a round early. */
+const ROUND_MARGIN_MS = 400;
+const MIN_ROUNDS = 2;
+const MAX_ROUNDS = 6;
+const MAX_COMPACT_NOW_CALLS = 6;
+
+export function kworkloadPath(): string {
+  return path.join(binDir, 'kworkload');
+}
+
+/** Why kworkload cannot run here, or undefined when it can. */
+export function kworkloadMissing(): string | undefined {
+  return fs.existsSync(kworkloadPath()) ? undefined : `${kworkloadPath()} is missing: run bash test/peers/install.sh`;
+}
+
+async function kworkload<T>(mode: string, args: string[], timeoutMs = 90_000): Promise<T> {
+  const r = await runProcess(kworkloadPath(), [mode, ...args], { timeoutMs });
+  const line = r.stdout.trimEnd().split('\n').pop() ?? '';
+  let parsed: (T & { errors?: string[] }) | undefined;
+  try {
+    parsed = JSON.parse(line) as T & { errors?: string[] };
+  } catch {
+    parsed = undefined;
+  }
+  if (r.code !== 0 || !parsed) {
+    const errors = parsed?.errors?.length ? `: ${parsed.errors.join('; ')}` : '';
+    throw new Error(`kworkload ${mode} ${args.join(' ')} exited ${r.code ?? r.signal}${errors}\nstderr tail:\n${tail(r.stderr)}`);
+  }
+  return parsed;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
+
+interface CreatedTopic {
+  name: string;
+  errorCode: number;
+  errorMessage: string | null;
+  configs: { name: string; value: string | null; readOnly: boolean; configSource: number; isSensitive: boolean }[] | null;
+}
+
+/**
+ * Where an admin client sends CreateTopics and config changes: the controller Metadata names.
+ * kfake answers NOT_CONTROLLER anywhere else; Kafka's brokers would forward them.
+ */
+async function controllerOf(bootstrap: string): Promise<string> {
+  const body = (await askOnce(bootstrap, ApiKey.Metadata, 12, { topics: [], allowAutoTopicCreation: false })) as {
+    controllerId: number;
+    brokers: { nodeId: number; host: string; port: number }[];
+  };
+  const controller = body.brokers.find((b) => b.nodeId === body.controllerId);
+  if (!controller) throw new Error(`Metadata from ${bootstrap} names controller ${body.controllerId}, which is not among its brokers`);
+  return `${controller.host}:${controller.port}`;
+}
+
+async function createTopic(bootstrap: string, name: string, configs: Readonly<Record<string, string>>): Promise<CreatedTopic> {
+  const body = await askOnce(await controllerOf(bootstrap), ApiKey.CreateTopics, 7, {
+    topics: [{ name, numPartitions: 1, replicationFactor: -1, assignments: [], configs: Object.entries(configs).map(([k, v]) => ({ name: k, value: v })) }],
+    timeoutMs: 15_000,
+    validateOnly: false,
+  });
+  return (body as { topics: CreatedTopic[] }).topics[0]!;
+}
+
+/** The topic's Metadata error code (3: it does not exist) and whether partition 0 has a leader. */
+async function topicState(bootstrap: string, name: string): Promise<{ errorCode: number; led: boolean }> {
+  const body = (await askOnce(bootstrap, ApiKey.Metadata, 12, { topics: [{ topicId: 'AAAAAAAAAAAAAAAAAAAAAA', name }], allowAutoTopicCreation: false })) as {
+    topics: { errorCode: number; partitions: { partitionIndex: number; leaderId: number; errorCode: number }[] }[];
+  };
+  const t = body.topics[0]!;
+  return { errorCode: t.errorCode, led: t.partitions.some((p) => p.partitionIndex === 0 && p.leaderId >= 0 && p.errorCode === 0) };
+}
+
+async function alterCleanupPolicy(bootstrap: string, topic: string, value: string): Promise<ErrorLine> {
+  const body = (await askOnce(await controllerOf(bootstrap), ApiKey.IncrementalAlterConfigs, 1, {
+    resources: [{ resourceType: TOPIC_RESOURCE, resourceName: topic, configs: [{ name: 'cleanup.policy', configOperation: 0, value }] }],
+    validateOnly: false,
+  })) as { responses: { errorCode: number; errorMessage: string | null }[] };
+  const r = body.responses[0]!;
+  return { code: r.errorCode, message: r.errorMessage };
+}
+
+async function describeOwned(bootstrap: string, topic: string): Promise<ConfigLine[]> {
+  const body = (await askOnce(bootstrap, ApiKey.DescribeConfigs, 4, {
+    resources: [{ resourceType: TOPIC_RESOURCE, resourceName: topic, configurationKeys: null }],
+    includeSynonyms: true,
+    includeDocumentation: true,
+  })) as {
+    results: {
+      errorCode: number;
+      errorMessage: string | null;
+      configs: {
+        name: string;
+        value: string | null;
+        readOnly: boolean;
+        configSource: number;
+        isSensitive: boolean;
+        synonyms: { name: string; value: string | null; source: number }[];
+        configType: number;
+        documentation: string | null;
+      }[];
+    }[];
+  };
+  const result = body.results[0]!;
+  if (result.errorCode !== 0) throw new Error(`DescribeConfigs ${topic}: error ${result.errorCode} ${result.errorMessage ?? ''}`);
+  return owned(result.configs).map((c) => ({
+    name: c.name,
+    value: c.value,
+    readOnly: c.readOnly,
+    source: c.configSource,
+    sensitive: c.isSensitive,
+    type: c.configType,
+    synonyms: c.synonyms,
+    documentation: c.documentation,
+  }));
+}
+
+function owned<T extends { name: string }>(configs: T[] | null): T[] {
+  const names: readonly string[] = OWNED_TOPIC_CONFIGS;
+  return (configs ?? []).filter((c) => names.includes(c.name)).sort((a, b) => a.name.localeCompare(b.name));
+}
+
+/** Kafka's cleaner checkpoint for topic-0: the first offset its next clean starts from. */
+function cleanerCheckpoint(dataDir: string, topic: string): number | undefined {
+  const file = path.join(dataDir, 'cleaner-offset-checkpoint');
+  if (!fs.existsSync(file)) return undefined;
+  for (const line of fs.readFileSync(file, 'utf8').split('\n').slice(2)) {
+    const [t, p, o] = line.trim().split(' ');
+    if (t === topic && p === '0') return Number(o);
+  }
+  return undefined;
+}
+
+function readLog(target: DifferentialTarget, topic: string): Promise<LogRead> {
+  return kworkload<LogRead>('read', ['--brokers', target.bootstrap, '--topic', topic]);
+}
+
+/** Cleans after a roll at rollOffset and returns the read that follows. */
+async function cleanAfterRoll(target: DifferentialTarget, topic: string, rollOffset: number): Promise<LogRead> {
+  const cleaning = target.cleaning;
+  if (cleaning.kind === 'kafka-cleaner') {
+    await pollUntil(`Kafka's cleaner to pass offset ${rollOffset} of ${topic}-0`, 30_000, async () => {
+      const at = cleanerCheckpoint(cleaning.dataDir, topic);
+      return at !== undefined && at >= rollOffset ? at : undefined;
+    });
+    return readLog(target, topic);
+  }
+  // The indexer tails the upstream on its own, so one call may not have seen the roll yet:
+  // clean until the log a client reads stops changing.
+  await cleaning.compactNow();
+  let read = await readLog(target, topic);
+  for (let calls = 1; calls < MAX_COMPACT_NOW_CALLS; calls++) {
+    await cleaning.compactNow();
+    const next = await readLog(target, topic);
+    if (JSON.stringify(next) === JSON.stringify(read)) break;
+    read = next;
+  }
+  return read;
+}
+
+/** The batches wholly below an offset: what a round must leave alone once compaction is done. */
+function layoutBelow(read: LogRead, offset: number): BatchLine[] {
+  return read.batches.filter((b) => b.last < offset);
+}
+
+/** The size of the roll records: big enough that the segment one leaves behind passes min.cleanable.dirty.ratio. */
+function rollValueBytes(workload: WorkloadSummary): number {
+  return Math.min(256 * 1024, Math.max(1024, Math.ceil((workload.counts.valueBytes ?? 0) / 10)));
+}
+
+export async function observe(target: DifferentialTarget, opts: ObserveOptions): Promise<Observation> {
+  const sizes = opts.sizes ?? CI_SIZES;
+  const topic = `differential-${opts.seed}`;
+  const log = (line: string) => opts.log?.(`[${target.name} seed ${opts.seed}] ${line}`);
+  const timings: Record<string, number> = {};
+  const timed = async <T>(phase: string, run: () => Promise<T>): Promise<T> => {
+    const t0 = Date.now();
+    try {
+      return await run();
+    } finally {
+      timings[phase] = Date.now() - t0;
+    }
+  };
+
+  const created = await timed('create', async () => {
+    const c = await createTopic(target.bootstrap, topic, DIFFERENTIAL_TOPIC_CONFIGS);
+    if (c.errorCode !== 0) throw new Error(`${target.name}: CreateTopics ${topic}: error ${c.errorCode} ${c.errorMessage ?? ''}`);
+    await pollUntil(`${topic}-0 to have a leader on ${target.name}`, 30_000, async () => ((await topicState(target.bootstrap, topic)).led ? true : undefined));
+    return c;
+  });
+
+  const invalid = await timed('invalid-configs', async () => {
+    const badTopic = `${topic}-invalid`;
+    const bad = await createTopic(target.bootstrap, badTopic, { ...DIFFERENTIAL_TOPIC_CONFIGS, 'cleanup.policy': 'foo' });
+    const alter = await alterCleanupPolicy(target.bootstrap, topic, 'foo');
+    const state = await topicState(target.bootstrap, badTopic);
+    return { create: { code: bad.errorCode, message: bad.errorMessage }, alter, partialTopic: state.errorCode !== 3 };
+  });
+
+  const workload = await timed('write', () =>
+    kworkload<WorkloadSummary>('write', [
+      '--brokers', target.bootstrap,
+      '--topic', topic,
+      '--seed', String(opts.seed),
+      '--steps', String(sizes.steps),
+      '--keys', String(sizes.keys),
+      '--max-batch', String(sizes.maxBatch),
+      '--max-value-bytes', String(sizes.maxValueBytes),
+      '--records',
+    ]),
+  );
+  log(`wrote ${workload.counts.records} records in ${workload.steps.length} steps, log end ${workload.endOffset}`);
+
+  // Kafka only rolls a segment on an append past segment.ms, and only removes a tombstone or
+  // marker in a clean that starts delete.retention.ms after the clean that first covered it.
+  const pause = Math.max(Number(DIFFERENTIAL_TOPIC_CONFIGS['segment.ms']), Number(DIFFERENTIAL_TOPIC_CONFIGS['delete.retention.ms'])) + ROUND_MARGIN_MS;
+  const rollBytes = rollValueBytes(workload);
+  const rolls: number[] = [];
+  let read: LogRead | undefined;
+  let rounds = 0;
+  await timed('rounds', async () => {
+    const append = async (n: number) => {
+      const roll = await kworkload<{ offset: number }>('append', ['--brokers', target.bootstrap, '--topic', topic, '--key', `roll-${n}`, '--value-bytes', String(rollBytes)]);
+      rolls.push(roll.offset);
+      return roll.offset;
+    };
+    // Roll 0 only closes the workload's last segment, which may hold too few bytes to pass
+    // min.cleanable.dirty.ratio, so nothing waits for a clean here; every later round's dirty
+    // range holds the previous roll record, which is big enough.
+    await sleep(pause);
+    await append(0);
+    let quietSince = Date.now();
+    let previous: LogRead | undefined;
+    for (rounds = 1; ; rounds++) {
+      await sleep(quietSince + pause - Date.now());
+      const at = await append(rounds);
+      read = await cleanAfterRoll(target, topic, at);
+      quietSince = Date.now();
+      log(`round ${rounds}: rolled at ${at}; ${summarizeRead(read)}`);
+      if (opts.rounds !== undefined ? rounds >= opts.rounds : rounds >= MAX_ROUNDS) break;
+      const below = rolls[rounds - 1]!;
+      const settled = rounds >= MIN_ROUNDS && JSON.stringify(layoutBelow(previous!, below)) === JSON.stringify(layoutBelow(read, below));
+      if (opts.rounds === undefined && settled) break;
+      previous = read;
+    }
+  });
+
+  const keyless = await timed('keyless', () => kworkload<KeylessSummary>('keyless', ['--brokers', target.bootstrap, '--topic', topic]));
+  if (keyless.endAfter !== keyless.endBefore) read = await readLog(target, topic);
+  const described = await timed('describe', () => describeOwned(target.bootstrap, topic));
+  return {
+    target: target.name,
+    seed: opts.seed,
+    topic,
+    workload,
+    rolls,
+    rounds,
+    read: read!,
+    created: owned(created.configs).map((c) => ({ name: c.name, value: c.value, readOnly: c.readOnly, source: c.configSource, sensitive: c.isSensitive })),
+    described,
+    invalid,
+    keyless,
+    timings,
+  };
+}
+
+// ---- judging -------------------------------------------------------------------------------
+
+function clip(s: string | null, width = 60): string {
+  if (s === null) return 'null';
+  return JSON.stringify(s.length > width ? `${s.slice(0, width)}…(${s.length})` : s);
+}
+
+function showRecord(r: RecordLine): string {
+  const headers = r.headers.map(([k, v]) => `${JSON.stringify(k)}:${clip(v, 20)}`).join(',');
+  return `key=${clip(r.key, 30)} value=${clip(r.value)} headers=[${headers}]`;
+}
+
+const MAX_LINES = 25;
+
+function limited(lines: string[]): string[] {
+  return lines.length <= MAX_LINES ? lines : [...lines.slice(0, MAX_LINES), `… and ${lines.length - MAX_LINES} more`];
+}
+
+/** Record differences by offset, as readable lines (empty when equal). */
+export function diffRecords(expected: RecordLine[], actual: RecordLine[], names = ['expected', 'actual']): string[] {
+  const a = new Map(expected.map((r) => [r.offset, r]));
+  const b = new Map(actual.map((r) => [r.offset, r]));
+  const offsets = [...new Set([...a.keys(), ...b.keys()])].sort((x, y) => x - y);
+  const lines: string[] = [];
+  let onlyA = 0;
+  let onlyB = 0;
+  let changed = 0;
+  for (const o of offsets) {
+    const ra = a.get(o);
+    const rb = b.get(o);
+    if (!rb) {
+      onlyA++;
+      lines.push(`offset ${o}: only in ${names[0]}: ${showRecord(ra!)}`);
+    } else if (!ra) {
+      onlyB++;
+      lines.push(`offset ${o}: only in ${names[1]}: ${showRecord(rb)}`);
+    } else if (JSON.stringify(ra) !== JSON.stringify(rb)) {
+      changed++;
+      lines.push(`offset ${o}: ${names[0]} ${showRecord(ra)}\n           ${names[1]} ${showRecord(rb)}`);
+    }
+  }
+  if (lines.length === 0) return [];
+  const counts = `${expected.length} vs ${actual.length} records; only in ${names[0]} ${onlyA}, only in ${names[1]} ${onlyB}, different ${changed}`;
+  return [counts, ...limited(lines)];
+}
+
+function diffConfigs(expected: ConfigLine[], actual: ConfigLine[], names: string[]): string[] {
+  const a = new Map(expected.map((c) => [c.name, c]));
+  const b = new Map(actual.map((c) => [c.name, c]));
+  const lines: string[] = [];
+  for (const name of [...new Set([...a.keys(), ...b.keys()])].sort()) {
+    const ca = a.get(name);
+    const cb = b.get(name);
+    if (!ca || !cb) {
+      lines.push(`${name}: only in ${ca ? names[0] : names[1]}`);
+      continue;
+    }
+    for (const field of Object.keys({ ...ca, ...cb }) as (keyof ConfigLine)[]) {
+      const va = JSON.stringify(ca[field]);
+      const vb = JSON.stringify(cb[field]);
+      if (va !== vb) lines.push(`${name}.${field}: ${names[0]} ${va}\n           ${names[1]} ${vb}`);
+    }
+  }
+  return limited(lines);
+}
+
+function diffValue(what: string, a: unknown, b: unknown, names: string[]): string[] {
+  const va = JSON.stringify(a);
+  const vb = JSON.stringify(b);
+  return va === vb ? [] : [`${what}: ${names[0]} ${va}\n           ${names[1]} ${vb}`];
+}
+
+/**
+ * Everything a client could tell apart between the reference and a candidate, as sections of
+ * readable lines; empty when they agree. Batch layouts (markers, empty batches, producer ids)
+ * are not compared: no client shows them, and kcompact is free to present them differently.
+ */
+export function compareObservations(reference: Observation, candidate: Observation): string[] {
+  const names = [reference.target, candidate.target];
+  const sections: [string, string[]][] = [
+    ['workload layout (steps and their offsets)', diffValue('steps', reference.workload.steps, candidate.workload.steps, names)],
+    ['roll records', diffValue('offsets', reference.rolls, candidate.rolls, names)],
+    ['log offsets (ListOffsets)', diffValue('offsets', reference.read.offsets, candidate.read.offsets, names)],
+    ['read_uncommitted from offset 0', diffRecords(reference.read.uncommitted.records, candidate.read.uncommitted.records, names)],
+    ['read_committed from offset 0', diffRecords(reference.read.committed.records, candidate.read.committed.records, names)],
+    [
+      'readers reaching the end',
+      diffValue(
+        'reachedEnd (uncommitted, committed)',
+        [reference.read.uncommitted.reachedEnd, reference.read.committed.reachedEnd],
+        [candidate.read.uncommitted.reachedEnd, candidate.read.committed.reachedEnd],
+        names,
+      ),
+    ],
+    ['CreateTopics answer (owned configs)', diffConfigs(reference.created, candidate.created, names)],
+    ['DescribeConfigs (owned configs, synonyms, documentation)', diffConfigs(reference.described, candidate.described, names)],
+    ['CreateTopics with cleanup.policy=foo', diffValue('error', reference.invalid.create, candidate.invalid.create, names)],
+    ['IncrementalAlterConfigs cleanup.policy=foo', diffValue('error', reference.invalid.alter, candidate.invalid.alter, names)],
+    ['topic left behind by the invalid CreateTopics', diffValue('exists', reference.invalid.partialTopic, candidate.invalid.partialTopic, names)],
+    ['keyless produce, kgo per codec', diffValue('record errors', reference.keyless.kgo, candidate.keyless.kgo, names)],
+    ['keyless produce, raw Produce v11', diffValue('answer', reference.keyless.raw, candidate.keyless.raw, names)],
+    [
+      'log end around the keyless attempts',
+      diffValue('records added', reference.keyless.endAfter - reference.keyless.endBefore, candidate.keyless.endAfter - candidate.keyless.endBefore, names),
+    ],
+  ];
+  return sections.filter(([, lines]) => lines.length > 0).map(([title, lines]) => `${title}:\n  ${lines.join('\n  ')}`);
+}
+
+/** What Kafka must have left once compaction is complete: the latest committed value of each key. */
+export function expectedSurvivors(o: Observation): RecordLine[] {
+  const latest = new Map<string | null, WrittenRecord>();
+  for (const r of o.workload.records) if (r.txn !== 'abort') latest.set(r.key, r);
+  const survivors: RecordLine[] = [...latest.values()].filter((r) => r.value !== null).map(({ offset, key, value, headers }) => ({ offset, key, value, headers }));
+  return survivors.sort((a, b) => a.offset - b.offset);
+}
+
+function isRoll(r: RecordLine): boolean {
+  return r.key?.startsWith('roll-') ?? false;
+}
+
+/**
+ * Problems with an observation that claims full compaction (the Kafka reference must have
+ * none): aborted data or tombstones left, a key twice, anything but the latest committed value of
+ * each key, a reader not reaching the end, an invalid config or keyless record accepted.
+ */
+export function compactionProblems(o: Observation): string[] {
+  const problems: string[] = [];
+  const { uncommitted, committed } = o.read;
+  if (!uncommitted.reachedEnd || !committed.reachedEnd) problems.push(`a reader stopped short of the end (uncommitted ${uncommitted.reachedEnd}, committed ${committed.reachedEnd})`);
+  const isolation = diffRecords(committed.records, uncommitted.records, ['read_committed', 'read_uncommitted']);
+  if (isolation.length) problems.push(`the isolation levels disagree (aborted records left?):\n  ${isolation.join('\n  ')}`);
+  const tombstones = uncommitted.records.filter((r) => r.value === null).map((r) => r.offset);
+  if (tombstones.length) problems.push(`tombstones left at offsets ${tombstones.join(', ')}`);
+  const seen = new Set<string | null>();
+  const twice = uncommitted.records.filter((r) => (seen.has(r.key) ? true : (seen.add(r.key), false))).map((r) => r.offset);
+  if (twice.length) problems.push(`keys seen more than once, again at offsets ${twice.join(', ')}`);
+  const model = diffRecords(expectedSurvivors(o), uncommitted.records.filter((r) => !isRoll(r)), ['the latest committed writes', 'the log']);
+  if (model.length) problems.push(`survivors differ from the latest committed value of each key:\n  ${model.join('\n  ')}`);
+  const rolls = uncommitted.records.filter(isRoll).map((r) => r.offset);
+  if (JSON.stringify(rolls) !== JSON.stringify(o.rolls)) problems.push(`roll records at ${rolls.join(', ')}, appended at ${o.rolls.join(', ')}`);
+  const accepted = Object.entries(o.keyless.kgo).filter(([, errs]) => errs.some((e) => e === null)).map(([codec]) => codec);
+  if (accepted.length) problems.push(`a batch with a keyless record was accepted (${accepted.join(', ')})`);
+  if (o.keyless.raw?.errorCode !== 87) problems.push(`the raw keyless produce got ${JSON.stringify(o.keyless.raw)}, not INVALID_RECORD (87)`);
+  if (o.keyless.endAfter !== o.keyless.endBefore) problems.push(`the keyless attempts moved the log end from ${o.keyless.endBefore} to ${o.keyless.endAfter}`);
+  if (o.invalid.create.code !== 40 || o.invalid.alter.code !== 40) problems.push(`cleanup.policy=foo got ${JSON.stringify(o.invalid)}, not INVALID_CONFIG (40)`);
+  if (o.invalid.partialTopic) problems.push('the CreateTopics with cleanup.policy=foo left a topic behind');
+  const policy = o.described.find((c) => c.name === 'cleanup.policy');
+  if (policy?.value !== 'compact') problems.push(`DescribeConfigs shows cleanup.policy ${JSON.stringify(policy?.value)}`);
+  return problems;
+}
+
+function tally(items: string[]): string {
+  const counts = new Map<string, number>();
+  for (const i of items) counts.set(i, (counts.get(i) ?? 0) + 1);
+  return [...counts].map(([k, n]) => `${k} ${n}`).join(', ') || 'none';
+}
+
+function summarizeRead(read: LogRead): string {
+  const records = read.uncommitted.records;
+  const batches = read.batches;
+  return [
+    `${records.length} records (${records.filter((r) => r.value === null).length} tombstones, ${records.length - read.committed.records.length} aborted)`,
+    `${batches.length} batches (${batches.filter((b) => b.control).length} markers, ${batches.filter((b) => b.count === 0).length} empty, ${batches.filter((b) => b.deleteHorizon).length} with a delete horizon)`,
+  ].join(', ');
+}
+
+/** A short account of a compacted log: what survives, the batches, markers and empty batches left. */
+export function describeLayout(o: Observation): string {
+  const { read, workload } = o;
+  const batches = read.batches;
+  const markers = batches.filter((b) => b.control);
+  const empty = batches.filter((b) => b.count === 0);
+  const data = batches.filter((b) => !b.control);
+  const keys = new Set(workload.records.map((r) => r.key)).size;
+  const steps = tally(workload.steps.map((s) => s.kind));
+  return [
+    `${o.target}, seed ${o.seed}: wrote ${workload.counts.records} records over ${keys} keys in ${workload.steps.length} steps (${steps}), log end ${workload.endOffset}`,
+    `  compacted in ${o.rounds} rounds (rolls at ${o.rolls.join(', ')}): ${read.uncommitted.records.length} records left (${read.uncommitted.records.filter(isRoll).length} of them roll records), offsets ${JSON.stringify(read.offsets)}`,
+    `  ${batches.length} batches: codecs ${tally(data.map((b) => b.codec))}; ${empty.length} empty (${empty.map((b) => `${b.base}-${b.last}${b.transactional ? ' txn' : ''}`).join(', ') || 'none'}); ${batches.filter((b) => b.deleteHorizon).length} carry a delete horizon`,
+    `  control batches left: ${tally(markers.map((b) => b.control!))} (empty: the marker record removed, the batch kept) at ${markers.map((b) => b.base).join(', ') || '-'}; aborted transactions listed: ${read.abortedTransactions.length}`,
+    `  timings (ms): ${Object.entries(o.timings).map(([k, v]) => `${k} ${v}`).join(', ')}`,
+  ].join('\n');
+}
+
+// ---- the compacting proxy ------------------------------------------------------------------
+
+export interface CompactingProxy {
+  bootstrap: string;
+  compactNow(): Promise<unknown>;
+  stop(): Promise<void>;
+}
+
+/** The contract this harness expects from test/support/kcompact.ts once compaction is wired in. */
+export type StartCompactingProxy = (upstream: string, opts: { brokerDefaults: Record<string, string> }) => Promise<CompactingProxy>;
+
+/**
+ * test/support/kcompact.ts's startCompactingProxy, or the reason the kcompact side cannot run
+ * yet: the proxy with compaction wired in (config layer, produce guard, fetch view, worker)
+ * and a clean-now hook.
+ */
+export async function findCompactingProxy(): Promise<StartCompactingProxy | string> {
+  const mod = (await import('./kcompact.js')) as unknown as Record<string, unknown>;
+  if (typeof mod.startCompactingProxy === 'function') return mod.startCompactingProxy as StartCompactingProxy;
+  return 'compaction is not wired into the proxy yet: test/support/kcompact.ts exports no startCompactingProxy(upstream, { brokerDefaults }) resolving to { bootstrap, compactNow(), stop() }';
+}

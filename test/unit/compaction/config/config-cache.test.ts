@@ -1,0 +1,49 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { CONFIG_CACHE_FILE, ConfigCache } from '../../../../src/compaction/config/config-cache.js';
+import { createLogger } from '../../../../src/ops/log.js';
+
+const log = createLogger();
+
+function tempDir(): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), 'kcompact-config-cache-'));
+}
+
+test('changes and the read position survive a reopen; an older record does not overwrite a newer one', () => {
+  const dir = tempDir();
+  try {
+    const cache = ConfigCache.open(dir, log);
+    assert.deepEqual(cache.load(), { storeTopicId: null, nextOffset: null, entries: new Map() });
+    cache.reset('STORE');
+    cache.commit([{ topic: 'a', entry: { offset: 4, topicId: 'ID', configs: { 'cleanup.policy': 'compact' } } }], 5);
+    cache.commit([{ topic: 'a', entry: { offset: 2, configs: { 'cleanup.policy': 'delete' } } }]);
+    cache.commit([{ topic: 'b', entry: { offset: 7, configs: null } }]);
+    cache.close();
+    const again = ConfigCache.open(dir, log);
+    const loaded = again.load();
+    assert.equal(loaded.storeTopicId, 'STORE');
+    assert.equal(loaded.nextOffset, 5);
+    assert.deepEqual(loaded.entries.get('a'), { offset: 4, topicId: 'ID', configs: { 'cleanup.policy': 'compact' } });
+    assert.deepEqual(loaded.entries.get('b'), { offset: 7, topicId: undefined, configs: null });
+    again.reset('OTHER');
+    assert.deepEqual(again.load(), { storeTopicId: 'OTHER', nextOffset: null, entries: new Map() });
+    again.close();
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a file SQLite cannot read is replaced by an empty cache', () => {
+  const dir = tempDir();
+  try {
+    fs.writeFileSync(path.join(dir, CONFIG_CACHE_FILE), Buffer.alloc(8192, 0x5a));
+    const cache = ConfigCache.open(dir, { ...log, warn: () => {} });
+    assert.equal(cache.load().nextOffset, null);
+    cache.close();
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -1,0 +1,149 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, describe, it } from 'node:test';
+import Database from 'better-sqlite3';
+import { PartitionStore } from '../../../../src/compaction/index/partition-store.js';
+import { keyDigest, keyDigestInto, KEY_DIGEST_BYTES } from '../../../../src/compaction/index/key-digest.js';
+import { RowBuffer } from '../../../../src/compaction/index/row-buffer.js';
+import { listPartitionIndexes, partitionIndexFile } from '../../../../src/compaction/index/index-files.js';
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kcompact-store-'));
+after(() => fs.rmSync(dir, { recursive: true, force: true }));
+let files = 0;
+const freshFile = () => path.join(dir, `p${files++}.sqlite`);
+const ID = { topic: 'orders', partition: 3 };
+const ROLL = { segmentBytes: 1000, maxSegmentMs: 1e12 };
+
+/** Rows for offsets [from, from + n) of 10 bytes each, key o % keys, in batches of `perBatch`. */
+function rowsFor(from: number, n: number, keys: number, perBatch = 10): RowBuffer {
+  const rows = new RowBuffer(8);
+  for (let o = from; o < from + n; o++) {
+    if ((o - from) % perBatch === 0) rows.pushBatch(o, Math.min(o + perBatch, from + n) - 1, 10 * Math.min(perBatch, from + n - o), 1000 + o);
+    const i = rows.push(o, 1000 + o, 10, 0);
+    const key = Buffer.from(`key-${o % keys}`);
+    keyDigestInto(key, 0, key.length, rows.keys, i * KEY_DIGEST_BYTES);
+    rows.hasKey[i] = 1;
+  }
+  return rows;
+}
+
+function position(nextOffset: number) {
+  return { nextOffset, logStartOffset: 0, lastStableOffset: nextOffset, highWatermark: nextOffset + 5 };
+}
+
+describe('PartitionStore', () => {
+  it('stores rows with their key digests and resumes from its checkpoint after a restart', () => {
+    const file = freshFile();
+    const { store, rebuiltBecause } = PartitionStore.open(file, ID);
+    assert.equal(rebuiltBecause, undefined);
+    assert.equal(store.checkpoint.nextOffset, 0);
+    store.ingest(rowsFor(0, 150, 7), position(150), ROLL, false);
+    store.openTransactions.set(42, 148);
+    store.ingest(rowsFor(150, 3, 7), position(153), ROLL, true);
+    store.setTopicId('AAAAAAAAAAAAAAAAAAAAAQ');
+    assert.equal(store.rowCount, 153);
+    store.close();
+
+    const reopened = PartitionStore.open(file, ID).store;
+    assert.deepEqual(reopened.checkpoint, {
+      topicId: 'AAAAAAAAAAAAAAAAAAAAAQ',
+      nextOffset: 153,
+      logStartOffset: 0,
+      lastStableOffset: 153,
+      highWatermark: 158,
+      firstDirty: 0,
+      cleanBytes: 0,
+      lastCleanMs: 0,
+    });
+    assert.equal(reopened.rowCount, 153);
+    assert.deepEqual([...reopened.openTransactions], [[42, 148]]);
+    assert.deepEqual(reopened.segments.map((s) => s.base), [0, 100]);
+    assert.equal(reopened.segments[1]!.bytes, 530);
+    const row = reopened.db.prepare('SELECT key, flags, ts, size, pid FROM records WHERE offset = 17').get() as Record<string, unknown>;
+    assert.deepEqual(row, { key: keyDigest(Buffer.from('key-3')), flags: 0, ts: 1017, size: 10, pid: null });
+    const distinct = reopened.db.prepare('SELECT COUNT(DISTINCT key) FROM records').pluck().get();
+    assert.equal(distinct, 7, 'every row got its own key bytes, not the last one bound');
+    reopened.close();
+  });
+
+  it('recreates a file that is not a database, belongs elsewhere or has another schema', () => {
+    const garbage = freshFile();
+    fs.writeFileSync(garbage, Buffer.alloc(8192, 0x5a));
+    const a = PartitionStore.open(garbage, ID);
+    assert.match(a.rebuiltBecause ?? '', /cannot open|quick_check|not a database/);
+    assert.equal(a.store.rowCount, 0);
+    a.store.ingest(rowsFor(0, 5, 5), position(5), ROLL, false);
+    a.store.close();
+
+    const other = PartitionStore.open(garbage, { topic: 'orders', partition: 4 });
+    assert.match(other.rebuiltBecause ?? '', /belongs to orders-3/);
+    other.store.close();
+
+    const old = freshFile();
+    PartitionStore.open(old, ID).store.close();
+    const db = new Database(old);
+    db.prepare('UPDATE checkpoint SET schema_version = 0').run();
+    db.close();
+    assert.match(PartitionStore.open(old, ID).rebuiltBecause ?? '', /schema version 0/);
+  });
+
+  it('detects a damaged page with quick_check and starts over', () => {
+    const file = freshFile();
+    const { store } = PartitionStore.open(file, ID);
+    store.ingest(rowsFor(0, 20_000, 1000, 100), position(20_000), { segmentBytes: 1e9, maxSegmentMs: 1e12 }, false);
+    store.db.pragma('wal_checkpoint(TRUNCATE)');
+    store.close();
+    const bytes = fs.readFileSync(file);
+    const pageSize = bytes.readUInt16BE(16);
+    for (let p = 3; p * pageSize < bytes.length; p += 5) bytes.fill(0xff, p * pageSize + 8, p * pageSize + 64);
+    fs.writeFileSync(file, bytes);
+    const { store: rebuilt, rebuiltBecause } = PartitionStore.open(file, ID);
+    assert.ok(rebuiltBecause, 'the damage was noticed');
+    assert.equal(rebuilt.rowCount, 0);
+    assert.equal(rebuilt.checkpoint.nextOffset, 0);
+    rebuilt.close();
+  });
+
+  it('drops what falls below a moved log start and keeps the segment it lands in', () => {
+    const { store } = PartitionStore.open(freshFile(), ID);
+    store.ingest(rowsFor(0, 300, 50), position(300), ROLL, false);
+    store.updateCheckpoint({ firstDirty: 100 });
+    assert.equal(store.dropBelow(0), false);
+    assert.equal(store.dropBelow(150), true, 'rows and the cleaned range changed');
+    assert.equal(store.rowCount, 150);
+    assert.deepEqual(store.segments.map((s) => s.base), [100, 200]);
+    assert.equal(store.checkpoint.logStartOffset, 150);
+    assert.equal(store.checkpoint.firstDirty, 150);
+    assert.equal(store.checkpoint.cleanBytes, 0);
+    assert.equal(store.db.prepare('SELECT MIN(offset) FROM records').pluck().get(), 150);
+    assert.equal(store.dropBelow(120), false, 'an older log start changes nothing');
+    store.close();
+  });
+
+  it('gives reaped pages back to the filesystem', () => {
+    const file = freshFile();
+    const { store } = PartitionStore.open(file, ID);
+    store.ingest(rowsFor(0, 50_000, 50_000, 500), position(50_000), { segmentBytes: 1e9, maxSegmentMs: 1e12 }, false);
+    store.db.pragma('wal_checkpoint(TRUNCATE)');
+    const before = fs.statSync(file).size;
+    store.dropBelow(49_000);
+    const after = fs.statSync(file).size;
+    assert.ok(after < before / 4, `file went from ${before} to ${after} bytes`);
+    store.close();
+  });
+});
+
+describe('index files', () => {
+  it('lays out one file per partition and finds them again, whatever the topic name', () => {
+    const root = fs.mkdtempSync(path.join(dir, 'data-'));
+    for (const [topic, partition] of [['a.b_c-d', 0], ['a.b_c-d', 12], ['weird/..name', 1], ['..', 2]] as const) {
+      const file = partitionIndexFile(root, topic, partition);
+      assert.ok(file.startsWith(path.join(root, 'index') + path.sep), file);
+      PartitionStore.open(file, { topic, partition }).store.close();
+    }
+    const found = listPartitionIndexes(root).map((p) => `${p.topic}/${p.partition}`).sort();
+    assert.deepEqual(found, ['../2', 'a.b_c-d/0', 'a.b_c-d/12', 'weird/..name/1']);
+  });
+});
