@@ -17,17 +17,17 @@
  * Kafka's log lives under $KCOMPACT_BENCH_TMPDIR (default /dev/shm when it exists) so disk
  * writeback, which is not the proxy's cost, stays out of the figures.
  */
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import kafkajs from 'kafkajs';
-import { binDir } from '../test/support/paths.js';
-import { freePortRun } from '../test/support/kcompact.js';
-import { makeTempDir, missingPeers, pollUntil, runProcess, startBackground, startKafka, tail, type BackgroundProcess } from '../test/support/index.js';
+import { missingPeers, startKafka } from '../test/support/index.js';
+import { profileReport } from './cpu-profile.js';
+import { kbench, kbenchMissing, type KbenchResult } from './kbench.js';
+import { cpuSeconds } from './proc-stats.js';
+import { startProxyProcess, type RunningProxyProcess } from './proxy-process.js';
+import { median, table } from './text-table.js';
 
 const THROUGHPUT_BUDGET = 0.85;
 const ADDED_P99_BUDGET_MS = 1;
@@ -65,19 +65,6 @@ const cfg = {
 type Path = 'direct' | 'proxy';
 type Mode = 'produce' | 'consume' | 'latency';
 
-interface KbenchResult {
-  mode: Mode;
-  records: number;
-  bytes: number;
-  seconds: number;
-  mbPerSec: number;
-  recordsPerSec: number;
-  latencyMs?: { p50: number; p90: number; p99: number; p999: number; max: number };
-  /** Produce and Fetch requests the client wrote. */
-  requests: { produce: number; fetch: number };
-  settings: Record<string, unknown>;
-}
-
 interface Run extends KbenchResult {
   round: number;
   path: Path;
@@ -86,19 +73,6 @@ interface Run extends KbenchResult {
 }
 
 const TOPICS = { produce: 'bench-produce', consume: 'bench-consume', latency: 'bench-latency' } as const;
-
-const kbenchBin = path.join(binDir, 'kbench');
-const cliPath = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../src/cli/main.js');
-
-async function kbench(mode: Mode, bootstrap: string, topic: string, flags: string[]): Promise<KbenchResult> {
-  const argv = [mode, '--brokers', bootstrap, '--topic', topic, ...flags];
-  const r = await runProcess(kbenchBin, argv, { timeoutMs: 300_000 });
-  const line = r.stdout.trimEnd().split('\n').pop() ?? '';
-  if (r.code !== 0 || !line.startsWith('{')) {
-    throw new Error(`kbench ${argv.join(' ')} exited ${r.code ?? r.signal}\nstdout: ${tail(r.stdout, 5)}\nstderr: ${tail(r.stderr)}`);
-  }
-  return JSON.parse(line) as KbenchResult;
-}
 
 function flagsFor(mode: Mode): string[] {
   switch (mode) {
@@ -109,66 +83,6 @@ function flagsFor(mode: Mode): string[] {
     case 'latency':
       return ['--rate', String(cfg.rate), '--duration', `${cfg.latencySeconds}s`];
   }
-}
-
-/** Clock ticks per second of /proc/<pid>/stat, or null where there is no /proc. */
-const clockTicks = (() => {
-  try {
-    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || null;
-  } catch {
-    return null;
-  }
-})();
-
-function cpuSeconds(pid: number): number | null {
-  if (!clockTicks) return null;
-  try {
-    // The command name (field 2) may hold spaces; count fields after its closing parenthesis.
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / clockTicks;
-  } catch {
-    return null;
-  }
-}
-
-function canConnect(port: number): Promise<true | undefined> {
-  return new Promise((resolve) => {
-    const s = net.connect({ host: '127.0.0.1', port });
-    s.once('connect', () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once('error', () => resolve(undefined));
-  });
-}
-
-interface RunningProxyProcess {
-  bootstrap: string;
-  proc: BackgroundProcess;
-  stderrTail(): string;
-  crashed(): string | undefined;
-}
-
-async function startProxyProcess(upstream: string, upstreamNodeId: number, cpuProfDir: string | undefined): Promise<RunningProxyProcess> {
-  const dir = makeTempDir('kcompact-bench-proxy-').path;
-  const port = await freePortRun(upstreamNodeId + 2);
-  const stderrFile = path.join(dir, 'stderr.log');
-  const nodeArgs = cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', cpuProfDir] : [];
-  const proc = startBackground(
-    process.execPath,
-    [...nodeArgs, cliPath, 'proxy', '--upstream', upstream, '--listen', `127.0.0.1:${port}`, '--broker-port-base', String(port + 1),
-      '--data-dir', path.join(dir, 'data'), '--log-level', 'warn'],
-    { stdoutFile: path.join(dir, 'stdout.log'), stderrFile },
-  );
-  const stderrTail = () => tail(fs.existsSync(stderrFile) ? fs.readFileSync(stderrFile, 'utf8') : '');
-  const crashed = () => {
-    const s = proc.exitStatus();
-    return s ? `proxy exited (code ${s.code}, signal ${s.signal}); stderr tail:\n${stderrTail()}` : undefined;
-  };
-  // The broker listener opens only after the proxy has learnt the upstream's brokers.
-  await pollUntil('proxy broker listener', 30_000, () => canConnect(port + 1 + upstreamNodeId), crashed);
-  return { bootstrap: `127.0.0.1:${port}`, proc, stderrTail, crashed };
 }
 
 async function createTopics(bootstrap: string): Promise<void> {
@@ -195,12 +109,6 @@ async function createTopics(bootstrap: string): Promise<void> {
     await admin.disconnect();
   }
 }
-
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
 
 interface Line {
   label: string;
@@ -258,11 +166,6 @@ function formatLine(l: Line): string[] {
   return [l.label, n(l.direct), n(l.proxy), ms(added), ms(l.paired), l.budget === null ? '' : `<= +${l.budget} ms`, verdict];
 }
 
-function table(rows: string[][]): string {
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return rows.map((r) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('   ').trimEnd()).join('\n');
-}
-
 function perRoundTable(runs: Run[]): string {
   const rows = [['round', 'path', 'produce MB/s', 'produce rec/s', 'consume MB/s', 'consume rec/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'proxy CPU s']];
   for (let round = 1; round <= cfg.rounds; round++) {
@@ -310,71 +213,9 @@ function proxyCost(runs: Run[]): string {
   return parts.map((p) => `  ${p}`).join('\n');
 }
 
-interface ProfileNode {
-  id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
-  children?: number[];
-}
-
-/**
- * Where the proxy's CPU went, from the .cpuprofile files node wrote into dir: self time by
- * function (mostly node's own socket and buffer code), and inclusive time of the project's own
- * functions, which names the caller behind that self time.
- */
-function profileReport(dir: string): string {
-  const self = new Map<string, number>();
-  const inclusive = new Map<string, number>();
-  let busy = 0;
-  let idle = 0;
-  const root = path.resolve(path.dirname(cliPath), '../../..') + '/';
-  const label = (f: ProfileNode['callFrame']) => {
-    const where = f.url.replace(/^file:\/\//, '').replace(root, '');
-    return `${f.functionName || '(anonymous)'}${where ? ` ${where}:${f.lineNumber + 1}` : ''}`;
-  };
-  for (const file of fs.readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'))) {
-    const prof = JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8')) as { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] };
-    const nodes = new Map(prof.nodes.map((n) => [n.id, n]));
-    const parent = new Map<number, number>();
-    for (const n of prof.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
-    prof.samples.forEach((id, i) => {
-      const us = prof.timeDeltas[i] ?? 0;
-      const frame = nodes.get(id)!.callFrame;
-      if (frame.functionName === '(idle)') {
-        idle += us;
-        return;
-      }
-      busy += us;
-      self.set(label(frame), (self.get(label(frame)) ?? 0) + us);
-      const seen = new Set<string>();
-      for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
-        const f = nodes.get(at)!.callFrame;
-        if (!f.url.includes('/dist/src/')) continue;
-        const key = label(f);
-        if (seen.has(key)) continue;
-        seen.add(key);
-        inclusive.set(key, (inclusive.get(key) ?? 0) + us);
-      }
-    });
-  }
-  if (busy + idle === 0) return `no CPU profile found in ${dir}`;
-  const top = (m: Map<string, number>, n: number) =>
-    [...m.entries()]
-      .sort((a, b) => b[1] - a[1])
-      .slice(0, n)
-      .map(([k, us]) => `  ${`${((100 * us) / busy).toFixed(1)}%`.padStart(6)}  ${`${(us / 1e6).toFixed(2)} s`.padStart(8)}  ${k}`)
-      .join('\n');
-  return [
-    `proxy CPU profile (${dir}): busy ${(busy / 1e6).toFixed(1)} s, idle ${(idle / 1e6).toFixed(1)} s; shares of busy time`,
-    'self time by function:',
-    top(self, 20),
-    "inclusive time of the project's functions:",
-    top(inclusive, 15),
-  ].join('\n');
-}
-
 async function main(): Promise<void> {
   const missing: string[] = missingPeers().filter((m) => m === 'Kafka jars' || m === 'java');
-  if (!fs.existsSync(kbenchBin)) missing.push('kbench');
+  if (kbenchMissing()) missing.push('kbench');
   if (missing.length) throw new Error(`test peers missing (${missing.join(', ')}): run bash test/peers/install.sh`);
   const tmp = process.env.KCOMPACT_BENCH_TMPDIR ?? (fs.existsSync('/dev/shm') ? '/dev/shm' : undefined);
   // startKafka and makeTempDir place their dirs under os.tmpdir(), which follows TMPDIR.
@@ -388,7 +229,7 @@ async function main(): Promise<void> {
   let proxy: RunningProxyProcess | undefined;
   const runs: Run[] = [];
   try {
-    proxy = await startProxyProcess(kafka.bootstrap, 1, cpuProfDir);
+    proxy = await startProxyProcess(kafka.bootstrap, 1, { cpuProfDir });
     log(`Kafka at ${kafka.bootstrap}, proxy at ${proxy.bootstrap} (pid ${proxy.proc.pid})`);
     await createTopics(kafka.bootstrap);
     log(`filling ${TOPICS.consume} with ${cfg.consumeRecords} records of ${cfg.valueSize} bytes`);
@@ -411,7 +252,7 @@ async function main(): Promise<void> {
     }
   } finally {
     // SIGTERM lets the proxy exit on its own, which is when node writes the CPU profile.
-    await proxy?.proc.stop(15_000);
+    await proxy?.stop();
     await kafka.stop();
   }
 

@@ -14,6 +14,7 @@
 import type { Logger } from '../../ops/log.js';
 import type { TopicPolicy } from '../policy.js';
 import type { PartitionStore } from '../index/partition-store.js';
+import type { Segment } from '../index/segment-roller.js';
 import type { StoreRegistry } from '../index/store-registry.js';
 import { Wakeup } from '../worker/wakeup.js';
 import { cleanableRange, needsCleaning, type CleanableRange } from './cleanable-range.js';
@@ -69,6 +70,28 @@ function idOf(store: PartitionStore): string {
   return `${store.id.topic}-${store.id.partition}`;
 }
 
+/**
+ * Most dirty offsets one pass takes. Kafka's dedupe buffer bounds a pass the same way (its map
+ * holds ~5M keys by default; a pass that fills it ends there and the next one goes on), and it
+ * keeps the worker answering, since a pass is one SQLite transaction (~2 s per million records).
+ */
+export const MAX_DIRTY_OFFSETS_PER_PASS = 2_000_000;
+
+/** Where a pass ends: the cleanable end, or the last segment boundary within the pass limit. */
+export function cleanEnd(segments: readonly Segment[], range: CleanableRange): number {
+  const full = Math.max(range.firstDirty, range.firstUncleanable);
+  const limit = range.firstDirty + MAX_DIRTY_OFFSETS_PER_PASS;
+  if (full <= limit) return full;
+  let end = full;
+  for (const s of segments) {
+    if (s.base <= range.firstDirty) continue;
+    if (s.base > limit && end !== full) break;
+    end = s.base;
+    if (s.base > limit) break;
+  }
+  return Math.min(end, full);
+}
+
 /** Lets the indexer's fetch answers through between two partitions' cleans. */
 const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -120,9 +143,13 @@ export class Cleaner {
         const policy = policies.get(store.id.topic);
         if (!policy || !store.db.open || (topic !== undefined && store.id.topic !== topic)) continue;
         this.uncleanable.delete(idOf(store));
-        const range = cleanableRange(store.segments, { ...store.checkpoint }, policy, this.now());
-        this.cleanOne(store, range, policy, report);
-        await yieldToLoop();
+        // A pass may stop short of the cleanable end (cleanEnd); on demand, go all the way.
+        for (;;) {
+          const range = cleanableRange(store.segments, { ...store.checkpoint }, policy, this.now());
+          const end = this.cleanOne(store, range, policy, report);
+          await yieldToLoop();
+          if (end === undefined || end >= range.firstUncleanable || !store.db.open) break;
+        }
       }
       await this.applyRetention(report, topic);
       return report;
@@ -184,10 +211,11 @@ export class Cleaner {
     return best;
   }
 
-  private cleanOne(store: PartitionStore, range: CleanableRange, policy: TopicPolicy, report: CleanReport): void {
+  /** Cleans one pass; returns where it ended, or undefined when it failed. */
+  private cleanOne(store: PartitionStore, range: CleanableRange, policy: TopicPolicy, report: CleanReport): number | undefined {
     const { topic, partition } = store.id;
     try {
-      const end = Math.max(range.firstDirty, range.firstUncleanable);
+      const end = cleanEnd(store.segments, range);
       const outcome = cleanPartition(store, range.firstDirty, end, this.now(), policy.deleteRetentionMs);
       this.stats.cleansTotal++;
       this.stats.reapedTotal += outcome.removed;
@@ -195,6 +223,7 @@ export class Cleaner {
       report.cleaned.push({ topic, partition, dirtyRatio: range.dirtyRatio, ...outcome });
       this.deps.log.debug('cleaned partition', { topic, partition, ...outcome });
       this.deps.registry.publish(store);
+      return end;
     } catch (err) {
       const code = (err as { code?: string }).code;
       report.failed.push({ topic, partition, error: (err as Error).message });
@@ -204,6 +233,7 @@ export class Cleaner {
         this.uncleanable.set(idOf(store), { topic, partition });
         this.deps.log.error('cleaning failed; partition marked uncleanable', { topic, partition, err });
       }
+      return undefined;
     }
   }
 

@@ -19,6 +19,7 @@ import { rollPolicy, type RollPolicy } from '../index/segment-roller.js';
 import type { StoreRegistry } from '../index/store-registry.js';
 import { Wakeup } from '../worker/wakeup.js';
 import { collectRows, type AbortedTransaction } from './fetched-rows.js';
+import { deleteRecordsBefore, logBounds } from './partition-requests.js';
 import type { UpstreamCluster } from './upstream-cluster.js';
 
 /** Kafka error codes the indexer reacts to. */
@@ -51,8 +52,6 @@ const LEADERSHIP_ERRORS = new Set<number>([
 const READ_COMMITTED = 1;
 /** Fetch v13 names topics by id only. */
 const FETCH_TOPIC_IDS_VERSION = 13;
-const EARLIEST_TIMESTAMP = -2n;
-const LATEST_TIMESTAMP = -1n;
 
 export interface IndexerOptions {
   /** Long-poll wait of each fetch (default 500 ms; also how soon a new partition joins a loop). */
@@ -69,11 +68,8 @@ export interface IndexerOptions {
 export interface TailStatus {
   topic: string;
   partition: number;
+  /** The broker fetched from; -1 while unknown. */
   leader: number;
-  nextOffset: number;
-  highWatermark: number;
-  lastStableOffset: number;
-  logStartOffset: number;
   lastError?: string;
 }
 
@@ -166,21 +162,15 @@ export class Indexer {
   }
 
   status(): TailStatus[] {
-    return [...this.tails.values()].map((t) => {
-      const cp = this.storeOf(t).checkpoint;
-      return {
-        topic: t.topic,
-        partition: t.partition,
-        leader: t.leader,
-        nextOffset: cp.nextOffset,
-        highWatermark: cp.highWatermark,
-        lastStableOffset: cp.lastStableOffset,
-        logStartOffset: cp.logStartOffset,
-        ...(t.lastError ? { lastError: t.lastError } : {}),
-      };
-    });
+    return [...this.tails.values()].map((t) => ({
+      topic: t.topic,
+      partition: t.partition,
+      leader: t.leader,
+      ...(t.lastError ? { lastError: t.lastError } : {}),
+    }));
   }
 
+  /** Stops the loops; close the cluster too so that requests in flight end at once. */
   async close(): Promise<void> {
     this.running = false;
     this.metadataWake.wakeUp();
@@ -213,6 +203,7 @@ export class Indexer {
           if (failures > 0) this.log.info('upstream metadata reachable again', { after: failures });
           failures = 0;
         } catch (err) {
+          if (!this.running) return;
           failures++;
           wait = Math.min(this.opts.maxBackoffMs, 200 * 2 ** Math.min(failures, 10));
           this.log.warn('upstream metadata failed', { err, attempt: failures, retryInMs: wait });
@@ -311,6 +302,7 @@ export class Indexer {
         if (failures > 0) this.log.info('upstream broker reachable again', { nodeId, after: failures });
         failures = 0;
       } catch (err) {
+        if (!this.running) return;
         failures++;
         const wait = Math.min(this.opts.maxBackoffMs, 100 * 2 ** Math.min(failures, 10));
         for (const t of order) t.lastError = message(err);
@@ -327,6 +319,7 @@ export class Indexer {
   }
 
   private backoff(ms: number): Promise<void> {
+    if (!this.running) return Promise.resolve();
     return new Promise((resolve) => {
       const stop = () => {
         clearTimeout(timer);
@@ -378,12 +371,13 @@ export class Indexer {
       rackId: '',
     });
     if (body.errorCode) throw new Error(`upstream fetch failed with error ${body.errorCode}`);
+    const asked = new Set(order);
     for (const r of body.responses) {
       const topic = version >= FETCH_TOPIC_IDS_VERSION ? topicOfId.get(r.topicId ?? '') : r.topic;
       if (topic === undefined) continue;
       for (const p of r.partitions) {
         const tail = this.tails.get(tailKey(topic, p.partitionIndex));
-        if (tail && order.includes(tail)) await this.handlePartition(tail, p, nodeId, rows);
+        if (tail && asked.has(tail)) await this.handlePartition(tail, p, nodeId, rows);
       }
     }
   }
@@ -452,7 +446,7 @@ export class Indexer {
 
   /** The fetch offset is outside the upstream log: moved log start, or an index ahead of it. */
   private async outOfRange(tail: Tail, nodeId: number): Promise<void> {
-    const [earliest, latest] = await this.listOffsets(tail, nodeId);
+    const [earliest, latest] = await logBounds(await this.cluster.broker(nodeId), tail.topic, tail.partition);
     if (this.tails.get(tailKey(tail.topic, tail.partition)) !== tail) return;
     const store = this.storeOf(tail);
     const next = store.checkpoint.nextOffset;
@@ -473,13 +467,7 @@ export class Indexer {
     const tail = this.tails.get(tailKey(topic, partition));
     try {
       if (!tail || tail.leader < 0) throw new Error('no known leader');
-      const client = await this.cluster.broker(tail.leader);
-      const body = await client.request(ApiKey.DeleteRecords, client.version(ApiKey.DeleteRecords), {
-        topics: [{ name: topic, partitions: [{ partitionIndex: partition, offset }] }],
-        timeoutMs: 30_000,
-      });
-      const errorCode = body.topics?.[0]?.partitions?.[0]?.errorCode ?? -1;
-      if (errorCode !== 0) throw new Error(`DeleteRecords failed with error ${errorCode}`);
+      await deleteRecordsBefore(await this.cluster.broker(tail.leader), topic, partition, offset);
       return true;
     } catch (err) {
       const key = tailKey(topic, partition);
@@ -489,22 +477,5 @@ export class Indexer {
       }
       return false;
     }
-  }
-
-  private async listOffsets(tail: Tail, nodeId: number): Promise<[number, number]> {
-    const client = await this.cluster.broker(nodeId);
-    const version = client.version(ApiKey.ListOffsets);
-    const ask = async (timestamp: bigint): Promise<number> => {
-      const body = await client.request(ApiKey.ListOffsets, version, {
-        replicaId: -1,
-        isolationLevel: 0,
-        topics: [{ name: tail.topic, partitions: [{ partitionIndex: tail.partition, currentLeaderEpoch: -1, timestamp }] }],
-        timeoutMs: 30_000,
-      });
-      const p = body.topics?.[0]?.partitions?.[0];
-      if (!p || p.errorCode !== 0) throw new Error(`ListOffsets for ${tail.topic}-${tail.partition} failed with error ${p?.errorCode ?? 'none'}`);
-      return Number(p.offset);
-    };
-    return [await ask(EARLIEST_TIMESTAMP), await ask(LATEST_TIMESTAMP)];
   }
 }

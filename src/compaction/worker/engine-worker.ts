@@ -55,9 +55,10 @@ async function reply(id: number, work: () => unknown): Promise<void> {
 }
 
 async function shutdown(): Promise<void> {
-  await indexer.close();
-  await cleaner.close();
+  const indexerDone = indexer.close();
   cluster.close();
+  await indexerDone;
+  await cleaner.close();
   registry.closeAll();
   port.off('message', onMessage);
 }

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { cleanableRange, needsCleaning } from '../../../../src/compaction/cleaner/cleanable-range.js';
 import { retentionStart } from '../../../../src/compaction/cleaner/retention.js';
+import { cleanEnd, MAX_DIRTY_OFFSETS_PER_PASS } from '../../../../src/compaction/cleaner/cleaner.js';
 import type { Segment } from '../../../../src/compaction/index/segment-roller.js';
 import { DEFAULT_POLICY } from './default-policy.js';
 
@@ -92,5 +93,25 @@ describe('retentionStart', () => {
     const empty: Segment[] = [{ base: 0, rollingTimestamp: 1, maxTimestamp: 1, bytes: 0 }];
     const r = retentionStart({ segments: empty, sizeOf: () => 0, totalBytes: 0, endOffset: 0, highWatermark: 0, now: 1e9 }, { ...POLICY, retentionMs: 1 });
     assert.equal(r, undefined);
+  });
+});
+
+describe('cleanEnd', () => {
+  const M = MAX_DIRTY_OFFSETS_PER_PASS;
+  const at = (...bases: number[]): Segment[] => bases.map((base) => ({ base, rollingTimestamp: 1, maxTimestamp: 1, bytes: 1 }));
+  const range = (firstDirty: number, firstUncleanable: number) => ({ firstDirty, firstUncleanable, cleanBytes: 0, cleanableBytes: 1, dirtyRatio: 1, compactionDelayMs: 0 });
+
+  it('takes the whole cleanable range when it is within one pass', () => {
+    assert.equal(cleanEnd(at(0, 10, M), range(0, M)), M);
+    assert.equal(cleanEnd(at(0), range(5, 5)), 5);
+  });
+
+  it('stops a long range at the last segment boundary within the pass', () => {
+    assert.equal(cleanEnd(at(0, M / 2, M - 1, M + 5, 3 * M), range(0, 3 * M)), M - 1);
+    assert.equal(cleanEnd(at(0, M / 2, M - 1, M + 5, 3 * M), range(M - 1, 3 * M)), M + 5);
+  });
+
+  it('still moves on when one segment is longer than a pass', () => {
+    assert.equal(cleanEnd(at(0, 5 * M, 9 * M), range(0, 9 * M)), 5 * M);
   });
 });

@@ -5,21 +5,37 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// consume reads --count records from the start of a topic, without a group, as fast as the
-// client allows. Fetch sizes stay at kgo's defaults, which equal Java's (fetch.max.bytes 50 MiB,
-// max.partition.fetch.bytes 1 MiB). The clock includes the client's connect and first metadata,
-// a few milliseconds against a run of seconds.
+// consume reads a topic from its start, without a group, as fast as the client allows: --count
+// records; or, with --to-end, every partition up to the end offsets listed when it starts; or,
+// with --duration, for that long, starting over from the log start each time it has reached
+// those ends (the background reader of the compaction bench; SIGTERM or SIGINT ends it early
+// and it still reports). Fetch sizes stay at kgo's defaults, which equal Java's
+// (fetch.max.bytes 50 MiB, max.partition.fetch.bytes 1 MiB). The clock includes the client's
+// connect and first metadata, a few milliseconds against a run of seconds.
+//
+// --to-end and --duration know a partition has reached its end when they see the record just
+// below the end offset. The last record of a log always survives compaction (it is the latest
+// of its key), unless it is a tombstone or a transaction marker, which the bench never ends on.
 func consume(args []string) result {
 	fs := flag.NewFlagSet("consume", flag.ExitOnError)
 	c := commonFlags(fs)
 	count := fs.Int("count", 1000000, "records to read")
+	toEnd := fs.Bool("to-end", false, "read every partition to its end offset at the start, instead of --count records")
+	duration := fs.Duration("duration", 0, "read for this long, starting over at the end, instead of --count records")
 	fs.Parse(args)
 	c.check("consume")
+	if *toEnd && *duration > 0 {
+		fmt.Fprintln(os.Stderr, "consume: --to-end and --duration exclude each other")
+		os.Exit(2)
+	}
 	r := result{Topic: c.topic, Settings: map[string]any{"client": "franz-go", "fetchMaxBytes": 50 << 20, "fetchMaxPartitionBytes": 1 << 20}}
 
 	var counter requestCounter
@@ -31,16 +47,44 @@ func consume(args []string) result {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
+	stop, unhook := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer unhook()
 
 	start := time.Now()
-	for r.Records < *count {
-		fetches := cl.PollFetches(ctx)
+	var ends *passTracker
+	if *toEnd || *duration > 0 {
+		if ends, err = newPassTracker(ctx, cl, c.topic); err != nil {
+			r.Errors = []string{err.Error()}
+			return r
+		}
+	}
+	if *duration > 0 {
+		var endRun context.CancelFunc
+		stop, endRun = context.WithTimeout(stop, *duration)
+		defer endRun()
+	}
+	passes := 0
+	for {
+		if ends == nil && r.Records >= *count {
+			break
+		}
+		if ends != nil && ends.done() {
+			passes++
+			if *toEnd {
+				break
+			}
+			ends.restart(cl)
+		}
+		fetches := cl.PollFetches(stop)
 		if ctx.Err() != nil {
-			r.Errors = append(r.Errors, fmt.Sprintf("read %d of %d records before the deadline", r.Records, *count))
+			r.Errors = append(r.Errors, fmt.Sprintf("read %d records, short of the end, before the deadline", r.Records))
+			break
+		}
+		if stop.Err() != nil {
 			break
 		}
 		fetches.EachError(func(t string, p int32, err error) {
-			if !errors.Is(err, context.DeadlineExceeded) {
+			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 				r.Errors = append(r.Errors, fmt.Sprintf("%s-%d: %v", t, p, err))
 			}
 		})
@@ -50,9 +94,15 @@ func consume(args []string) result {
 		fetches.EachRecord(func(rec *kgo.Record) {
 			r.Records++
 			r.Bytes += int64(len(rec.Key) + len(rec.Value))
+			if ends != nil {
+				ends.saw(rec.Partition, rec.Offset)
+			}
 		})
 	}
 	r.Seconds = time.Since(start).Seconds()
-	r.Requests = counter.report()
+	counter.fill(&r)
+	if ends != nil {
+		r.Settings["passes"] = passes
+	}
 	return r
 }

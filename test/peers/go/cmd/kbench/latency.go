@@ -34,8 +34,8 @@ func latency(args []string) result {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
-	keys, value := payload(p.keys, p.valueSize)
-	if err := warmUp(ctx, cl, keys[0], value); err != nil {
+	keys, value := p.keySource(), payload(p.valueSize)
+	if err := warmUp(ctx, cl, keys.first(), value); err != nil {
 		r.Errors = []string{"warm-up record: " + err.Error()}
 		return r
 	}
@@ -50,7 +50,7 @@ func latency(args []string) result {
 	for i := 0; i < total; {
 		due := min(int(time.Since(start)/interval)+1, total)
 		for ; i < due; i++ {
-			n, key := i, keys[i%len(keys)]
+			n, key := i, keys.key(i)
 			intended := start.Add(time.Duration(i) * interval)
 			cl.Produce(ctx, &kgo.Record{Key: key, Value: value}, func(_ *kgo.Record, err error) {
 				lat[n] = time.Since(intended)
@@ -70,6 +70,6 @@ func latency(args []string) result {
 	r.Records = total
 	r.LatencyMs = summarize(lat[min(int(warmup.Seconds()*float64(*rate)), total):])
 	r.Errors = errs.list()
-	r.Requests = counter.report()
+	counter.fill(&r)
 	return r
 }

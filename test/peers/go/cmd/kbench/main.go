@@ -1,13 +1,13 @@
-// Command kbench is the load generator of `make bench` (bench/proxy-throughput.ts): a fast
-// franz-go client, so the client is not what limits the figures, run once per round against an
-// upstream directly or through the proxy. Each run prints one JSON line on stdout:
+// Command kbench is the load generator of `make bench` (bench/proxy-throughput.ts) and
+// `make bench-compaction` (bench/compaction.ts): a fast franz-go client, so the client is not
+// what limits the figures, run once per round against an upstream directly or through the proxy. Each run prints one JSON line on stdout:
 //
-//	{"mode","topic","records","bytes","seconds","mbPerSec","recordsPerSec","latencyMs"?,"requests","settings","errors"}
+//	{"mode","topic","records","bytes","seconds","mbPerSec","recordsPerSec","latencyMs"?,"requests","batches","settings","errors"}
 //
 // where bytes counts key plus value bytes, MB is 10^6 bytes, latencyMs holds p50, p90, p99,
 // p999 and max of the per-record produce acknowledgement latency, and requests counts the
-// Produce and Fetch requests the client wrote (warm-up included). It exits 1 when errors is not
-// empty.
+// Produce and Fetch requests the client wrote (warm-up included), batches the record batches it
+// produced or fetched. It exits 1 when errors is not empty.
 package main
 
 import (
@@ -34,6 +34,7 @@ type result struct {
 	RecordsPerSec float64          `json:"recordsPerSec"`
 	LatencyMs     *percentiles     `json:"latencyMs,omitempty"`
 	Requests      map[string]int64 `json:"requests"`
+	Batches       int64            `json:"batches"`
 	Settings      map[string]any   `json:"settings"`
 	Errors        []string         `json:"errors"`
 }

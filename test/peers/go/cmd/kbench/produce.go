@@ -29,8 +29,8 @@ func produce(args []string) result {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
-	keys, value := payload(p.keys, p.valueSize)
-	if err := warmUp(ctx, cl, keys[0], value); err != nil {
+	keys, value := p.keySource(), payload(p.valueSize)
+	if err := warmUp(ctx, cl, keys.first(), value); err != nil {
 		r.Errors = []string{"warm-up record: " + err.Error()}
 		return r
 	}
@@ -41,7 +41,7 @@ func produce(args []string) result {
 	wg.Add(*count)
 	start := time.Now()
 	for i := range *count {
-		key := keys[i%len(keys)]
+		key := keys.key(i)
 		sent := time.Now()
 		cl.Produce(ctx, &kgo.Record{Key: key, Value: value}, func(_ *kgo.Record, err error) {
 			lat[i] = time.Since(sent)
@@ -57,6 +57,6 @@ func produce(args []string) result {
 	r.Records = *count
 	r.LatencyMs = summarize(lat)
 	r.Errors = errs.list()
-	r.Requests = counter.report()
+	counter.fill(&r)
 	return r
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
+	"os"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -18,6 +20,9 @@ type producerSettings struct {
 	batchBytes int
 	idempotent bool
 	keys       int
+	keyBase    int
+	keyOrder   string
+	seed       uint64
 	valueSize  int
 }
 
@@ -26,9 +31,21 @@ func producerFlags(fs *flag.FlagSet, linger time.Duration, valueSize int) *produ
 	fs.DurationVar(&p.linger, "linger", linger, "producer linger (Java's linger.ms)")
 	fs.IntVar(&p.batchBytes, "batch-bytes", 1<<20, "largest record batch (Java's batch.size)")
 	fs.BoolVar(&p.idempotent, "idempotent", true, "idempotent producer (Java's enable.idempotence)")
-	fs.IntVar(&p.keys, "keys", 100000, "distinct keys, cycled")
+	fs.IntVar(&p.keys, "keys", 100000, "distinct keys")
+	fs.IntVar(&p.keyBase, "key-base", 0, "number of the first key (keys are key-<base> to key-<base+keys-1>)")
+	fs.StringVar(&p.keyOrder, "key-order", "cycle", "cycle: every key in turn; random: uniformly at random (seeded)")
+	fs.Uint64Var(&p.seed, "seed", 1, "seed of --key-order random")
 	fs.IntVar(&p.valueSize, "value-size", valueSize, "value bytes")
 	return p
+}
+
+// keySource checks the key flags; main has parsed them by now.
+func (p *producerSettings) keySource() *keySource {
+	if p.keyOrder != "cycle" && p.keyOrder != "random" {
+		fmt.Fprintf(os.Stderr, "--key-order must be cycle or random, got %q\n", p.keyOrder)
+		os.Exit(2)
+	}
+	return newKeySource(p.keys, p.keyBase, p.keyOrder == "random", p.seed)
 }
 
 func (p *producerSettings) options(c *common, counter *requestCounter) []kgo.Opt {
@@ -47,7 +64,7 @@ func (p *producerSettings) options(c *common, counter *requestCounter) []kgo.Opt
 
 func (p *producerSettings) describe() map[string]any {
 	return map[string]any{"client": "franz-go", "acks": "all", "idempotent": p.idempotent, "compression": "none",
-		"lingerMs": float64(p.linger) / 1e6, "batchBytes": p.batchBytes, "keys": p.keys, "valueSize": p.valueSize}
+		"lingerMs": float64(p.linger) / 1e6, "batchBytes": p.batchBytes, "keys": p.keys, "keyBase": p.keyBase, "keyOrder": p.keyOrder, "seed": p.seed, "valueSize": p.valueSize}
 }
 
 // warmUp sends one record and waits for it, so connections, metadata and the producer id are in

@@ -8,9 +8,12 @@ import (
 )
 
 // requestCounter counts the Produce and Fetch requests a client writes, so a run shows how many
-// records each request carried: the proxy's cost is per request far more than per byte.
+// records each request carried: the proxy's cost is per request far more than per byte. It also
+// counts the record batches produced or fetched, which shows how a log was batched (and, through
+// the compaction proxy, how many batches a compacted read still returns).
 type requestCounter struct {
 	produce, fetch atomic.Int64
+	batches        atomic.Int64
 }
 
 func (c *requestCounter) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
@@ -25,6 +28,16 @@ func (c *requestCounter) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _
 	}
 }
 
-func (c *requestCounter) report() map[string]int64 {
-	return map[string]int64{"produce": c.produce.Load(), "fetch": c.fetch.Load()}
+func (c *requestCounter) OnProduceBatchWritten(kgo.BrokerMetadata, string, int32, kgo.ProduceBatchMetrics) {
+	c.batches.Add(1)
+}
+
+func (c *requestCounter) OnFetchBatchRead(kgo.BrokerMetadata, string, int32, kgo.FetchBatchMetrics) {
+	c.batches.Add(1)
+}
+
+// fill puts the counts into a run's result.
+func (c *requestCounter) fill(r *result) {
+	r.Requests = map[string]int64{"produce": c.produce.Load(), "fetch": c.fetch.Load()}
+	r.Batches = c.batches.Load()
 }

@@ -1,0 +1,164 @@
+/**
+ * Budget (a) of the compaction benchmark: the key index keeps up with at least 200k records/s
+ * on one core while the proxy serves traffic. Records are produced straight to the upstream
+ * into a topic made compacted through the proxy, while a consumer reads another topic through
+ * the proxy over and over; meanwhile the engine's indexed offset (GET /status) and the CPU time
+ * of each of the proxy's threads are sampled. The engine is a worker thread: the busiest thread
+ * besides the main one is it, so its CPU time is what indexing cost on one core.
+ */
+import type { RunningProxyProcess } from './proxy-process.js';
+import { createTopics } from './bench-topics.js';
+import { engineStatus, indexBytes, partitionsOf } from './engine-client.js';
+import { kbench, startKbench, type KbenchResult } from './kbench.js';
+import { threadCpuSeconds } from './proc-stats.js';
+
+export interface IngestConfig {
+  records: number;
+  keys: number;
+  partitions: number;
+  valueSize: number;
+  /** Records of 1 KiB in the topic the background consumer reads through the proxy. */
+  trafficRecords: number;
+}
+
+export interface IngestResult {
+  config: IngestConfig;
+  produce: KbenchResult;
+  traffic: KbenchResult;
+  /** Records the engine indexed while sampled. */
+  indexed: number;
+  seconds: number;
+  /** Indexed records per second over the whole run, from first to last record indexed. */
+  recordsPerSec: number;
+  /** Indexed records per second over the stretches where the index was behind the upstream. */
+  behindRecordsPerSec: number | null;
+  behindSeconds: number;
+  /** Largest backlog seen (upstream high watermark minus indexed offset, summed over partitions). */
+  maxLag: number;
+  /** CPU seconds of the busiest non-main thread (the compaction worker), the main thread, all. */
+  workerCpuSeconds: number | null;
+  mainCpuSeconds: number | null;
+  processCpuSeconds: number | null;
+  indexBytes: number;
+}
+
+interface Sample {
+  at: number;
+  next: number;
+  highWatermark: number;
+  threads: Map<number, number>;
+}
+
+const SAMPLE_MS = 100;
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Samples the topic's indexing progress and the proxy's per-thread CPU until stopped. */
+function sampleIngest(proxy: RunningProxyProcess, topic: string): { samples: Sample[]; stop(): Promise<void> } {
+  const samples: Sample[] = [];
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const started = performance.now();
+      const partitions = partitionsOf(await engineStatus(proxy.management), topic);
+      samples.push({
+        at: performance.now(),
+        next: partitions.reduce((n, p) => n + p.nextOffset, 0),
+        highWatermark: partitions.reduce((n, p) => n + p.highWatermark, 0),
+        threads: threadCpuSeconds(proxy.proc.pid),
+      });
+      await sleep(Math.max(0, SAMPLE_MS - (performance.now() - started)));
+    }
+  })();
+  return {
+    samples,
+    async stop() {
+      running = false;
+      await loop;
+    },
+  };
+}
+
+function cpuDeltas(first: Sample, last: Sample, mainTid: number): Pick<IngestResult, 'workerCpuSeconds' | 'mainCpuSeconds' | 'processCpuSeconds'> {
+  if (last.threads.size === 0) return { workerCpuSeconds: null, mainCpuSeconds: null, processCpuSeconds: null };
+  let worker = 0;
+  let total = 0;
+  for (const [tid, s] of last.threads) {
+    const d = s - (first.threads.get(tid) ?? 0);
+    total += d;
+    if (tid !== mainTid) worker = Math.max(worker, d);
+  }
+  const main = (last.threads.get(mainTid) ?? 0) - (first.threads.get(mainTid) ?? 0);
+  return { workerCpuSeconds: worker, mainCpuSeconds: main, processCpuSeconds: total };
+}
+
+export async function measureIngest(upstream: string, proxy: RunningProxyProcess, cfg: IngestConfig, log: (s: string) => void): Promise<IngestResult> {
+  const topic = 'ingest-compacted';
+  const trafficTopic = 'ingest-traffic';
+  await createTopics(proxy.bootstrap, [
+    { topic, partitions: cfg.partitions, configs: { 'cleanup.policy': 'compact' } },
+    { topic: trafficTopic, partitions: 2 },
+  ]);
+  log(`(a) filling ${trafficTopic} with ${cfg.trafficRecords} records of 1 KiB for the background consumer`);
+  await kbench('produce', upstream, trafficTopic, ['--count', String(cfg.trafficRecords), '--value-size', '1024']);
+
+  const traffic = startKbench('consume', proxy.bootstrap, trafficTopic, ['--duration', '60m', '--timeout', '61m']);
+  const sampler = sampleIngest(proxy, topic);
+  let produce: KbenchResult;
+  let trafficResult: KbenchResult;
+  try {
+    // The consumer is reading through the proxy before the first record arrives.
+    await sleep(1000);
+    log(`(a) producing ${cfg.records} records (${cfg.valueSize} B values, ${cfg.keys} random keys) straight to the upstream`);
+    produce = await kbench('produce', upstream, topic, [
+      '--count', String(cfg.records), '--keys', String(cfg.keys), '--key-order', 'random', '--value-size', String(cfg.valueSize),
+    ], 600_000);
+    const total = cfg.records + 1; // kbench's warm-up record
+    const deadline = Date.now() + 600_000;
+    while ((sampler.samples.at(-1)?.next ?? 0) < total) {
+      const why = proxy.crashed();
+      if (why) throw new Error(why);
+      if (Date.now() > deadline) throw new Error(`(a) the index reached ${sampler.samples.at(-1)?.next} of ${total} records in 10 minutes`);
+      await sleep(SAMPLE_MS);
+    }
+  } finally {
+    await sampler.stop();
+    trafficResult = await traffic.finish();
+  }
+
+  const samples = sampler.samples;
+  // From the last sample before indexing began to the first that saw all of it.
+  const begin = Math.max(0, samples.findIndex((s) => s.next > 0) - 1);
+  const end = samples.findIndex((s) => s.next >= cfg.records + 1);
+  const first = samples[begin]!;
+  const last = samples[end]!;
+  let behindRecords = 0;
+  let behindMs = 0;
+  let maxLag = 0;
+  for (let i = begin; i < end; i++) {
+    const a = samples[i]!;
+    const b = samples[i + 1]!;
+    maxLag = Math.max(maxLag, a.highWatermark - a.next);
+    if (a.highWatermark - a.next > 0) {
+      behindRecords += b.next - a.next;
+      behindMs += b.at - a.at;
+    }
+  }
+  const seconds = (last.at - first.at) / 1000;
+  const indexed = last.next - first.next;
+  return {
+    config: cfg,
+    produce: produce!,
+    traffic: trafficResult,
+    indexed,
+    seconds,
+    recordsPerSec: indexed / seconds,
+    behindRecordsPerSec: behindMs > 0 ? behindRecords / (behindMs / 1000) : null,
+    behindSeconds: behindMs / 1000,
+    maxLag,
+    ...cpuDeltas(first, last, proxy.proc.pid),
+    indexBytes: indexBytes(proxy.dataDir, topic),
+  };
+}
