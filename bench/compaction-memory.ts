@@ -27,6 +27,7 @@ export interface MemoryStep {
   /** Records in the log (keys, kbench warm-up records, roll records). */
   records: number;
   produce: KbenchResult;
+  /** From the start of the step's produce until the index held all of it. */
   indexSeconds: number;
   cleanSeconds: number;
   indexed: Memory;
@@ -76,24 +77,29 @@ export async function measureMemory(upstream: string, proxy: RunningProxyProcess
   const baseline = rssOf(proxy);
   const steps: MemoryStep[] = [];
   let keys = 0;
+  let end = 0;
   for (const target of cfg.steps) {
     const n = target - keys;
     const [step, sampledPeakRss] = await withPeakRss(proxy, async () => {
       log(`(c) producing keys ${keys} to ${target - 1} straight to the upstream`);
+      const t0 = performance.now();
       const produce = await kbench('produce', upstream, TOPIC, [
         '--count', String(n), '--keys', String(n), '--key-base', String(keys), '--value-size', String(cfg.valueSize),
       ], 900_000);
-      await sleep(cfg.segmentMs + 500);
-      const roll = await appendRecord(upstream, TOPIC, `roll-${target}`);
-      const t0 = performance.now();
-      await waitIndexed(proxy.management, TOPIC, roll + 1, 900_000, proxy.crashed);
+      const produced = performance.now();
+      // kbench writes a warm-up record before its n.
+      await waitIndexed(proxy.management, TOPIC, end + n + 1, 900_000, proxy.crashed);
       const indexSeconds = (performance.now() - t0) / 1000;
       const indexed = rssOf(proxy);
+      await sleep(cfg.segmentMs + 500 - (performance.now() - produced));
+      const roll = await appendRecord(upstream, TOPIC, `roll-${target}`);
+      await waitIndexed(proxy.management, TOPIC, roll + 1, 60_000, proxy.crashed);
+      end = roll + 1;
       log(`(c) ${target} keys indexed: RSS ${(indexed.rss / 2 ** 20).toFixed(0)} MiB; cleaning`);
       const cleanSeconds = await cleanUpTo(proxy.management, TOPIC, roll, 900_000);
       const cleaned = rssOf(proxy);
       log(`(c) ${target} keys cleaned in ${cleanSeconds.toFixed(1)} s: RSS ${(cleaned.rss / 2 ** 20).toFixed(0)} MiB, peak ${(cleaned.peakRss / 2 ** 20).toFixed(0)} MiB`);
-      return { keys: target, records: roll + 1, produce, indexSeconds, cleanSeconds, indexed, cleaned, indexBytes: indexBytes(proxy.dataDir, TOPIC) };
+      return { keys: target, records: end, produce, indexSeconds, cleanSeconds, indexed, cleaned, indexBytes: indexBytes(proxy.dataDir, TOPIC) };
     });
     steps.push({ ...step, sampledPeakRss });
     keys = target;

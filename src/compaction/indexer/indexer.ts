@@ -9,6 +9,7 @@
  * upstream moving its log start (retention, DeleteRecords) drops what went below it; an index
  * that is ahead of the upstream (a re-created topic, a truncated log) is started over.
  */
+import { ErrorCode } from '../../protocol/errors.js';
 import { ApiKey } from '../../protocol/messages.js';
 import { ZERO_UUID } from '../../protocol/wire/uuid.js';
 import type { Logger } from '../../ops/log.js';
@@ -22,31 +23,17 @@ import { collectRows, type AbortedTransaction } from './fetched-rows.js';
 import { deleteRecordsBefore, logBounds } from './partition-requests.js';
 import type { UpstreamCluster } from './upstream-cluster.js';
 
-/** Kafka error codes the indexer reacts to. */
-const Err = {
-  OFFSET_OUT_OF_RANGE: 1,
-  UNKNOWN_TOPIC_OR_PARTITION: 3,
-  LEADER_NOT_AVAILABLE: 5,
-  NOT_LEADER_OR_FOLLOWER: 6,
-  REPLICA_NOT_AVAILABLE: 9,
-  KAFKA_STORAGE_ERROR: 56,
-  FENCED_LEADER_EPOCH: 74,
-  UNKNOWN_LEADER_EPOCH: 75,
-  UNKNOWN_TOPIC_ID: 100,
-  INCONSISTENT_TOPIC_ID: 103,
-} as const;
-
 /** Errors that mean "ask the metadata who leads this partition now". */
 const LEADERSHIP_ERRORS = new Set<number>([
-  Err.UNKNOWN_TOPIC_OR_PARTITION,
-  Err.LEADER_NOT_AVAILABLE,
-  Err.NOT_LEADER_OR_FOLLOWER,
-  Err.REPLICA_NOT_AVAILABLE,
-  Err.KAFKA_STORAGE_ERROR,
-  Err.FENCED_LEADER_EPOCH,
-  Err.UNKNOWN_LEADER_EPOCH,
-  Err.UNKNOWN_TOPIC_ID,
-  Err.INCONSISTENT_TOPIC_ID,
+  ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+  ErrorCode.LEADER_NOT_AVAILABLE,
+  ErrorCode.NOT_LEADER_OR_FOLLOWER,
+  ErrorCode.REPLICA_NOT_AVAILABLE,
+  ErrorCode.KAFKA_STORAGE_ERROR,
+  ErrorCode.FENCED_LEADER_EPOCH,
+  ErrorCode.UNKNOWN_LEADER_EPOCH,
+  ErrorCode.UNKNOWN_TOPIC_ID,
+  ErrorCode.INCONSISTENT_TOPIC_ID,
 ]);
 
 const READ_COMMITTED = 1;
@@ -219,7 +206,7 @@ export class Indexer {
     for (const t of answer) {
       const policy = this.policies.get(t.name);
       if (!policy) continue;
-      if (t.errorCode === Err.UNKNOWN_TOPIC_OR_PARTITION) {
+      if (t.errorCode === ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) {
         // Twice in a row: a broker whose metadata lags behind a creation must not cost an index.
         const strikes = (this.missing.get(t.name) ?? 0) + 1;
         this.missing.set(t.name, strikes);
@@ -383,7 +370,7 @@ export class Indexer {
   }
 
   private async handlePartition(tail: Tail, p: FetchPartitionData, nodeId: number, rows: RowBuffer): Promise<void> {
-    if (p.errorCode === Err.OFFSET_OUT_OF_RANGE) {
+    if (p.errorCode === ErrorCode.OFFSET_OUT_OF_RANGE) {
       await this.outOfRange(tail, nodeId);
       return;
     }
