@@ -19,9 +19,14 @@ bootstrap="$(node -e 'console.log(JSON.parse(process.argv[1]).bootstrap)' "$anno
 cat <<MSG
 kcompact: local upstream (kfake, 3 brokers, no compaction) at $bootstrap
 kcompact: proxy bootstrap at $listen  (data in $data_dir)
-kcompact: try   kcat -b $listen -L
+kcompact: management endpoint at http://${KCOMPACT_METRICS_LISTEN:-127.0.0.1:9644}
+kcompact: topic "table" is compacted; try   kcat -b $listen -L   (README.md has a walkthrough)
 MSG
-node dist/src/cli/main.js proxy --upstream "$bootstrap" --listen "$listen" --data-dir "$data_dir" &
+# A compacted topic to try right away (kcompact's configuration can compact topics on stores with
+# no admin APIs); short segments so a clean has something to do within seconds.
+demo_topics='[{"topic":"table","configs":{"cleanup.policy":"compact","segment.ms":"1000","delete.retention.ms":"5000"}}]'
+node dist/src/cli/main.js proxy --upstream "$bootstrap" --listen "$listen" --data-dir "$data_dir" \
+  --metrics-listen "${KCOMPACT_METRICS_LISTEN:-127.0.0.1:9644}" --topics "${KCOMPACT_TOPICS:-$demo_topics}" &
 proxy_pid=$!
 trap 'kill "$proxy_pid" "$upstream_pid" 2>/dev/null || true; rm -f "$fifo"' EXIT
 wait "$proxy_pid"

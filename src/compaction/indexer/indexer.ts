@@ -20,7 +20,7 @@ import { rollPolicy, type RollPolicy } from '../index/segment-roller.js';
 import type { StoreRegistry } from '../index/store-registry.js';
 import { Wakeup } from '../worker/wakeup.js';
 import { collectRows, type AbortedTransaction } from './fetched-rows.js';
-import { deleteRecordsBefore, logBounds } from './partition-requests.js';
+import { deleteRecordsBefore, lastStableOffset, logBounds } from './partition-requests.js';
 import type { UpstreamCluster } from './upstream-cluster.js';
 
 /** Errors that mean "ask the metadata who leads this partition now". */
@@ -127,6 +127,34 @@ export class Indexer {
       metadataIntervalMs: options.metadataIntervalMs ?? 10_000,
       maxBackoffMs: options.maxBackoffMs ?? 10_000,
     };
+  }
+
+  /**
+   * Waits until every partition of the topic (of every compacted topic when omitted) is indexed
+   * up to the upstream's last stable offset as of this call, or the deadline passes: an
+   * on-demand clean then covers what was produced before it was asked for.
+   */
+  async catchUp(topic: string | undefined, deadlineMs: number): Promise<void> {
+    const deadline = Date.now() + deadlineMs;
+    // Partitions created since the last metadata round (a topic auto-created by its first produce) count too.
+    await this.refreshMetadata().catch((err) => this.log.debug('catch-up: metadata refresh failed', { err }));
+    const targets: { topic: string; partition: number; offset: number }[] = [];
+    for (const tail of this.tails.values()) {
+      if (topic !== undefined && tail.topic !== topic) continue;
+      try {
+        targets.push({ topic: tail.topic, partition: tail.partition, offset: await lastStableOffset(await this.cluster.broker(tail.leader), tail.topic, tail.partition) });
+      } catch (err) {
+        this.log.debug('catch-up: no last stable offset; cleaning what is indexed', { topic: tail.topic, partition: tail.partition, err });
+      }
+    }
+    for (const t of targets) {
+      for (;;) {
+        const store = this.registry.get(t.topic, t.partition);
+        if (!store || store.checkpoint.nextOffset >= t.offset || Date.now() >= deadline) break;
+        this.loops.get(this.tails.get(tailKey(t.topic, t.partition))?.leader ?? -1)?.wake.wakeUp();
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    }
   }
 
   start(): void {

@@ -26,6 +26,19 @@ export async function logBounds(client: UpstreamClient, topic: string, partition
   return [await ask(EARLIEST_TIMESTAMP), await ask(LATEST_TIMESTAMP)];
 }
 
+/** The partition's last stable offset now (ListOffsets LATEST at READ_COMMITTED). */
+export async function lastStableOffset(client: UpstreamClient, topic: string, partition: number): Promise<number> {
+  const body = await client.request(ApiKey.ListOffsets, client.version(ApiKey.ListOffsets), {
+    replicaId: -1,
+    isolationLevel: 1,
+    topics: [{ name: topic, partitions: [{ partitionIndex: partition, currentLeaderEpoch: -1, timestamp: LATEST_TIMESTAMP }] }],
+    timeoutMs: TIMEOUT_MS,
+  });
+  const p = body.topics?.[0]?.partitions?.[0];
+  if (!p || p.errorCode !== 0) throw new Error(`ListOffsets for ${topic}-${partition} failed with error ${p?.errorCode ?? 'none'}`);
+  return Number(p.offset);
+}
+
 /** Moves the partition's log start to `offset`; throws when the upstream refuses or cannot. */
 export async function deleteRecordsBefore(client: UpstreamClient, topic: string, partition: number, offset: number): Promise<void> {
   const body = await client.request(ApiKey.DeleteRecords, client.version(ApiKey.DeleteRecords), {

@@ -63,6 +63,9 @@ async function shutdown(): Promise<void> {
   port.off('message', onMessage);
 }
 
+/** How long an on-demand clean waits for the index to reach what the upstream holds. */
+const CATCH_UP_DEADLINE_MS = 10_000;
+
 function onMessage(message: ToWorker): void {
   switch (message.type) {
     case 'policies':
@@ -70,7 +73,10 @@ function onMessage(message: ToWorker): void {
       indexer.setPolicies(new Map(policies));
       break;
     case 'compact':
-      void reply(message.id, () => cleaner.compactNow(message.topic));
+      void reply(message.id, async () => {
+        await indexer.catchUp(message.topic, CATCH_UP_DEADLINE_MS);
+        return cleaner.compactNow(message.topic);
+      });
       break;
     case 'status':
       void reply(message.id, () => engineStatus(registry, indexer, cleaner));
