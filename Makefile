@@ -5,7 +5,7 @@
 SHELL := /bin/bash
 NODE_TEST := node --test --test-concurrency=1 --test-timeout=600000
 
-.PHONY: all deps build peers test test-unit test-integration run bench gen clean
+.PHONY: all deps build peers test test-unit test-integration run bench bench-compaction gen clean
 
 all: build
 
@@ -36,6 +36,9 @@ run: build peers
 
 bench: build peers
 	node dist/bench/proxy-throughput.js
+
+bench-compaction: build peers
+	node dist/bench/compaction.js
 
 gen:
 	node scripts/gen-protocol.mjs ../shared/kafka-protocol/messages src/protocol/generated/messages.ts

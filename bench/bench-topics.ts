@@ -32,6 +32,17 @@ export async function createTopics(bootstrap: string, topics: TopicSpec[]): Prom
   }
 }
 
+/** Deletes topics (through the proxy, a compacted topic's configs go with it). */
+export async function deleteTopics(bootstrap: string, topics: string[]): Promise<void> {
+  const admin = new kafkajs.Kafka({ clientId: 'kcompact-bench', brokers: [bootstrap], logLevel: kafkajs.logLevel.NOTHING }).admin();
+  await admin.connect();
+  try {
+    await admin.deleteTopics({ topics });
+  } finally {
+    await admin.disconnect();
+  }
+}
+
 /**
  * Appends one keyed record to partition 0 and returns its offset. Past segment.ms since the
  * segment's first record, it rolls the active segment (Kafka's, and kcompact's virtual one), so

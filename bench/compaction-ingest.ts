@@ -94,9 +94,12 @@ function cpuDeltas(first: Sample, last: Sample, mainTid: number): Pick<IngestRes
   return { workerCpuSeconds: worker, mainCpuSeconds: main, processCpuSeconds: total };
 }
 
+const topic = 'ingest-compacted';
+const trafficTopic = 'ingest-traffic';
+/** The upstream topics this phase creates. */
+export const INGEST_TOPICS = [topic, trafficTopic];
+
 export async function measureIngest(upstream: string, proxy: RunningProxyProcess, cfg: IngestConfig, log: (s: string) => void): Promise<IngestResult> {
-  const topic = 'ingest-compacted';
-  const trafficTopic = 'ingest-traffic';
   await createTopics(proxy.bootstrap, [
     { topic, partitions: cfg.partitions, configs: { 'cleanup.policy': 'compact' } },
     { topic: trafficTopic, partitions: 2 },

@@ -4,13 +4,16 @@
  * compacted topic of distinct keys, written straight to the upstream in steps (1M, then up to
  * 3M, then up to 10M keys by default). After each step: RSS once the step is indexed, RSS once
  * it is cleaned (the survivor set of every key then lives in the proxy's memory too), the peak
- * so far (VmHWM), the index's size on disk and its share per record. Optionally a reader then
- * goes through the whole compacted view, which is when the fetch path holds the most.
+ * so far (VmHWM), the index's size on disk and its share per record, and where the memory sits
+ * (JS heaps and Buffers of the main and worker threads, from a diagnostic report; the rest is
+ * native: SQLite, node, V8). Then a reader goes through the whole compacted view, which is
+ * when the fetch path holds the most.
  */
 import type { RunningProxyProcess } from './proxy-process.js';
 import { appendRecord, createTopics } from './bench-topics.js';
-import { cleanUpTo, indexBytes, waitIndexed } from './engine-client.js';
+import { cleanUpTo, engineStatus, indexBytes, waitIndexed } from './engine-client.js';
 import { kbench, type KbenchResult } from './kbench.js';
+import { heapBreakdown, type HeapBreakdown } from './heap-report.js';
 import { memory, type Memory } from './proc-stats.js';
 
 export interface MemoryConfig {
@@ -18,8 +21,6 @@ export interface MemoryConfig {
   steps: number[];
   valueSize: number;
   segmentMs: number;
-  /** Read the whole compacted view once after the last step. */
-  read: boolean;
 }
 
 export interface MemoryStep {
@@ -32,6 +33,8 @@ export interface MemoryStep {
   cleanSeconds: number;
   indexed: Memory;
   cleaned: Memory;
+  heapIndexed: HeapBreakdown;
+  heapCleaned: HeapBreakdown;
   /** Largest RSS sampled during the step. */
   sampledPeakRss: number;
   indexBytes: number;
@@ -42,7 +45,7 @@ export interface MemoryResult {
   /** The idle proxy before the first record. */
   baseline: Memory;
   steps: MemoryStep[];
-  read?: { result: KbenchResult; during: Memory; sampledPeakRss: number };
+  read: { result: KbenchResult; during: Memory; sampledPeakRss: number };
 }
 
 const TOPIC = 'memory-keys';
@@ -72,8 +75,13 @@ async function withPeakRss<T>(proxy: RunningProxyProcess, run: () => Promise<T>)
   }
 }
 
-export async function measureMemory(upstream: string, proxy: RunningProxyProcess, cfg: MemoryConfig, log: (s: string) => void): Promise<MemoryResult> {
+/** The proxy must write diagnostic reports into reportDir (heap-report.ts's reportNodeArgs). */
+export async function measureMemory(upstream: string, proxy: RunningProxyProcess, reportDir: string, cfg: MemoryConfig, log: (s: string) => void): Promise<MemoryResult> {
   await createTopics(proxy.bootstrap, [{ topic: TOPIC, partitions: 1, configs: { 'cleanup.policy': 'compact', 'segment.ms': String(cfg.segmentMs) } }]);
+  // Compacted topics left on the upstream by an earlier phase would be indexed too (their configs
+  // live in the upstream) and their memory counted here.
+  const others = [...new Set((await engineStatus(proxy.management)).partitions.map((p) => p.topic).filter((t) => t !== TOPIC))];
+  if (others.length) throw new Error(`the memory phase's proxy also indexes ${others.join(', ')}: delete them first`);
   const baseline = rssOf(proxy);
   const steps: MemoryStep[] = [];
   let keys = 0;
@@ -91,20 +99,23 @@ export async function measureMemory(upstream: string, proxy: RunningProxyProcess
       await waitIndexed(proxy.management, TOPIC, end + n + 1, 900_000, proxy.crashed);
       const indexSeconds = (performance.now() - t0) / 1000;
       const indexed = rssOf(proxy);
+      const heapIndexed = await heapBreakdown(proxy.proc.pid, reportDir);
       await sleep(cfg.segmentMs + 500 - (performance.now() - produced));
       const roll = await appendRecord(upstream, TOPIC, `roll-${target}`);
       await waitIndexed(proxy.management, TOPIC, roll + 1, 60_000, proxy.crashed);
       end = roll + 1;
       log(`(c) ${target} keys indexed: RSS ${(indexed.rss / 2 ** 20).toFixed(0)} MiB; cleaning`);
-      const cleanSeconds = await cleanUpTo(proxy.management, TOPIC, roll, 900_000);
+      const t1 = performance.now();
+      await cleanUpTo(proxy.management, TOPIC, roll, 900_000);
+      const cleanSeconds = (performance.now() - t1) / 1000;
       const cleaned = rssOf(proxy);
+      const heapCleaned = await heapBreakdown(proxy.proc.pid, reportDir);
       log(`(c) ${target} keys cleaned in ${cleanSeconds.toFixed(1)} s: RSS ${(cleaned.rss / 2 ** 20).toFixed(0)} MiB, peak ${(cleaned.peakRss / 2 ** 20).toFixed(0)} MiB`);
-      return { keys: target, records: end, produce, indexSeconds, cleanSeconds, indexed, cleaned, indexBytes: indexBytes(proxy.dataDir, TOPIC) };
+      return { keys: target, records: end, produce, indexSeconds, cleanSeconds, indexed, cleaned, heapIndexed, heapCleaned, indexBytes: indexBytes(proxy.dataDir, TOPIC) };
     });
     steps.push({ ...step, sampledPeakRss });
     keys = target;
   }
-  if (!cfg.read) return { config: cfg, baseline, steps };
   log(`(c) reading the compacted view of ${keys} keys through the proxy`);
   const [result, sampledPeakRss] = await withPeakRss(proxy, () => kbench('consume', proxy.bootstrap, TOPIC, ['--to-end', '--timeout', '15m'], 960_000));
   return { config: cfg, baseline, steps, read: { result, during: rssOf(proxy), sampledPeakRss } };

@@ -11,6 +11,9 @@
  *   raw-proxy    the raw topic through the proxy
  *   raw-direct   the raw topic on the upstream directly (context only)
  *
+ * and, for the fixed cost of a reader (connect, metadata, ListOffsets, fetches that return at
+ * once), a topic of one record, through the proxy and directly (context only).
+ *
  * Budget: view at least 10x faster than raw-proxy, and within 2x of kafka.
  */
 import type { RunningKafka } from '../test/support/index.js';
@@ -29,8 +32,8 @@ export interface ReadConfig {
   segmentMs: number;
 }
 
-export type ReadTarget = 'view' | 'kafka' | 'raw-proxy' | 'raw-direct';
-export const READ_TARGETS: readonly ReadTarget[] = ['view', 'kafka', 'raw-proxy', 'raw-direct'];
+export type ReadTarget = 'view' | 'kafka' | 'raw-proxy' | 'raw-direct' | 'one-proxy' | 'one-direct';
+export const READ_TARGETS: readonly ReadTarget[] = ['view', 'kafka', 'raw-proxy', 'raw-direct', 'one-proxy', 'one-direct'];
 
 export interface ReadRun extends KbenchResult {
   round: number;
@@ -42,8 +45,10 @@ export interface ReadResult {
   /** What each topic was written with (one kbench produce each). */
   produced: { target: 'kcompact' | 'raw' | 'kafka'; result: KbenchResult }[];
   rollOffset: { kcompact: number; kafka: number };
-  kcompactCleanSeconds: number;
-  kafkaCleanSeconds: number;
+  /** Seconds from the roll until the index held it, and until each side had cleaned up to it. */
+  fromRoll: { kcompactIndexed: number; kcompactCleaned: number; kafkaCleaned: number };
+  /** Seconds of each clean-now call it took, as the engine reports them. */
+  cleanCalls: number[];
   /** Bytes of the compacted topic's index before and after the clean. */
   indexBytes: { indexed: number; cleaned: number };
   runs: ReadRun[];
@@ -51,7 +56,9 @@ export interface ReadResult {
   seconds: Record<ReadTarget, number>;
 }
 
-const TOPICS = { compacted: 'table-compacted', raw: 'table-raw', kafka: 'table-compacted' } as const;
+const TOPICS = { compacted: 'table-compacted', raw: 'table-raw', kafka: 'table-compacted', one: 'one-record' } as const;
+/** The topics this phase creates on the upstream (not on the Kafka reference). */
+export const READ_TOPICS = [TOPICS.compacted, TOPICS.raw, TOPICS.one];
 const KEY_BYTES = 12; // kbench's "key-%08d"
 
 function zigzagVarintBytes(n: number): number {
@@ -85,7 +92,9 @@ export async function measureReads(upstream: string, proxy: RunningProxyProcess,
   await createTopics(proxy.bootstrap, [
     { topic: TOPICS.compacted, partitions: 1, configs: compactConfigs },
     { topic: TOPICS.raw, partitions: 1 },
+    { topic: TOPICS.one, partitions: 1 },
   ]);
+  await appendRecord(upstream, TOPICS.one, 'one');
   await createTopics(kafka.bootstrap, [{ topic: TOPICS.kafka, partitions: 1, configs: compactConfigs }]);
 
   // One seed: every topic gets the same keys in the same order.
@@ -102,15 +111,19 @@ export async function measureReads(upstream: string, proxy: RunningProxyProcess,
   // Past segment.ms, one more record rolls the active segment on both: everything before it
   // becomes cleanable, and it survives as the latest of its key.
   await new Promise((resolve) => setTimeout(resolve, cfg.segmentMs + 500));
+  const rolled = performance.now();
+  const since = () => (performance.now() - rolled) / 1000;
   const rollOffset = {
     kcompact: await appendRecord(upstream, TOPICS.compacted, 'roll'),
     kafka: await appendRecord(kafka.bootstrap, TOPICS.kafka, 'roll'),
   };
   log(`(b) rolled at ${rollOffset.kcompact} (kcompact) and ${rollOffset.kafka} (Kafka); waiting for the index and both cleaners`);
+  const kafkaCleaned = waitKafkaCleaned(`${kafka.dir}/data`, TOPICS.kafka, rollOffset.kafka, 300_000).then(since);
   await waitIndexed(proxy.management, TOPICS.compacted, rollOffset.kcompact + 1, 300_000, proxy.crashed);
+  const kcompactIndexed = since();
   const indexedBytes = indexBytes(proxy.dataDir, TOPICS.compacted);
-  const kcompactCleanSeconds = await cleanUpTo(proxy.management, TOPICS.compacted, rollOffset.kcompact, 300_000);
-  const kafkaCleanSeconds = await waitKafkaCleaned(`${kafka.dir}/data`, TOPICS.kafka, rollOffset.kafka, 300_000);
+  const cleanCalls = await cleanUpTo(proxy.management, TOPICS.compacted, rollOffset.kcompact, 300_000);
+  const fromRoll = { kcompactIndexed, kcompactCleaned: since(), kafkaCleaned: await kafkaCleaned };
   const cleanedBytes = indexBytes(proxy.dataDir, TOPICS.compacted);
 
   const where: Record<ReadTarget, [string, string]> = {
@@ -118,6 +131,8 @@ export async function measureReads(upstream: string, proxy: RunningProxyProcess,
     kafka: [kafka.bootstrap, TOPICS.kafka],
     'raw-proxy': [proxy.bootstrap, TOPICS.raw],
     'raw-direct': [upstream, TOPICS.raw],
+    'one-proxy': [proxy.bootstrap, TOPICS.one],
+    'one-direct': [upstream, TOPICS.one],
   };
   const runs: ReadRun[] = [];
   for (let round = 1; round <= cfg.rounds; round++) {
@@ -135,8 +150,8 @@ export async function measureReads(upstream: string, proxy: RunningProxyProcess,
     config: cfg,
     produced,
     rollOffset,
-    kcompactCleanSeconds,
-    kafkaCleanSeconds,
+    fromRoll,
+    cleanCalls,
     indexBytes: { indexed: indexedBytes, cleaned: cleanedBytes },
     runs,
     seconds,

@@ -37,16 +37,17 @@ export async function waitIndexed(management: string, topic: string, offset: num
 
 /**
  * Cleans the topic's partition 0 until the cleaner's first dirty offset reaches `offset` (the
- * start of the active segment after a roll); resolves with the seconds it took.
+ * start of the active segment after a roll); resolves with the seconds each clean took.
  */
-export async function cleanUpTo(management: string, topic: string, offset: number, deadlineMs: number): Promise<number> {
-  const started = performance.now();
+export async function cleanUpTo(management: string, topic: string, offset: number, deadlineMs: number): Promise<number[]> {
+  const calls: number[] = [];
   await pollUntil(`${topic}-0 cleaned up to ${offset}`, deadlineMs, async () => {
-    await compactNow(management, topic);
+    const report = await compactNow(management, topic);
+    calls.push(...report.cleaned.filter((c) => c.partition === 0).map((c) => c.durationMs / 1000));
     const p = partitionsOf(await engineStatus(management), topic).find((s) => s.partition === 0);
     return p && p.cleanedUpTo >= offset ? p : undefined;
   });
-  return (performance.now() - started) / 1000;
+  return calls;
 }
 
 /** Bytes of the topic's index files on disk (SQLite database and WAL). */

@@ -52,13 +52,17 @@ export interface Memory {
   rss: number;
   /** The most it has been resident so far (VmHWM), bytes. */
   peakRss: number;
+  /** Of rss: anonymous memory (heaps, malloc), file-backed pages (code, mapped files), shared memory. */
+  anon: number;
+  file: number;
+  shmem: number;
 }
 
 export function memory(pid: number): Memory | null {
   try {
     const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
     const kib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN) * 1024;
-    return { rss: kib('VmRSS'), peakRss: kib('VmHWM') };
+    return { rss: kib('VmRSS'), peakRss: kib('VmHWM'), anon: kib('RssAnon'), file: kib('RssFile'), shmem: kib('RssShmem') };
   } catch {
     return null;
   }

@@ -15,6 +15,8 @@ export const cliPath = path.resolve(path.dirname(fileURLToPath(import.meta.url))
 export interface ProxyProcessOptions {
   /** Write node CPU profiles (main thread and worker threads) into this dir on exit. */
   cpuProfDir?: string;
+  /** More node flags. */
+  nodeArgs?: string[];
   /** Parent of the proxy's temp dir (its data dir and logs); default os.tmpdir(). */
   parentDir?: string;
   /** More `kcompact proxy` flags. */
@@ -52,7 +54,7 @@ export async function startProxyProcess(upstream: string, upstreamNodeId: number
   const management = `127.0.0.1:${await freePort()}`;
   const dataDir = path.join(dir, 'data');
   const stderrFile = path.join(dir, 'stderr.log');
-  const nodeArgs = opts.cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', opts.cpuProfDir] : [];
+  const nodeArgs = [...(opts.cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', opts.cpuProfDir] : []), ...(opts.nodeArgs ?? [])];
   const proc = startBackground(
     process.execPath,
     [...nodeArgs, cliPath, 'proxy', '--upstream', upstream, '--listen', `127.0.0.1:${port}`, '--broker-port-base', String(port + 1),
