@@ -102,9 +102,19 @@ const topicSpec = (name: string, configs: Configs) => ({
   configs: Object.entries(configs).map(([n, value]) => ({ name: n, value })),
 });
 
+/**
+ * The controller's address as `address` (the proxy or a broker) advertises it: kfake, like
+ * ZooKeeper-era Kafka, refuses CreateTopics and DeleteTopics anywhere else.
+ */
+async function controller(address: string): Promise<string> {
+  const body = await ask(address, ApiKey.Metadata, 12, { topics: [], allowAutoTopicCreation: false });
+  const node = body.brokers.find((b: { nodeId: number }) => b.nodeId === body.controllerId) ?? body.brokers[0];
+  return `${node.host}:${node.port}`;
+}
+
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 async function createTopics(address: string, topics: [string, Configs][], opts: { version?: number; validateOnly?: boolean } = {}): Promise<any[]> {
-  const body = await ask(address, ApiKey.CreateTopics, opts.version ?? 7, {
+  const body = await ask(await controller(address), ApiKey.CreateTopics, opts.version ?? 7, {
     topics: topics.map(([n, c]) => topicSpec(n, c)),
     timeoutMs: 30_000,
     validateOnly: opts.validateOnly ?? false,
@@ -138,6 +148,7 @@ async function describeValues(address: string, topic: string, keys: string[]): P
     includeSynonyms: false,
     includeDocumentation: false,
   });
+  assert.equal(body.results[0].errorCode, 0, `describe ${topic} at ${address}: ${body.results[0].errorMessage}`);
   return Object.fromEntries(body.results[0].configs.map((c: { name: string; value: string; configSource: number }) => [c.name, `${c.value}/${c.configSource}`]));
 }
 
@@ -153,6 +164,27 @@ async function incrementalAlter(address: string, topic: string, ops: [string, nu
 async function topicExists(address: string, topic: string): Promise<boolean> {
   const body = await ask(address, ApiKey.Metadata, 12, { topics: [{ name: topic, topicId: ZERO_UUID }], allowAutoTopicCreation: false });
   return body.topics[0].errorCode === 0;
+}
+
+/**
+ * Retries an assertion until it holds: a Kafka broker answers DescribeConfigs from metadata that
+ * can trail an alter its controller has just acknowledged.
+ */
+async function eventually(check: () => Promise<void>, deadlineMs = 10_000): Promise<void> {
+  const end = Date.now() + deadlineMs;
+  for (;;) {
+    try {
+      return await check();
+    } catch (err) {
+      if (Date.now() > end) throw err;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+/** The owned configs of a topic through the proxy equal the reference's, once both have settled. */
+function sameAsReference(proxyAddress: string, referenceAddress: string, topic: string, opts: { synonyms: boolean; documentation: boolean }, what?: string): Promise<void> {
+  return eventually(async () => assert.deepEqual(await describeOwned(proxyAddress, [topic], opts), await describeOwned(referenceAddress, [topic], opts), what));
 }
 
 function admin(address: string) {
@@ -274,6 +306,9 @@ for (const upstream of upstreams) {
       await createTopics(proxy.bootstrap, topics);
       await createTopics(ref(), topics);
       const names = topics.map(([n]) => n);
+      await eventually(async () => {
+        for (const address of [proxy.bootstrap, ref()]) await describeOwned(address, names, { synonyms: false, documentation: false });
+      });
       for (const version of [1, 4]) {
         for (const [synonyms, documentation] of [[false, false], [true, false], [true, true]] as const) {
           for (const keys of [null, ['cleanup.policy', 'retention.ms', 'compression.type']]) {
@@ -294,9 +329,9 @@ for (const upstream of upstreams) {
         [t('r-both'), { 'cleanup.policy': 'compact,delete', 'retention.ms': '1000' }],
       ]);
       const direct = (topic: string) => describeValues(upstream.bootstrap(), topic, ['retention.ms', 'retention.bytes']);
-      assert.deepEqual(await direct(t('r-compact')), { 'retention.ms': '-1/1', 'retention.bytes': '-1/1' });
-      assert.equal((await direct(t('r-both')))['retention.ms'], '1000/1');
-      assert.equal((await describeValues(proxy.bootstrap, t('r-compact'), ['retention.ms']))['retention.ms'], '1000/1', 'the proxy shows what the client set');
+      await eventually(async () => assert.deepEqual(await direct(t('r-compact')), { 'retention.ms': '-1/1', 'retention.bytes': '-1/1' }));
+      await eventually(async () => assert.equal((await direct(t('r-both')))['retention.ms'], '1000/1'));
+      await eventually(async () => assert.equal((await describeValues(proxy.bootstrap, t('r-compact'), ['retention.ms']))['retention.ms'], '1000/1', 'the proxy shows what the client set'));
       assert.deepEqual(await direct(CONFIGS_TOPIC), { 'retention.ms': '-1/1', 'retention.bytes': '-1/1' });
     });
 
@@ -313,7 +348,7 @@ for (const upstream of upstreams) {
           await a.disconnect();
         }
       };
-      const compare = async () => assert.deepEqual(await describeOwned(proxy.bootstrap, [topic], { synonyms: true, documentation: false }), await describeOwned(ref(), [topic], { synonyms: true, documentation: false }));
+      const compare = () => sameAsReference(proxy.bootstrap, ref(), topic, { synonyms: true, documentation: false });
       for (const entries of [
         [{ name: 'cleanup.policy', value: 'compact' }, { name: 'retention.ms', value: '5000' }, { name: 'compression.type', value: 'gzip' }],
         [{ name: 'retention.ms', value: '5000' }],
@@ -323,7 +358,7 @@ for (const upstream of upstreams) {
         await compare();
       }
       assert.equal(proxy.configs.view.compacted(topic), undefined, 'the whole-state alter dropped cleanup.policy');
-      assert.equal((await describeValues(upstream.bootstrap(), topic, ['retention.ms']))['retention.ms'], '5000/1');
+      await eventually(async () => assert.equal((await describeValues(upstream.bootstrap(), topic, ['retention.ms']))['retention.ms'], '5000/1'));
       const refused = { resources: [{ resourceType: 2, resourceName: topic, configs: [{ name: 'cleanup.policy', value: 'foo' }] }], validateOnly: false };
       const [o, r] = [await ask(proxy.bootstrap, ApiKey.AlterConfigs, 1, refused), await ask(ref(), ApiKey.AlterConfigs, 1, refused)];
       assert.deepEqual(o.responses, r.responses);
@@ -345,7 +380,7 @@ for (const upstream of upstreams) {
           const r = await kafkaConfigs(address, args);
           assert.equal(r.code, 0, `kafka-configs ${args.join(' ')} at ${address}: ${r.stderr}`);
         }
-        assert.deepEqual(await describeOwned(proxy.bootstrap, [topic], { synonyms: true, documentation: true }), await describeOwned(ref(), [topic], { synonyms: true, documentation: true }));
+        await sameAsReference(proxy.bootstrap, ref(), topic, { synonyms: true, documentation: true });
       }
       assert.equal(proxy.configs.view.compacted(topic), undefined);
       const bad = ['--alter', '--entity-name', topic, '--add-config', 'cleanup.policy=foo'];
@@ -381,8 +416,9 @@ for (const upstream of upstreams) {
         const what = JSON.stringify(step.ops) + (step.validateOnly ? ' validateOnly' : '');
         const [o, r] = [await incrementalAlter(proxy.bootstrap, topic, step.ops, step.validateOnly), await incrementalAlter(ref(), topic, step.ops, step.validateOnly)];
         assert.deepEqual([o.errorCode, o.errorMessage], [r.errorCode, r.errorMessage], what);
-        assert.deepEqual(await describeOwned(proxy.bootstrap, [topic], { synonyms: true, documentation: false }), await describeOwned(ref(), [topic], { synonyms: true, documentation: false }), what);
-        if (step.upstreamRetention) assert.equal((await describeValues(upstream.bootstrap(), topic, ['retention.ms']))['retention.ms'], step.upstreamRetention, what);
+        await sameAsReference(proxy.bootstrap, ref(), topic, { synonyms: true, documentation: false }, what);
+        const retention = step.upstreamRetention;
+        if (retention) await eventually(async () => assert.equal((await describeValues(upstream.bootstrap(), topic, ['retention.ms']))['retention.ms'], retention, what));
       }
     });
 
@@ -392,7 +428,7 @@ for (const upstream of upstreams) {
       const second = await startConfigProxy(upstream.bootstrap());
       try {
         assert.ok(second.configs.view.compacted(topic), 'known as soon as the second proxy is up');
-        assert.equal((await describeValues(second.bootstrap, topic, ['cleanup.policy']))['cleanup.policy'], 'compact/1');
+        await eventually(async () => assert.equal((await describeValues(second.bootstrap, topic, ['cleanup.policy']))['cleanup.policy'], 'compact/1'));
         const changes: string[] = [];
         const off = proxy.configs.view.onChange((changed) => changes.push(changed));
         assert.equal((await incrementalAlter(second.bootstrap, topic, [['cleanup.policy', SET, 'delete']])).errorCode, 0);
@@ -434,17 +470,17 @@ for (const upstream of upstreams) {
     test('DeleteTopics drops the configs: a re-created topic (by name or after deletion by id) starts with the default policy', async () => {
       const byName = t('e-name');
       await createTopics(proxy.bootstrap, [[byName, { 'cleanup.policy': 'compact' }]]);
-      const deleted = await ask(proxy.bootstrap, ApiKey.DeleteTopics, 4, { topicNames: [byName], timeoutMs: 30_000 });
+      const deleted = await ask(await controller(proxy.bootstrap), ApiKey.DeleteTopics, 4, { topicNames: [byName], timeoutMs: 30_000 });
       assert.equal(deleted.responses[0].errorCode, 0);
       assert.equal(proxy.configs.view.compacted(byName), undefined);
       await pollUntil('the topic is gone upstream', 10_000, async () => ((await createTopics(proxy.bootstrap, [[byName, {}]]))[0].errorCode === 0 ? true : undefined));
-      assert.equal((await describeValues(proxy.bootstrap, byName, ['cleanup.policy']))['cleanup.policy'], 'delete/5');
-      assert.notEqual((await describeValues(upstream.bootstrap(), byName, ['retention.ms']))['retention.ms'], '-1/1');
+      await eventually(async () => assert.equal((await describeValues(proxy.bootstrap, byName, ['cleanup.policy']))['cleanup.policy'], 'delete/5'));
+      await eventually(async () => assert.notEqual((await describeValues(upstream.bootstrap(), byName, ['retention.ms']))['retention.ms'], '-1/1'));
 
       const byId = t('e-id');
       const [created] = await createTopics(proxy.bootstrap, [[byId, { 'cleanup.policy': 'compact' }]]);
       assert.notEqual(created.topicId, ZERO_UUID);
-      const gone = await ask(proxy.bootstrap, ApiKey.DeleteTopics, 6, { topics: [{ name: null, topicId: created.topicId }], timeoutMs: 30_000 });
+      const gone = await ask(await controller(proxy.bootstrap), ApiKey.DeleteTopics, 6, { topics: [{ name: null, topicId: created.topicId }], timeoutMs: 30_000 });
       assert.equal(gone.responses[0].errorCode, 0);
       assert.equal(proxy.configs.view.compacted(byId), undefined);
     });
@@ -454,11 +490,13 @@ for (const upstream of upstreams) {
       await createTopics(proxy.bootstrap, [[topic, { 'cleanup.policy': 'compact' }]]);
       await ask(proxy.bootstrap, ApiKey.Metadata, 12, { topics: [{ name: topic, topicId: ZERO_UUID }], allowAutoTopicCreation: false });
       assert.ok(proxy.configs.view.compacted(topic));
-      await ask(upstream.bootstrap(), ApiKey.DeleteTopics, 4, { topicNames: [topic], timeoutMs: 30_000 });
+      await ask(await controller(upstream.bootstrap()), ApiKey.DeleteTopics, 4, { topicNames: [topic], timeoutMs: 30_000 });
       await pollUntil('re-created directly upstream', 10_000, async () => ((await createTopics(upstream.bootstrap(), [[topic, {}]]))[0].errorCode === 0 ? true : undefined));
-      await ask(proxy.bootstrap, ApiKey.Metadata, 12, { topics: [{ name: topic, topicId: ZERO_UUID }], allowAutoTopicCreation: false });
-      assert.equal(proxy.configs.view.compacted(topic), undefined);
-      assert.equal((await describeValues(proxy.bootstrap, topic, ['cleanup.policy']))['cleanup.policy'], 'delete/5');
+      await eventually(async () => {
+        await ask(proxy.bootstrap, ApiKey.Metadata, 12, { topics: [{ name: topic, topicId: ZERO_UUID }], allowAutoTopicCreation: false });
+        assert.equal(proxy.configs.view.compacted(topic), undefined);
+      });
+      await eventually(async () => assert.equal((await describeValues(proxy.bootstrap, topic, ['cleanup.policy']))['cleanup.policy'], 'delete/5'));
     });
 
     test('static topics are compacted without writing to the upstream and refuse changes through the API', async () => {
@@ -480,8 +518,8 @@ for (const upstream of upstreams) {
         const before = await endOffset();
         assert.equal((await createTopics(fixed.bootstrap, [[topic, { 'cleanup.policy': 'compact' }]]))[0].errorCode, 0);
         assert.equal(await endOffset(), before, 'nothing written to the configs topic');
-        assert.deepEqual(await describeValues(upstream.bootstrap(), topic, ['retention.ms', 'retention.bytes']), { 'retention.ms': '-1/1', 'retention.bytes': '-1/1' });
-        assert.equal((await describeValues(fixed.bootstrap, topic, ['cleanup.policy']))['cleanup.policy'], 'compact/1');
+        await eventually(async () => assert.deepEqual(await describeValues(upstream.bootstrap(), topic, ['retention.ms', 'retention.bytes']), { 'retention.ms': '-1/1', 'retention.bytes': '-1/1' }));
+        await eventually(async () => assert.equal((await describeValues(fixed.bootstrap, topic, ['cleanup.policy']))['cleanup.policy'], 'compact/1'));
         const refused = await incrementalAlter(fixed.bootstrap, topic, [['cleanup.policy', SET, 'delete']]);
         assert.equal(refused.errorCode, 44);
         assert.match(refused.errorMessage, /static topic configuration/);

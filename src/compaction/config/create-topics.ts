@@ -99,10 +99,12 @@ async function interceptCreateTopics(ctx: ConfigContext, req: InterceptedRequest
     response: async (frame) => {
       const answer = responseBody<CreateTopicsResponse & Record<string, unknown>>(req, frame);
       const byName = new Map(answer.topics.map((r) => [r.name, r]));
-      for (const f of forwards) {
-        const r = byName.get(f.topic.name);
-        if (r) await finish(ctx, req.apiVersion, body.validateOnly, f, r);
-      }
+      await Promise.all(
+        forwards.map((f) => {
+          const r = byName.get(f.topic.name);
+          return r && finish(ctx, req.apiVersion, body.validateOnly, f, r);
+        }),
+      );
       const merged = assemble(byName);
       const known = new Set(plans.keys());
       merged.topics.push(...answer.topics.filter((r) => !known.has(r.name)));
@@ -187,11 +189,15 @@ async function settle(ctx: ConfigContext, f: Forward, r: CreatableTopicResult): 
     }
   }
   if (!f.stored) return null;
-  const hasOverrides = Object.keys(f.overrides).length > 0;
-  if (!hasOverrides && !ctx.state.entry(name)?.configs) return null;
+  if (Object.keys(f.overrides).length === 0) {
+    // Configs left from an earlier topic of this name: drop them. They carry the old topic id, so
+    // failing here is no reason to refuse the topic.
+    if (ctx.state.entry(name)?.configs) await ctx.sync.write(name, null).catch((err) => ctx.log.warn('could not drop configs left from an earlier topic', { topic: name, err }));
+    return null;
+  }
   try {
     const topicId = r.topicId !== undefined && r.topicId !== ZERO_UUID ? r.topicId : await topicIdFor(ctx, name);
-    await ctx.sync.write(name, hasOverrides ? { topicId, configs: { ...f.overrides } } : null);
+    await ctx.sync.write(name, { topicId, configs: { ...f.overrides } });
     return null;
   } catch (err) {
     await undo(ctx, name);

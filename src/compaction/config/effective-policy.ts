@@ -36,7 +36,7 @@ export function effectiveValue(name: string, overrides: TopicOverrides, defaults
   return defaults.value(def);
 }
 
-export function cleanupPolicy(overrides: TopicOverrides, defaults: BrokerDefaults): readonly string[] {
+function cleanupPolicy(overrides: TopicOverrides, defaults: BrokerDefaults): readonly string[] {
   return effectiveValue(CLEANUP_POLICY, overrides, defaults) as readonly string[];
 }
 

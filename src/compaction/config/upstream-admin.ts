@@ -10,7 +10,7 @@ import type { ConfigContext } from './config-context.js';
 import { RETENTION_BYTES, RETENTION_MS } from './definitions.js';
 
 /** The topic's id in the upstream now (learned into the proxy's ids), or undefined when it has none. */
-export async function currentTopicId(ctx: ConfigContext, topic: string): Promise<string | undefined> {
+async function currentTopicId(ctx: ConfigContext, topic: string): Promise<string | undefined> {
   const answer = await ctx.links.metadata([topic]);
   const t = answer.topics.find((x) => x.name === topic);
   if (!t || t.errorCode !== ErrorCode.NONE || t.topicId === ZERO_UUID) return undefined;
@@ -87,7 +87,11 @@ export async function errorsBeforeConfigs(ctx: ConfigContext, topics: readonly T
   return found;
 }
 
-/** The id to store with a topic's configs: the one the proxy has seen, else the upstream's answer. */
+/**
+ * The id to store with a topic's configs. The upstream is asked rather than trusting the ids the
+ * proxy has seen: a topic re-created behind the proxy's back would otherwise get configs tied to
+ * its old id, which would then never apply.
+ */
 export async function topicIdFor(ctx: ConfigContext, topic: string): Promise<string | undefined> {
-  return ctx.topicIds.id(topic) ?? (await currentTopicId(ctx, topic).catch(() => undefined));
+  return (await currentTopicId(ctx, topic).catch(() => undefined)) ?? ctx.topicIds.id(topic);
 }

@@ -33,10 +33,10 @@ test("owned entries replace the upstream's in place; missing ones are added afte
   assert.equal(merged.length, 3 + 7);
 });
 
-test('only the owned configs asked for are added', () => {
+test('only the owned configs asked for are shown, even when the upstream ignores the key list', () => {
   const c = ctx();
-  const merged = mergeOwned(c, 't', [], ['cleanup.policy', 'compression.type'], opts);
-  assert.deepEqual(merged.map((e) => e.name), ['cleanup.policy']);
+  const merged = mergeOwned(c, 't', [upstreamEntry('retention.bytes', '-1', 5), upstreamEntry('compression.type', 'producer', 5)], ['cleanup.policy', 'compression.type'], opts);
+  assert.deepEqual(merged.map((e) => e.name), ['compression.type', 'cleanup.policy']);
   assert.equal(mergeOwned(c, 't', [], [], opts).length, 9, 'an empty key list means all');
 });
 
