@@ -7,8 +7,7 @@
  * For each seed, Apache Kafka 4.4 compacts the workload itself and must match the model (the
  * latest committed value of each key); then kcompact, in front of Kafka with its cleaner off and
  * in front of kfake, must leave clients the same log and answers (test/support/differential.ts).
- * Until compaction is wired into the proxy, only the Kafka side runs, and it says so. One line
- * per seed and target; the differences in full at the end. Exits 1 when any seed failed.
+ * One line per seed and target; the differences in full at the end. Exits 1 when any seed failed.
  */
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -16,17 +15,14 @@ import {
   compactionProblems,
   compareObservations,
   describeLayout,
-  findCompactingProxy,
   kafkaReferenceTarget,
-  kcompactTarget,
   kworkloadMissing,
   observe,
-  referenceBrokerDefaults,
-  type CompactingProxy,
+  startKcompactTargets,
   type DifferentialTarget,
   type WorkloadSizes,
 } from '../test/support/differential.js';
-import { missingPeers, startKafka, startKfake, type RunningKafka, type RunningKfake } from '../test/support/index.js';
+import { missingPeers, startKafka, type RunningKafka } from '../test/support/index.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -66,30 +62,14 @@ async function main(): Promise<number> {
     console.error(`test peers not installed (${missing.join(', ')}): run bash test/peers/install.sh`);
     return 2;
   }
-  const startCompacting = await findCompactingProxy();
-  if (typeof startCompacting === 'string') console.log(`kcompact side skipped: ${startCompacting}`);
-
   let reference: RunningKafka | undefined;
-  let kafkaOff: RunningKafka | undefined;
-  let kfake: RunningKfake | undefined;
-  const proxies: CompactingProxy[] = [];
+  let stopTargets: (() => Promise<void>) | undefined;
   const results: SeedResult[] = [];
   try {
     reference = await startKafka({ compaction: 'reference' });
-    const candidates: DifferentialTarget[] = [];
-    if (typeof startCompacting !== 'string') {
-      const brokerDefaults = referenceBrokerDefaults();
-      kafkaOff = await startKafka({ compaction: 'off' });
-      kfake = await startKfake({ brokers: 3 });
-      for (const [name, upstream] of [
-        ['kcompact/kafka-off', kafkaOff.bootstrap],
-        ['kcompact/kfake', kfake.bootstrap],
-      ] as const) {
-        const proxy = await startCompacting(upstream, { brokerDefaults });
-        proxies.push(proxy);
-        candidates.push(kcompactTarget(name, proxy.bootstrap, () => proxy.compactNow()));
-      }
-    }
+    const kcompact = await startKcompactTargets();
+    stopTargets = kcompact.stop;
+    const candidates: DifferentialTarget[] = kcompact.targets;
     console.log(`${seeds} seeds from ${firstSeed}, workload ${JSON.stringify(sizes)}, targets: kafka-4.4${candidates.map((c) => `, ${c.name}`).join('')}`);
 
     for (let seed = firstSeed; seed < firstSeed + seeds; seed++) {
@@ -105,9 +85,7 @@ async function main(): Promise<number> {
       }
     }
   } finally {
-    for (const p of proxies) await p.stop();
-    await kfake?.stop();
-    await kafkaOff?.stop();
+    await stopTargets?.();
     await reference?.stop();
   }
 

@@ -14,17 +14,14 @@ import {
   compactionProblems,
   compareObservations,
   describeLayout,
-  findCompactingProxy,
   kafkaReferenceTarget,
-  kcompactTarget,
   kworkloadMissing,
   observe,
-  referenceBrokerDefaults,
-  type CompactingProxy,
+  startKcompactTargets,
   type DifferentialTarget,
   type Observation,
 } from '../support/differential.js';
-import { missingPeers, startKafka, startKfake, type RunningKafka, type RunningKfake } from '../support/index.js';
+import { missingPeers, startKafka, type RunningKafka } from '../support/index.js';
 
 const SEEDS = [1, 2, 3];
 const SEED_TIMEOUT_MS = 120_000;
@@ -32,37 +29,22 @@ const SEED_TIMEOUT_MS = 120_000;
 const missing = [...missingPeers(), ...(kworkloadMissing() ? ['kworkload'] : [])];
 const peersReason = missing.length ? `test peers not installed (${missing.join(', ')}): run bash test/peers/install.sh` : undefined;
 if (peersReason && process.env.CI) throw new Error(peersReason);
-const startCompacting = await findCompactingProxy();
-const kcompactSkip = peersReason ?? (typeof startCompacting === 'string' ? startCompacting : undefined);
 
 let reference: RunningKafka | undefined;
-let kafkaOff: RunningKafka | undefined;
-let kfake: RunningKfake | undefined;
-const proxies: CompactingProxy[] = [];
+let stopTargets: (() => Promise<void>) | undefined;
 const candidates: DifferentialTarget[] = [];
 const references = new Map<number, Promise<Observation>>();
 
 before(async () => {
   if (peersReason) return;
   reference = await startKafka({ compaction: 'reference' });
-  if (typeof startCompacting === 'string') return;
-  const brokerDefaults = referenceBrokerDefaults();
-  kafkaOff = await startKafka({ compaction: 'off' });
-  kfake = await startKfake({ brokers: 3 });
-  for (const [name, upstream] of [
-    ['kcompact/kafka-off', kafkaOff.bootstrap],
-    ['kcompact/kfake', kfake.bootstrap],
-  ] as const) {
-    const proxy = await startCompacting(upstream, { brokerDefaults });
-    proxies.push(proxy);
-    candidates.push(kcompactTarget(name, proxy.bootstrap, () => proxy.compactNow()));
-  }
+  const kcompact = await startKcompactTargets();
+  stopTargets = kcompact.stop;
+  candidates.push(...kcompact.targets);
 });
 
 after(async () => {
-  for (const p of proxies) await p.stop();
-  await kfake?.stop();
-  await kafkaOff?.stop();
+  await stopTargets?.();
   await reference?.stop();
 });
 
@@ -89,7 +71,7 @@ for (const seed of SEEDS) {
     assert.deepEqual(compactionProblems(o), []);
   });
 
-  test(`seed ${seed}: kcompact leaves clients the same log and answers as Kafka`, { skip: kcompactSkip, timeout: 3 * SEED_TIMEOUT_MS }, async (t) => {
+  test(`seed ${seed}: kcompact leaves clients the same log and answers as Kafka`, { skip: peersReason, timeout: 3 * SEED_TIMEOUT_MS }, async (t) => {
     const ref = await referenceFor(seed, t);
     for (const target of candidates) {
       const o = await observe(target, { seed, sizes: CI_SIZES, rounds: ref.rounds, log: (l) => t.diagnostic(l) });

@@ -15,7 +15,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { ApiKey } from '../../src/protocol/messages.js';
-import { kafkaServerProperties, type RunningKafka } from './kafka.js';
+import { kafkaServerProperties, startKafka, type RunningKafka } from './kafka.js';
+import { startKfake } from './kfake.js';
+import { startCompactingProxy } from './kcompact.js';
 import { binDir } from './paths.js';
 import { pollUntil, runProcess, tail } from './processes.js';
 import { askOnce } from './raw-client.js';
@@ -656,24 +658,36 @@ export function describeLayout(o: Observation): string {
   ].join('\n');
 }
 
-// ---- the compacting proxy ------------------------------------------------------------------
-
-export interface CompactingProxy {
-  bootstrap: string;
-  compactNow(): Promise<unknown>;
-  stop(): Promise<void>;
-}
-
-/** The contract this harness expects from test/support/kcompact.ts once compaction is wired in. */
-export type StartCompactingProxy = (upstream: string, opts: { brokerDefaults: Record<string, string> }) => Promise<CompactingProxy>;
+// ---- kcompact targets ---------------------------------------------------------------------
 
 /**
- * test/support/kcompact.ts's startCompactingProxy, or the reason the kcompact side cannot run
- * yet: the proxy with compaction wired in (config layer, produce guard, fetch view, worker)
- * and a clean-now hook.
+ * kcompact in front of each store without compaction (Kafka 4.4 with its cleaner off, kfake),
+ * as differential targets, with the reference broker's cleaner defaults so DescribeConfigs
+ * synonyms match. `stop()` ends the proxies and the stores.
  */
-export async function findCompactingProxy(): Promise<StartCompactingProxy | string> {
-  const mod = (await import('./kcompact.js')) as unknown as Record<string, unknown>;
-  if (typeof mod.startCompactingProxy === 'function') return mod.startCompactingProxy as StartCompactingProxy;
-  return 'compaction is not wired into the proxy yet: test/support/kcompact.ts exports no startCompactingProxy(upstream, { brokerDefaults }) resolving to { bootstrap, compactNow(), stop() }';
+export async function startKcompactTargets(): Promise<{ targets: DifferentialTarget[]; stop(): Promise<void> }> {
+  const brokerDefaults = referenceBrokerDefaults();
+  const stops: (() => Promise<void>)[] = [];
+  const targets: DifferentialTarget[] = [];
+  const stop = async () => {
+    for (const s of stops.reverse()) await s();
+  };
+  try {
+    const kafkaOff = await startKafka({ compaction: 'off' });
+    stops.push(() => kafkaOff.stop());
+    const kfake = await startKfake({ brokers: 3 });
+    stops.push(() => kfake.stop());
+    for (const [name, upstream] of [
+      ['kcompact/kafka-off', kafkaOff.bootstrap],
+      ['kcompact/kfake', kfake.bootstrap],
+    ] as const) {
+      const proxy = await startCompactingProxy(upstream, { brokerDefaults });
+      stops.push(() => proxy.stop());
+      targets.push(kcompactTarget(name, proxy.bootstrap, () => proxy.compactNow()));
+    }
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { targets, stop };
 }
