@@ -9,6 +9,7 @@
  *
  *   node dist/bench/index-ingest.js [--records 1000000] [--kafka | --upstream HOST:PORT --topic T]
  */
+import { DEFAULT_POLICY } from '../test/support/default-policy.js';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -17,7 +18,6 @@ import { collectRows } from '../src/compaction/indexer/fetched-rows.js';
 import { PartitionStore } from '../src/compaction/index/partition-store.js';
 import { RowBuffer } from '../src/compaction/index/row-buffer.js';
 import { startCompactionEngine } from '../src/compaction/worker/compaction-engine.js';
-import type { TopicPolicy } from '../src/compaction/policy.js';
 import { encodeBatch, type RecordInput } from '../src/protocol/records/batch.js';
 import { Compression } from '../src/protocol/records/compression.js';
 import { createLogger } from '../src/ops/log.js';
@@ -42,18 +42,6 @@ const PER_BATCH = Number(values.batch);
 const VALUE_SIZE = Number(values['value-size']);
 const FETCH_BYTES = 8 * 1024 * 1024;
 
-const POLICY: TopicPolicy = {
-  compact: true,
-  delete: false,
-  deleteRetentionMs: 86_400_000,
-  minCompactionLagMs: 0,
-  maxCompactionLagMs: Number.MAX_SAFE_INTEGER,
-  minCleanableDirtyRatio: 0.5,
-  segmentMs: 604_800_000,
-  segmentBytes: 1_073_741_824,
-  retentionMs: -1,
-  retentionBytes: -1,
-};
 
 /** The partition as fetch answers of ~8 MiB, like the indexer receives them. */
 async function fetchAnswers(codec: number): Promise<Buffer[]> {
@@ -104,7 +92,7 @@ async function inProcess(codec: number, name: string): Promise<void> {
   try {
     const { store } = PartitionStore.open(path.join(dir, 'p.sqlite'), { topic: 'bench', partition: 0 });
     const rows = new RowBuffer(4096);
-    const roll = { segmentBytes: POLICY.segmentBytes, maxSegmentMs: POLICY.segmentMs };
+    const roll = { segmentBytes: DEFAULT_POLICY.segmentBytes, maxSegmentMs: DEFAULT_POLICY.segmentMs };
     const cpuBefore = process.cpuUsage();
     const started = performance.now();
     for (const answer of answers) {
@@ -140,7 +128,7 @@ async function endToEnd(upstream: string, topic: string): Promise<void> {
   });
   try {
     const started = performance.now();
-    engine.setPolicies(new Map([[topic, POLICY]]));
+    engine.setPolicies(new Map([[topic, DEFAULT_POLICY]]));
     let indexed = 0;
     for (;;) {
       await new Promise((r) => setTimeout(r, 50));

@@ -5,6 +5,7 @@
  * restart resumes from the checkpoint, a deleted index file is rebuilt, a deleted and re-created
  * topic starts over, and transactions are indexed with aborted data and markers flagged.
  */
+import { DEFAULT_POLICY } from '../support/default-policy.js';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { test, type TestContext } from 'node:test';
@@ -13,7 +14,6 @@ import kafkajs from 'kafkajs';
 import { keyDigest } from '../../src/compaction/index/key-digest.js';
 import { partitionIndexFile } from '../../src/compaction/index/index-files.js';
 import { RecordFlag } from '../../src/compaction/index/record-flags.js';
-import type { TopicPolicy } from '../../src/compaction/policy.js';
 import { startCompactionEngine, type CompactionEngine } from '../../src/compaction/worker/compaction-engine.js';
 import type { Logger } from '../../src/ops/log.js';
 import {
@@ -29,18 +29,6 @@ import {
   type RecordView,
 } from '../support/index.js';
 
-const POLICY: TopicPolicy = {
-  compact: true,
-  delete: false,
-  deleteRetentionMs: 86_400_000,
-  minCompactionLagMs: 0,
-  maxCompactionLagMs: Number.MAX_SAFE_INTEGER,
-  minCleanableDirtyRatio: 0.5,
-  segmentMs: 604_800_000,
-  segmentBytes: 1_073_741_824,
-  retentionMs: -1,
-  retentionBytes: -1,
-};
 
 interface IndexRow {
   offset: number;
@@ -132,7 +120,7 @@ async function indexerSuite(t: TestContext, bootstrap: string, brokers: number):
     await t.test('indexes what was produced straight to the upstream, every codec', async () => {
       await franzProduce(bootstrap, { topic, count: 1500, keys: 40, tombstoneEvery: 7, createPartitions: 3, compression: 'lz4' });
       await franzProduce(bootstrap, { topic, count: 500, start: 1500, keys: 0, compression: 'zstd' });
-      engine.setPolicies(new Map([[topic, POLICY]]));
+      engine.setPolicies(new Map([[topic, DEFAULT_POLICY]]));
       await caughtUp(engine, topic, 3, 2000);
       assertIndexed(dataDir, topic, await consumeAll(bootstrap, topic, 2000), 3);
       const status = await engine.status();
@@ -146,7 +134,7 @@ async function indexerSuite(t: TestContext, bootstrap: string, brokers: number):
       engine = await startEngine(bootstrap, dataDir, log);
       const resumed = (await engine.status()).partitions.find((p) => p.topic === topic && p.partition === 0)!;
       assert.equal(resumed.nextOffset, before, 'the checkpoint, before any fetch');
-      engine.setPolicies(new Map([[topic, POLICY]]));
+      engine.setPolicies(new Map([[topic, DEFAULT_POLICY]]));
       await caughtUp(engine, topic, 3, 2600);
       assertIndexed(dataDir, topic, await consumeAll(bootstrap, topic, 2600), 3);
       assert.ok(!lines.some((l) => /rebuilding|resetting/.test(l)), lines.join('\n'));
@@ -158,7 +146,7 @@ async function indexerSuite(t: TestContext, bootstrap: string, brokers: number):
       for (const f of [file, `${file}-wal`, `${file}-shm`]) fs.rmSync(f, { force: true });
       fs.writeFileSync(partitionIndexFile(dataDir, topic, 2), 'not a database at all, but long enough to be read as one'.repeat(100));
       engine = await startEngine(bootstrap, dataDir, log);
-      engine.setPolicies(new Map([[topic, POLICY]]));
+      engine.setPolicies(new Map([[topic, DEFAULT_POLICY]]));
       await caughtUp(engine, topic, 3, 2600);
       assertIndexed(dataDir, topic, await consumeAll(bootstrap, topic, 2600), 3);
       assert.ok(lines.some((l) => /index file unusable/.test(l) && /"partition":2/.test(l)), lines.join('\n'));
@@ -189,7 +177,7 @@ async function indexerSuite(t: TestContext, bootstrap: string, brokers: number):
       const txnTopic = 'indexed-txn';
       const result = await ckTxn(bootstrap, { topic: txnTopic, createPartitions: 1, transactions: 6, perTxn: 5, keys: 4 });
       assert.deepEqual(result.transactions, { committed: 15, aborted: 15 });
-      engine.setPolicies(new Map([[txnTopic, POLICY]]));
+      engine.setPolicies(new Map([[txnTopic, DEFAULT_POLICY]]));
       await caughtUp(engine, txnTopic, 1, 36);
       const all = await consumeAll(bootstrap, txnTopic, 30);
       const rows = indexRows(dataDir, txnTopic, 0);
@@ -246,7 +234,7 @@ test('the indexer rides out an upstream outage and follows the upstream when it 
   try {
     const topic = 'outage';
     await franzProduce(kfake.bootstrap, { topic, count: 300, keys: 30, createPartitions: 2 });
-    engine.setPolicies(new Map([[topic, POLICY]]));
+    engine.setPolicies(new Map([[topic, DEFAULT_POLICY]]));
     await caughtUp(engine, topic, 2, 300);
     await kfake.stop();
     await pollUntil('the outage is noticed', 30_000, async () => (lines.some((l) => /index fetch failed|metadata failed/.test(l)) ? true : undefined));

@@ -4,7 +4,7 @@ import { cleanableRange, needsCleaning } from '../../../../src/compaction/cleane
 import { retentionStart } from '../../../../src/compaction/cleaner/retention.js';
 import { cleanEnd, MAX_DIRTY_OFFSETS_PER_PASS } from '../../../../src/compaction/cleaner/cleaner.js';
 import type { Segment } from '../../../../src/compaction/index/segment-roller.js';
-import { DEFAULT_POLICY } from './default-policy.js';
+import { DEFAULT_POLICY } from '../../../support/default-policy.js';
 
 const POLICY = DEFAULT_POLICY;
 

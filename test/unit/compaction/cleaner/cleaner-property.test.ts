@@ -18,7 +18,7 @@ import { SurvivorSet, type SurvivorSnapshot } from '../../../../src/compaction/i
 import type { TopicPolicy } from '../../../../src/compaction/policy.js';
 import { createLogger } from '../../../../src/ops/log.js';
 import type { DataRecord } from '../indexer/batch-builder.js';
-import { DEFAULT_POLICY } from './default-policy.js';
+import { DEFAULT_POLICY } from '../../../support/default-policy.js';
 import { FakeLog, type LogBatch, type LogRecord } from './fake-log.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kcompact-prop-'));

@@ -10,7 +10,7 @@ import type { PartitionId } from '../../../../src/compaction/index/partition-sto
 import type { SurvivorSnapshot } from '../../../../src/compaction/index/survivor-set.js';
 import type { TopicPolicy } from '../../../../src/compaction/policy.js';
 import { createLogger } from '../../../../src/ops/log.js';
-import { DEFAULT_POLICY } from './default-policy.js';
+import { DEFAULT_POLICY } from '../../../support/default-policy.js';
 import { FakeLog } from './fake-log.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kcompact-cleaner-'));

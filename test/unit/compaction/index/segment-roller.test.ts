@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { appendToSegment, rollPolicy, type Segment } from '../../../../src/compaction/index/segment-roller.js';
-import { DEFAULT_POLICY } from '../cleaner/default-policy.js';
+import { DEFAULT_POLICY } from '../../../support/default-policy.js';
 
 const POLICY = DEFAULT_POLICY;
 
