@@ -12,7 +12,6 @@ import path from 'node:path';
 import { after, before, test, type TestContext } from 'node:test';
 import kafkajs from 'kafkajs';
 import { ApiKey } from '../../src/protocol/messages.js';
-import { ProxyServer } from '../../src/proxy/server.js';
 import type { InterceptedRequest, RequestInterceptor } from '../../src/proxy/interceptor.js';
 import { createFetchView, type FetchView } from '../../src/compaction/fetch-view/fetch-view.js';
 import { startCompactionEngine, type CompactionEngine } from '../../src/compaction/worker/compaction-engine.js';
@@ -20,7 +19,7 @@ import { UpstreamPool } from '../../src/compaction/fetch-view/upstream-pool.js';
 import type { TopicConfigView, TopicPolicy } from '../../src/compaction/policy.js';
 import { createLogger, isLogLevel, setLogLevel } from '../../src/ops/log.js';
 import { parseHostPortList } from '../../src/config/host-port.js';
-import { freePortRun } from '../support/kcompact.js';
+import { startProxy, type RunningProxy } from '../support/kcompact.js';
 import { askOnce, RawConnection } from '../support/raw-client.js';
 import { encodeBatch } from '../../src/protocol/records/batch.js';
 import { binDir, pythonScriptsDir, venvPython } from '../support/paths.js';
@@ -74,7 +73,7 @@ const skip = missingPeers().length > 0 && !process.env.CI ? 'test peers not inst
 const log = createLogger({ component: 'fetch-view-test' });
 
 let kafka: RunningKafka;
-let proxy: ProxyServer;
+let proxy: RunningProxy;
 let pool: UpstreamPool;
 let engine: CompactionEngine;
 let engineDir: TempDir;
@@ -136,31 +135,20 @@ before(async () => {
   engine.setPolicies(new Map([[ENGINE_TOPIC, ENGINE_POLICY]]));
   await produceAndClean();
 
-  const port = await freePortRun(3);
   const interceptors = new Map<number, RequestInterceptor>();
-  proxy = new ProxyServer({
-    listen: { host: '127.0.0.1', port },
-    upstream: parseHostPortList(kafka.bootstrap),
-    advertisedHost: '127.0.0.1',
-    brokerPortBase: port + 1,
-    maxFrameBytes: 100 << 20,
-    requestTimeoutMs: 10_000,
-    log,
-    interceptors,
-  });
-  proxy.topics.learn(TOPIC, created.topics[0].topicId);
-  pool = new UpstreamPool({ bootstrap: parseHostPortList(kafka.bootstrap), topicIds: proxy.topics, log, maxFrameBytes: 100 << 20, requestTimeoutMs: 10_000 });
+  proxy = await startProxy(kafka.bootstrap, { interceptors });
+  proxy.server.topics.learn(TOPIC, created.topics[0].topicId);
+  pool = new UpstreamPool({ bootstrap: parseHostPortList(kafka.bootstrap), topicIds: proxy.server.topics, log, maxFrameBytes: 100 << 20, requestTimeoutMs: 10_000 });
   const index = new FakeIndex(SURVIVORS, TOTAL);
   const indexes = { partition: (t: string, p: number) => (t === TOPIC ? (p === 0 ? index : undefined) : engine.index.partition(t, p)) };
-  view = createFetchView({ config, index: indexes, topicIds: proxy.topics, upstream: pool, log });
+  view = createFetchView({ config, index: indexes, topicIds: proxy.server.topics, upstream: pool, log });
   interceptors.set(ApiKey.Fetch, {
     intercept(req: InterceptedRequest) {
       record(req);
       return view.intercept(req);
     },
   });
-  await proxy.start();
-  bootstrap = `127.0.0.1:${port}`;
+  bootstrap = proxy.bootstrap;
 });
 
 after(async () => {
@@ -214,7 +202,7 @@ function record(req: InterceptedRequest): void {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   const body = req.body<any>();
   for (const t of body.topics) {
-    const topic = t.topic ?? proxy.topics.name(t.topicId);
+    const topic = t.topic ?? proxy.server.topics.name(t.topicId);
     if (topic !== TOPIC && topic !== ENGINE_TOPIC) continue;
     for (const p of t.partitions) fetches.push({ topic, clientId: req.header.clientId, offset: Number(p.fetchOffset), at: Date.now() });
   }

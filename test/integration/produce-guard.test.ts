@@ -8,13 +8,12 @@ import { after, before, test } from 'node:test';
 import kafkajs from 'kafkajs';
 import { ApiKey } from '../../src/protocol/messages.js';
 import { encodeBatch } from '../../src/protocol/records/batch.js';
-import { ProxyServer } from '../../src/proxy/server.js';
 import type { RequestInterceptor } from '../../src/proxy/interceptor.js';
 import { createProduceGuard, type ProduceGuard } from '../../src/compaction/produce-guard/produce-guard.js';
 import { UpstreamPool } from '../../src/compaction/fetch-view/upstream-pool.js';
 import { createLogger, isLogLevel, setLogLevel } from '../../src/ops/log.js';
 import { parseHostPortList } from '../../src/config/host-port.js';
-import { freePortRun } from '../support/kcompact.js';
+import { startProxy, type RunningProxy } from '../support/kcompact.js';
 import { askOnce, RawConnection } from '../support/raw-client.js';
 import { missingPeers, pollUntil, startKafka, type RunningKafka } from '../support/index.js';
 import type { TopicConfigView } from '../../src/compaction/policy.js';
@@ -25,7 +24,7 @@ const skip = missingPeers().length > 0 && !process.env.CI ? 'test peers not inst
 const log = createLogger({ component: 'produce-guard-test' });
 
 let kafka: RunningKafka;
-let proxy: ProxyServer;
+let proxy: RunningProxy;
 let pool: UpstreamPool;
 let guard: ProduceGuard;
 let proxyAddress: string;
@@ -43,29 +42,18 @@ before(async () => {
   const level = process.env.KCOMPACT_TEST_LOG_LEVEL ?? 'warn';
   setLogLevel(isLogLevel(level) ? level : 'warn');
   kafka = await startKafka({ compaction: 'reference' });
-  const port = await freePortRun(3);
   const interceptors = new Map<number, RequestInterceptor>();
-  proxy = new ProxyServer({
-    listen: { host: '127.0.0.1', port },
-    upstream: parseHostPortList(kafka.bootstrap),
-    advertisedHost: '127.0.0.1',
-    brokerPortBase: port + 1,
-    maxFrameBytes: 100 << 20,
-    requestTimeoutMs: 10_000,
-    log,
-    interceptors,
-  });
-  pool = new UpstreamPool({ bootstrap: parseHostPortList(kafka.bootstrap), topicIds: proxy.topics, log, maxFrameBytes: 100 << 20, requestTimeoutMs: 10_000 });
+  proxy = await startProxy(kafka.bootstrap, { interceptors });
+  pool = new UpstreamPool({ bootstrap: parseHostPortList(kafka.bootstrap), topicIds: proxy.server.topics, log, maxFrameBytes: 100 << 20, requestTimeoutMs: 10_000 });
   guard = createProduceGuard({
     config,
-    topicIds: proxy.topics,
+    topicIds: proxy.server.topics,
     log,
     resolveTopicIds: (unknown) => pool.resolveTopicIds(unknown),
     logStartOffset: (topic, partition) => pool.logStartOffset(topic, partition),
   });
   interceptors.set(ApiKey.Produce, guard);
-  await proxy.start();
-  proxyAddress = `127.0.0.1:${port}`;
+  proxyAddress = proxy.bootstrap;
   const created = await askOnce(kafka.bootstrap, ApiKey.CreateTopics, 7, {
     topics: [
       // compact,delete: Kafka refuses DeleteRecords on a compact-only topic (POLICY_VIOLATION).

@@ -11,6 +11,7 @@ import { parseHostPortList } from '../../src/config/host-port.js';
 import { TopicIds } from '../../src/proxy/topic-ids.js';
 import { startCompaction, type Compaction } from '../../src/compaction/compaction.js';
 import type { StaticTopic } from '../../src/compaction/config/topic-configs.js';
+import type { Interceptors } from '../../src/proxy/interceptor.js';
 
 export interface RunningProxy {
   bootstrap: string;
@@ -38,7 +39,11 @@ export async function freePortRun(count: number): Promise<number> {
   throw new Error(`no run of ${count} free ports found on 127.0.0.1`);
 }
 
-export async function startProxy(upstream: string, opts: { maxFrameBytes?: number; brokerSlots?: number } = {}): Promise<RunningProxy> {
+/** `interceptors` may be filled after the start: the proxy looks them up per request. */
+export async function startProxy(
+  upstream: string,
+  opts: { maxFrameBytes?: number; brokerSlots?: number; interceptors?: Interceptors } = {},
+): Promise<RunningProxy> {
   const level = process.env.KCOMPACT_TEST_LOG_LEVEL ?? 'warn';
   setLogLevel(isLogLevel(level) ? level : 'warn');
   const slots = opts.brokerSlots ?? 4;
@@ -51,6 +56,7 @@ export async function startProxy(upstream: string, opts: { maxFrameBytes?: numbe
     maxFrameBytes: opts.maxFrameBytes ?? 100 * 1024 * 1024,
     requestTimeoutMs: 10_000,
     log: createLogger({ component: 'kcompact-test' }),
+    interceptors: opts.interceptors,
   });
   await server.start();
   return { bootstrap: `127.0.0.1:${port}`, server, brokerPortBase: port + 1, stop: () => server.stop() };
