@@ -4,6 +4,7 @@
  * the same requests directly. The proxies get the reference broker's cleaner settings as their
  * broker defaults, so every owned config must describe exactly as the reference describes it.
  */
+import { OWNED_TOPIC_CONFIGS, referenceBrokerDefaults } from '../support/differential.js';
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import kafkajs from 'kafkajs';
@@ -31,18 +32,8 @@ import {
 const skip = missingPeers().length > 0 && !process.env.CI ? 'test peers not installed: run bash test/peers/install.sh' : false;
 
 /** The reference broker's cleaner settings that are synonyms of owned configs (see test/support/kafka.ts). */
-const REFERENCE_BROKER_CONFIGS = { 'log.cleaner.min.cleanable.ratio': '0.01', 'log.cleaner.delete.retention.ms': '100' };
-const OWNED = [
-  'cleanup.policy',
-  'delete.retention.ms',
-  'min.compaction.lag.ms',
-  'max.compaction.lag.ms',
-  'min.cleanable.dirty.ratio',
-  'segment.ms',
-  'segment.bytes',
-  'retention.ms',
-  'retention.bytes',
-];
+const REFERENCE_BROKER_CONFIGS = referenceBrokerDefaults();
+const OWNED: readonly string[] = OWNED_TOPIC_CONFIGS;
 const { SET, DELETE, APPEND, SUBTRACT } = { SET: 0, DELETE: 1, APPEND: 2, SUBTRACT: 3 };
 
 interface ConfigProxy {
