@@ -14,6 +14,8 @@ import { FrameReader, type FrameRouter } from './frame-reader.js';
 import { responseRewriters, type RewriteContext } from './response-rewrite.js';
 import { clampApiVersions, type ApiVersionsBody } from './api-versions.js';
 import { produceAcks } from './produce-acks.js';
+import { passThroughVersion, patchRequestVersion } from './fetch-version.js';
+import { largeReads } from './large-reads.js';
 import { decodeRequestHeader } from '../protocol/headers.js';
 import { interceptedRequest, type Interception, type Interceptors, type ResponseTransform } from './interceptor.js';
 
@@ -34,6 +36,7 @@ interface Slot {
 interface Awaiting {
   correlationId: number;
   apiKey: number;
+  /** The version the upstream was asked, which its response follows. */
   apiVersion: number;
   slot: Slot;
   transform?: ResponseTransform;
@@ -88,9 +91,15 @@ export class ProxyConnection {
       if (apiKey === ApiKey.ApiVersions || apiKey === ApiKey.Produce || this.deps.interceptors?.has(apiKey)) return null;
       const slot: Slot = { frame: null };
       this.out.push(slot);
-      this.awaiting.push({ correlationId: head.readInt32BE(8), apiKey, apiVersion: head.readInt16BE(6), slot });
+      const apiVersion = head.readInt16BE(6);
+      const upstreamVersion = passThroughVersion(apiKey, apiVersion);
+      this.awaiting.push({ correlationId: head.readInt32BE(8), apiKey, apiVersion: upstreamVersion, slot });
+      let at = 0;
       return (piece) => {
-        if (piece) this.forward(piece);
+        if (!piece) return;
+        if (upstreamVersion !== apiVersion && at < 8) patchRequestVersion(piece, at, upstreamVersion);
+        at += piece.length;
+        this.forward(piece);
       };
     },
   };
@@ -157,7 +166,7 @@ export class ProxyConnection {
     for (const target of targets) {
       if (this.closed) return;
       try {
-        const socket = await connect(target);
+        const socket = await connect(target, CONNECT_TIMEOUT_MS, (chunk) => this.onUpstreamData(chunk));
         if (this.closed) {
           socket.destroy();
           return;
@@ -175,7 +184,6 @@ export class ProxyConnection {
   private attach(socket: net.Socket, target: HostPort): void {
     this.upstreamSocket = socket;
     socket.setNoDelay(true);
-    socket.on('data', (chunk: Buffer) => this.onUpstreamData(chunk));
     socket.on('drain', () => this.resumeClient());
     const where = `${target.host}:${target.port}`;
     socket.on('end', () => this.close(`upstream ${where} closed the connection`));
@@ -271,8 +279,12 @@ export class ProxyConnection {
       }
       return;
     }
-    if (slot) this.awaiting.push({ correlationId, apiKey, apiVersion, slot, transform: decision.response });
-    this.forward(decision.frame ?? frame);
+    const forwarded = decision.frame ?? frame;
+    // A response nobody transforms can stream through when asked at a streamable version.
+    const upstreamVersion = decision.response ? apiVersion : passThroughVersion(apiKey, apiVersion);
+    if (upstreamVersion !== apiVersion) patchRequestVersion(forwarded, 0, upstreamVersion);
+    if (slot) this.awaiting.push({ correlationId, apiKey, apiVersion: upstreamVersion, slot, transform: decision.response });
+    this.forward(forwarded);
     if (decision.closeAfter) this.close(decision.closeAfter, undefined, this.upstreamSocket !== null);
   }
 
@@ -383,9 +395,10 @@ function rewritesResponse(apiKey: number, apiVersion: number): boolean {
   return rewriter !== undefined && apiVersion >= rewriter.minVersion;
 }
 
-export function connect(target: HostPort, timeoutMs = CONNECT_TIMEOUT_MS): Promise<net.Socket> {
+/** `onData`, when given, receives what the socket reads, in large reads (see large-reads.ts). */
+export function connect(target: HostPort, timeoutMs = CONNECT_TIMEOUT_MS, onData?: (chunk: Buffer) => void): Promise<net.Socket> {
   return new Promise((resolve, reject) => {
-    const socket = net.connect({ host: target.host, port: target.port });
+    const socket = net.connect({ host: target.host, port: target.port, ...(onData ? { onread: largeReads(onData) } : {}) });
     const timer = setTimeout(() => fail(new Error(`connect to ${target.host}:${target.port} timed out after ${timeoutMs} ms`)), timeoutMs);
     const fail = (err: Error) => {
       clearTimeout(timer);

@@ -36,20 +36,23 @@ export class UpstreamClient {
   private constructor(private readonly socket: net.Socket, readonly address: HostPort, private readonly opts: UpstreamClientOptions) {
     this.frames = new FrameReader(opts.maxFrameBytes);
     socket.setNoDelay(true);
-    socket.on('data', (chunk: Buffer) => {
-      try {
-        this.frames.push(chunk, (frame) => this.onFrame(frame));
-      } catch (err) {
-        this.fail(err as Error);
-      }
-    });
     socket.on('error', (err) => this.fail(err));
     socket.on('close', () => this.fail(new Error(`upstream ${address.host}:${address.port} closed the connection`)));
   }
 
+  private onData(chunk: Buffer): void {
+    try {
+      this.frames.push(chunk, (frame) => this.onFrame(frame));
+    } catch (err) {
+      this.fail(err as Error);
+    }
+  }
+
   static async connect(address: HostPort, opts: UpstreamClientOptions): Promise<UpstreamClient> {
-    const socket = await connect(address, opts.connectTimeoutMs);
-    const client = new UpstreamClient(socket, address, opts);
+    // Nothing arrives before the first request, which the constructed client sends.
+    let client: UpstreamClient | undefined;
+    const socket = await connect(address, opts.connectTimeoutMs, (chunk) => client?.onData(chunk));
+    client = new UpstreamClient(socket, address, opts);
     try {
       await client.negotiate();
     } catch (err) {

@@ -14,12 +14,15 @@ export interface FakeBroker {
   port: number;
   /** What to do with the next request of the given API (ApiVersions/Metadata answer normally otherwise). */
   misbehave(apiKey: number, how: Misbehaviour): void;
+  /** Hands the next request of the given API (frame with size prefix) to `answer`, which writes to the socket itself. */
+  handle(apiKey: number, answer: (frame: Buffer, socket: net.Socket) => void): void;
   connections(): number;
   close(): Promise<void>;
 }
 
 export async function startFakeBroker(port = 0): Promise<FakeBroker> {
   const plans = new Map<number, Misbehaviour>();
+  const handlers = new Map<number, (frame: Buffer, socket: net.Socket) => void>();
   const sockets = new Set<net.Socket>();
   let selfPort = 0;
   const server = net.createServer((socket) => {
@@ -32,6 +35,12 @@ export async function startFakeBroker(port = 0): Promise<FakeBroker> {
         const apiKey = frame.readInt16BE(4);
         const version = frame.readInt16BE(6);
         const correlationId = frame.readInt32BE(8);
+        const handler = handlers.get(apiKey);
+        if (handler) {
+          handlers.delete(apiKey);
+          handler(Buffer.from(frame), socket);
+          return;
+        }
         const plan = plans.get(apiKey);
         if (plan) {
           plans.delete(apiKey);
@@ -51,6 +60,7 @@ export async function startFakeBroker(port = 0): Promise<FakeBroker> {
     address: `127.0.0.1:${selfPort}`,
     port: selfPort,
     misbehave: (apiKey, how) => plans.set(apiKey, how),
+    handle: (apiKey, answer) => handlers.set(apiKey, answer),
     connections: () => sockets.size,
     close: () =>
       new Promise<void>((resolve) => {
