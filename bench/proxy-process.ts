@@ -35,7 +35,8 @@ export interface RunningProxyProcess {
   stop(): Promise<void>;
 }
 
-function canConnect(port: number): Promise<true | undefined> {
+/** Whether something accepts connections on 127.0.0.1:port (true), for pollUntil. */
+export function canConnect(port: number): Promise<true | undefined> {
   return new Promise((resolve) => {
     const s = net.connect({ host: '127.0.0.1', port });
     s.once('connect', () => {

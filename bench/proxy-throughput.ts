@@ -10,9 +10,14 @@
  * table shows medians and the ratio of medians. Budgets are reported, never asserted: the exit
  * status is non-zero only when something crashed.
  *
+ * Reference relays (bench/relays.ts) run the throughput modes too: a Go relay that splices bytes
+ * without ever copying them to user space, and a plain Node socket pipe. What they reach on the
+ * same machine in the same run is what any proxy could reach, before any Kafka work.
+ *
  *   node dist/bench/proxy-throughput.js [--rounds 7] [--produce-records 600000]
  *     [--consume-records 1500000] [--value-size 1024] [--partitions 4] [--latency-seconds 5]
- *     [--rate 10000] [--cpu-prof DIR] [--json FILE]
+ *     [--rate 10000] [--modes produce,consume,latency]
+ *     [--relays splice-relay,node-pipe|none] [--cpu-prof DIR] [--json FILE]
  *
  * Kafka's log lives under $KCOMPACT_BENCH_TMPDIR (default /dev/shm when it exists) so disk
  * writeback, which is not the proxy's cost, stays out of the figures.
@@ -28,6 +33,7 @@ import { kbench, kbenchMissing, type KbenchResult } from './kbench.js';
 import { cpuSeconds } from './proc-stats.js';
 import { startProxyProcess, type RunningProxyProcess } from './proxy-process.js';
 import { median, table } from './text-table.js';
+import { krelayMissing, relayListeners, RELAYS, startRelay, type Relay, type RelayKind } from './relays.js';
 
 const THROUGHPUT_BUDGET = 0.85;
 const ADDED_P99_BUDGET_MS = 1;
@@ -41,6 +47,8 @@ const { values: args } = parseArgs({
     partitions: { type: 'string', default: '4' },
     'latency-seconds': { type: 'string', default: '5' },
     rate: { type: 'string', default: '10000' },
+    modes: { type: 'string', default: 'produce,consume,latency' },
+    relays: { type: 'string', default: RELAYS.join(',') },
     'cpu-prof': { type: 'string' },
     json: { type: 'string' },
   },
@@ -62,14 +70,33 @@ const cfg = {
   rate: positive('rate'),
 };
 
-type Path = 'direct' | 'proxy';
-type Mode = 'produce' | 'consume' | 'latency';
+type Path = 'direct' | 'proxy' | RelayKind;
+const MODES = ['produce', 'consume', 'latency'] as const;
+type Mode = (typeof MODES)[number];
+
+const modes: Mode[] = args.modes.split(',').map((m) => {
+  if (!(MODES as readonly string[]).includes(m)) throw new Error(`--modes takes a comma-separated list of ${MODES.join(', ')}, got ${m}`);
+  return m as Mode;
+});
+
+const relays: RelayKind[] =
+  args.relays === 'none' || args.relays === ''
+    ? []
+    : args.relays.split(',').map((r) => {
+        if (!(RELAYS as readonly string[]).includes(r)) throw new Error(`--relays takes a comma-separated list of ${RELAYS.join(', ')} or none, got ${r}`);
+        return r as RelayKind;
+      });
+
+/** The paths each mode is measured on: relays only carry throughput, latency is the proxy's own. */
+function pathsFor(mode: Mode): Path[] {
+  return mode === 'latency' ? ['direct', 'proxy'] : ['direct', 'proxy', ...relays];
+}
 
 interface Run extends KbenchResult {
   round: number;
   path: Path;
-  /** CPU seconds the proxy process spent during the run (user + system). */
-  proxyCpuSeconds: number | null;
+  /** CPU seconds the proxy or relay process in the path spent during the run (user + system). */
+  pathCpuSeconds: number | null;
 }
 
 const TOPICS = { produce: 'bench-produce', consume: 'bench-consume', latency: 'bench-latency' } as const;
@@ -141,7 +168,7 @@ function summarize(runs: Run[]): Line[] {
     digits,
   });
   const at = `@${cfg.rate / 1000}k rec/s`;
-  return [
+  const lines = [
     line('produce MB/s', 'produce', (r) => r.mbPerSec, 'ratio', THROUGHPUT_BUDGET, 1),
     line('produce records/s', 'produce', (r) => r.recordsPerSec, 'ratio', THROUGHPUT_BUDGET, 0),
     line('consume MB/s', 'consume', (r) => r.mbPerSec, 'ratio', THROUGHPUT_BUDGET, 1),
@@ -151,6 +178,7 @@ function summarize(runs: Run[]): Line[] {
     line(`latency p99 ms ${at}`, 'latency', (r) => r.latencyMs!.p99, 'added', ADDED_P99_BUDGET_MS, 3),
     line(`latency p99.9 ms ${at}`, 'latency', (r) => r.latencyMs!.p999, 'added', null, 3),
   ];
+  return lines.filter((l) => modes.some((m) => l.label.startsWith(m)));
 }
 
 function formatLine(l: Line): string[] {
@@ -169,23 +197,25 @@ function formatLine(l: Line): string[] {
 function perRoundTable(runs: Run[]): string {
   const rows = [['round', 'path', 'produce MB/s', 'produce rec/s', 'consume MB/s', 'consume rec/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'proxy CPU s']];
   for (let round = 1; round <= cfg.rounds; round++) {
-    for (const p of ['direct', 'proxy'] as const) {
+    for (const p of ['direct', 'proxy', ...relays] as const) {
       const get = (mode: Mode) => runs.find((r) => r.round === round && r.path === p && r.mode === mode);
       const prod = get('produce');
       const cons = get('consume');
       const lat = get('latency');
-      if (!prod || !cons || !lat) continue;
-      const cpu = p === 'proxy' ? [prod, cons, lat].reduce((s, r) => s + (r.proxyCpuSeconds ?? NaN), 0) : NaN;
+      const present = [prod, cons, lat].filter((r) => r !== undefined);
+      if (present.length === 0) continue;
+      const cpu = p === 'proxy' ? present.reduce((s, r) => s + (r.pathCpuSeconds ?? NaN), 0) : NaN;
+      const fixed = (x: number | undefined, digits: number) => (x === undefined ? '' : x.toFixed(digits));
       rows.push([
         String(round),
         p,
-        prod.mbPerSec.toFixed(1),
-        prod.recordsPerSec.toFixed(0),
-        cons.mbPerSec.toFixed(1),
-        cons.recordsPerSec.toFixed(0),
-        lat.latencyMs!.p50.toFixed(3),
-        lat.latencyMs!.p99.toFixed(3),
-        lat.latencyMs!.p999.toFixed(3),
+        fixed(prod?.mbPerSec, 1),
+        fixed(prod?.recordsPerSec, 0),
+        fixed(cons?.mbPerSec, 1),
+        fixed(cons?.recordsPerSec, 0),
+        fixed(lat?.latencyMs!.p50, 3),
+        fixed(lat?.latencyMs!.p99, 3),
+        fixed(lat?.latencyMs!.p999, 3),
         Number.isNaN(cpu) ? '' : cpu.toFixed(2),
       ]);
     }
@@ -193,13 +223,39 @@ function perRoundTable(runs: Run[]): string {
   return table(rows);
 }
 
+/** The reference relays against direct and the proxy against them, with the CPU each spends. */
+function relayTable(runs: Run[]): string {
+  const rows = [['median', 'relay', 'MB/s', 'relay vs direct', 'paired', 'proxy vs relay', 'relay CPU s/GB', 'proxy CPU s/GB']];
+  const of = (mode: Mode, p: Path) => runs.filter((r) => r.mode === mode && r.path === p);
+  const perGb = (rs: Run[]) => rs.reduce((s, r) => s + (r.pathCpuSeconds ?? NaN), 0) / (rs.reduce((s, r) => s + r.bytes, 0) / 1e9);
+  for (const mode of modes.filter((m) => m !== 'latency')) {
+    const direct = median(of(mode, 'direct').map((r) => r.mbPerSec));
+    const proxy = median(of(mode, 'proxy').map((r) => r.mbPerSec));
+    for (const relay of relays) {
+      const rs = of(mode, relay);
+      const mb = median(rs.map((r) => r.mbPerSec));
+      const paired = median(
+        rs.flatMap((r) => {
+          const d = of(mode, 'direct').find((x) => x.round === r.round);
+          return d ? [r.mbPerSec / d.mbPerSec] : [];
+        }),
+      );
+      rows.push([`${mode} MB/s`, relay, mb.toFixed(1), (mb / direct).toFixed(3), paired.toFixed(3), (proxy / mb).toFixed(3), perGb(rs).toFixed(2), perGb(of(mode, 'proxy')).toFixed(2)]);
+    }
+  }
+  return [
+    'reference relays, same Kafka, same run (splice-relay: Go, splice(2), bytes never in user space; node-pipe: Node sockets piped):',
+    table(rows),
+  ].join('\n');
+}
+
 /** The proxy's CPU per record and per GB, by mode: what the proxy itself costs, whatever the noise. */
 function proxyCost(runs: Run[]): string {
   const parts: string[] = [];
   for (const mode of ['produce', 'consume', 'latency'] as const) {
-    const rs = runs.filter((r) => r.path === 'proxy' && r.mode === mode && r.proxyCpuSeconds !== null);
+    const rs = runs.filter((r) => r.path === 'proxy' && r.mode === mode && r.pathCpuSeconds !== null);
     if (rs.length === 0) continue;
-    const cpu = rs.reduce((s, r) => s + r.proxyCpuSeconds!, 0);
+    const cpu = rs.reduce((s, r) => s + r.pathCpuSeconds!, 0);
     const wall = rs.reduce((s, r) => s + r.seconds, 0);
     const records = rs.reduce((s, r) => s + r.records, 0);
     const requests = rs.reduce((s, r) => s + (mode === 'consume' ? r.requests.fetch : r.requests.produce), 0);
@@ -216,6 +272,7 @@ function proxyCost(runs: Run[]): string {
 async function main(): Promise<void> {
   const missing: string[] = missingPeers().filter((m) => m === 'Kafka jars' || m === 'java');
   if (kbenchMissing()) missing.push('kbench');
+  if (relays.includes('splice-relay') && krelayMissing()) missing.push('krelay');
   if (missing.length) throw new Error(`test peers missing (${missing.join(', ')}): run bash test/peers/install.sh`);
   const tmp = process.env.KCOMPACT_BENCH_TMPDIR ?? (fs.existsSync('/dev/shm') ? '/dev/shm' : undefined);
   // startKafka and makeTempDir place their dirs under os.tmpdir(), which follows TMPDIR.
@@ -225,26 +282,38 @@ async function main(): Promise<void> {
 
   const log = (s: string) => process.stderr.write(`bench: ${s}\n`);
   log(`starting Kafka 4.4 (compaction off, log under ${tmp ?? 'the default temp dir'})`);
-  const kafka = await startKafka({ compaction: 'off', properties: { 'log.retention.check.interval.ms': 5000 } });
+  const listeners = await relayListeners();
+  const kafka = await startKafka({
+    compaction: 'off',
+    properties: { 'log.retention.check.interval.ms': 5000 },
+    extraListeners: relays.map((r) => listeners[r]),
+  });
   let proxy: RunningProxyProcess | undefined;
+  const started: Relay[] = [];
   const runs: Run[] = [];
   try {
     proxy = await startProxyProcess(kafka.bootstrap, 1, { cpuProfDir });
     log(`Kafka at ${kafka.bootstrap}, proxy at ${proxy.bootstrap} (pid ${proxy.proc.pid})`);
+    for (const r of relays) started.push(await startRelay(r, listeners[r]));
     await createTopics(kafka.bootstrap);
     log(`filling ${TOPICS.consume} with ${cfg.consumeRecords} records of ${cfg.valueSize} bytes`);
     await kbench('produce', kafka.bootstrap, TOPICS.consume, ['--count', String(cfg.consumeRecords), '--value-size', String(cfg.valueSize)]);
 
-    const targets: Record<Path, string> = { direct: kafka.bootstrap, proxy: proxy.bootstrap };
+    const targets = new Map<Path, { bootstrap: string; pid: number | null }>([
+      ['direct', { bootstrap: kafka.bootstrap, pid: null }],
+      ['proxy', { bootstrap: proxy.bootstrap, pid: proxy.proc.pid }],
+      ...started.map((r): [Path, { bootstrap: string; pid: number }] => [r.kind, { bootstrap: r.bootstrap, pid: r.pid }]),
+    ]);
     for (let round = 1; round <= cfg.rounds; round++) {
-      for (const mode of ['produce', 'consume', 'latency'] as const) {
-        for (const p of ['direct', 'proxy'] as const) {
-          const cpu0 = cpuSeconds(proxy.proc.pid);
-          const r = await kbench(mode, targets[p], TOPICS[mode], flagsFor(mode));
-          const cpu1 = cpuSeconds(proxy.proc.pid);
+      for (const mode of modes) {
+        for (const p of pathsFor(mode)) {
+          const target = targets.get(p)!;
+          const cpu0 = target.pid === null ? null : cpuSeconds(target.pid);
+          const r = await kbench(mode, target.bootstrap, TOPICS[mode], flagsFor(mode));
+          const cpu1 = target.pid === null ? null : cpuSeconds(target.pid);
           const why = proxy.crashed();
           if (why) throw new Error(why);
-          runs.push({ ...r, round, path: p, proxyCpuSeconds: cpu0 !== null && cpu1 !== null ? cpu1 - cpu0 : null });
+          runs.push({ ...r, round, path: p, pathCpuSeconds: cpu0 !== null && cpu1 !== null ? cpu1 - cpu0 : null });
           const lat = r.latencyMs ? ` p50 ${r.latencyMs.p50} ms p99 ${r.latencyMs.p99} ms` : '';
           log(`round ${round} ${mode} ${p}: ${r.mbPerSec.toFixed(1)} MB/s ${r.recordsPerSec.toFixed(0)} rec/s${lat}`);
         }
@@ -253,6 +322,7 @@ async function main(): Promise<void> {
   } finally {
     // SIGTERM lets the proxy exit on its own, which is when node writes the CPU profile.
     await proxy?.stop();
+    for (const r of started) await r.stop();
     await kafka.stop();
   }
 
@@ -277,6 +347,7 @@ async function main(): Promise<void> {
     'proxy process CPU while proxying (user + system, from /proc):',
     proxyCost(runs),
   ];
+  if (relays.length > 0) out.push('', relayTable(runs));
   if (cpuProfDir) out.push('', profileReport(cpuProfDir));
   process.stdout.write(out.join('\n') + '\n');
   if (args.json) fs.writeFileSync(args.json, JSON.stringify({ config: cfg, runs, summary: lines }, null, 2) + '\n');

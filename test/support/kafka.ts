@@ -18,6 +18,11 @@ export interface KafkaOptions {
   compaction: KafkaCompaction;
   /** Extra or overriding server.properties entries. */
   properties?: Record<string, string | number>;
+  /**
+   * More plaintext listeners, each advertising another port: a relay listening there and
+   * forwarding to the listener keeps clients that bootstrapped through it on it.
+   */
+  extraListeners?: ExtraListener[];
   /** How long to wait for the broker to serve metadata. */
   startTimeoutMs?: number;
 }
@@ -44,22 +49,32 @@ const REFERENCE_CLEANER = {
   'log.retention.check.interval.ms': 1000,
 };
 
+export interface ExtraListener {
+  /** Listener name, e.g. RELAY. */
+  name: string;
+  port: number;
+  advertisedPort: number;
+}
+
 export function kafkaServerProperties(opts: {
   port: number;
   controllerPort: number;
   logDir: string;
   compaction: KafkaCompaction;
   properties?: Record<string, string | number>;
+  extraListeners?: ExtraListener[];
 }): string {
+  const extra = opts.extraListeners ?? [];
+  const more = (f: (l: ExtraListener) => string) => extra.map((l) => `,${f(l)}`).join('');
   const props: Record<string, string | number> = {
     'process.roles': 'broker,controller',
     'node.id': 1,
     'controller.quorum.bootstrap.servers': `127.0.0.1:${opts.controllerPort}`,
-    listeners: `PLAINTEXT://127.0.0.1:${opts.port},CONTROLLER://127.0.0.1:${opts.controllerPort}`,
-    'advertised.listeners': `PLAINTEXT://127.0.0.1:${opts.port},CONTROLLER://127.0.0.1:${opts.controllerPort}`,
+    listeners: `PLAINTEXT://127.0.0.1:${opts.port},CONTROLLER://127.0.0.1:${opts.controllerPort}${more((l) => `${l.name}://127.0.0.1:${l.port}`)}`,
+    'advertised.listeners': `PLAINTEXT://127.0.0.1:${opts.port},CONTROLLER://127.0.0.1:${opts.controllerPort}${more((l) => `${l.name}://127.0.0.1:${l.advertisedPort}`)}`,
     'controller.listener.names': 'CONTROLLER',
     'inter.broker.listener.name': 'PLAINTEXT',
-    'listener.security.protocol.map': 'CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT',
+    'listener.security.protocol.map': `CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT${more((l) => `${l.name}:PLAINTEXT`)}`,
     'log.dirs': opts.logDir,
     'num.partitions': 1,
     'offsets.topic.replication.factor': 1,
@@ -115,7 +130,7 @@ export async function startKafka(opts: KafkaOptions): Promise<RunningKafka> {
   const stderrFile = path.join(dir, 'stderr.log');
   fs.writeFileSync(
     configFile,
-    kafkaServerProperties({ port, controllerPort, logDir: path.join(dir, 'data'), compaction: opts.compaction, properties: opts.properties }),
+    kafkaServerProperties({ port, controllerPort, logDir: path.join(dir, 'data'), compaction: opts.compaction, properties: opts.properties, extraListeners: opts.extraListeners }),
   );
   const stderrTail = (lines = 40) => tail(fs.existsSync(stderrFile) ? fs.readFileSync(stderrFile, 'utf8') : '', lines);
   try {
