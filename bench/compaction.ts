@@ -34,7 +34,7 @@ import { profileReport, profileThreadId } from './cpu-profile.js';
 import { reportNodeArgs, type HeapBreakdown } from './heap-report.js';
 import type { Memory } from './proc-stats.js';
 import { kbenchMissing } from './kbench.js';
-import { startProxyProcess, type RunningProxyProcess } from './proxy-process.js';
+import { DEPLOYED_MALLOC_ARENA_MAX, startProxyProcess, type RunningProxyProcess } from './proxy-process.js';
 import { median, table } from './text-table.js';
 
 const BUDGET = { ingestRecordsPerSec: 200_000, viewVsRaw: 10, viewVsKafka: 2, rssBytes: 300 * 2 ** 20, rssKeys: 10_000_000 } as const;
@@ -235,7 +235,7 @@ function memoryReport(r: MemoryResult): string[] {
   const atBudget = last.keys >= BUDGET.rssKeys;
   const judge = (bytes: number) => (atBudget ? verdict(bytes < BUDGET.rssBytes) : `n/a (run --memory-keys up to ${int(BUDGET.rssKeys)})`);
   const lines = [
-    '(c) resident memory of the proxy process (its own process, from an empty data directory)',
+    `(c) resident memory of the proxy process (its own process, from an empty data directory, MALLOC_ARENA_MAX=${DEPLOYED_MALLOC_ARENA_MAX} as deploy/Dockerfile sets it)`,
     `  distinct keys written straight to the upstream in steps, ${r.config.valueSize} B values; after each step a roll and a clean (the survivor set of every key then lives in memory)`,
     `  idle proxy before the first record: RSS ${mib(r.baseline.rss)}`,
     '',

@@ -93,7 +93,7 @@ export class StoreRegistry {
     const upTo = store.checkpoint.firstDirty;
     const { count, min, max } = store.offsetsBelowStats(upTo);
     const snapshot = buildSnapshot(upTo, count, min, max, (visit) => store.eachOffsetBelow(upTo, visit));
-    this.sink(store.id, snapshot, [snapshot.deltas]);
+    this.sink(store.id, snapshot, [snapshot.data]);
   }
 
   closeAll(): void {
