@@ -177,20 +177,27 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
     const body = decodeResponse<FetchResponseBody>(ApiKey.Fetch, req.apiVersion, frame, 4 + header.bodyOffset);
     const viewed: PartitionAnswer[] = [];
     let otherBytes = 0;
+    let before = 0;
     for (const t of body.responses) {
       for (const p of t.partitions) {
         const target = targets.get(targetKey(topicKey(t, byId), p.partitionIndex));
-        if (target) viewed.push(await PartitionAnswer.start(target, p, stats));
-        else otherBytes += p.records?.length ?? 0;
+        if (target) {
+          const answer = await PartitionAnswer.start(target, p, stats, request.maxBytes - before);
+          viewed.push(answer);
+          before += answer.size;
+        } else {
+          otherBytes += p.records?.length ?? 0;
+          before += p.records?.length ?? 0;
+        }
       }
     }
     for (const answer of viewed) {
       if (!answer.wantsMore) continue;
-      const othersBytes = () => viewed.reduce((n, a) => (a === answer ? n : n + a.recordBytes), otherBytes);
+      const othersBytes = () => viewed.reduce((n, a) => (a === answer ? n : n + a.size), otherBytes);
       try {
         await answer.readOn(opts.upstream, deadline, request.maxBytes, othersBytes, clock);
       } catch (err) {
-        log.debug('reading past removed records failed; answering with what was read', { topic: answer.target.topic, partition: answer.target.partition, err });
+        log.debug('reading on failed; answering with what was read', { topic: answer.target.topic, partition: answer.target.partition, err });
       }
     }
     let changed = false;

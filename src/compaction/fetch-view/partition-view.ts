@@ -1,9 +1,12 @@
 /**
- * One compacted partition of a Fetch answer: the upstream's records through the view, and when
- * nothing the client can use came back while records remain before the high watermark, further
- * reads on the proxy's own connection (within the client's max wait and max bytes) until some do.
- * High watermark, last stable offset and log start offset stay what the upstream said; the
- * aborted-transaction list loses the transactions whose markers the cleaner removed.
+ * One compacted partition of a Fetch answer: the upstream's records through the view, then
+ * further reads on the proxy's own connection (within the client's max wait and max bytes) while
+ * the answer holds less than Kafka's would. A window of the raw log shrinks to its few survivors,
+ * so Kafka, reading its cleaned log, fills the client's partition limit in one fetch where a
+ * single upstream read would not; and a window holding nothing must not be the whole answer while
+ * records remain before the high watermark. High watermark, last stable offset and log start
+ * offset stay what the upstream said; the aborted-transaction list loses the transactions whose
+ * markers the cleaner removed.
  */
 import { encodeBatch, iterateBatches } from '../../protocol/records/batch.js';
 import type { PartitionIndexView } from '../index-view.js';
@@ -46,16 +49,30 @@ export class PartitionAnswer {
   private end = -1;
   private readonly markers: MarkerSeen[] = [];
   private changed = false;
+  /** Set once a read brought more than the limits take: the answer is as full as Kafka's. */
+  private full = false;
+  /** Bytes of the raw log read for this answer, to size further reads by what survives. */
+  private rawBytes: number;
 
   constructor(
     readonly target: PartitionTarget,
     readonly data: PartitionRecords,
     private readonly counters: ViewCounters,
-  ) {}
+  ) {
+    this.rawBytes = data.records?.length ?? 0;
+  }
 
-  static async start(target: PartitionTarget, data: PartitionRecords, counters: ViewCounters): Promise<PartitionAnswer> {
+  /**
+   * The client's own read through the view; `responseRoom` is what the response's max bytes
+   * leaves it after the partitions before it. A rebuilt compressed batch can come out a few bytes
+   * larger than the upstream's, so the limits hold here too: a cut-off tail that no longer fits
+   * is left out, and whole batches past them wait; the first always comes, or a batch that grew
+   * past a limit its original met would never reach the client.
+   */
+  static async start(target: PartitionTarget, data: PartitionRecords, counters: ViewCounters, responseRoom: number): Promise<PartitionAnswer> {
     const answer = new PartitionAnswer(target, data, counters);
-    if (data.errorCode === 0) answer.add(await visibleRecords(data.records, visibility(target.view), target.clientOffset));
+    const budget = { maxBytes: Math.min(target.partitionMaxBytes, responseRoom), oneAnyway: true };
+    if (data.errorCode === 0) answer.add(await visibleRecords(data.records, visibility(target.view), target.clientOffset, budget));
     return answer;
   }
 
@@ -63,35 +80,49 @@ export class PartitionAnswer {
     return this.data.errorCode !== 0;
   }
 
-  private get size(): number {
-    let size = this.truncatedTail.length + (this.trailingEmpty?.length ?? 0);
-    for (const b of this.batches) size += b.length;
-    return size;
+  /** Every byte the client gets for this partition. */
+  get size(): number {
+    return this.recordBytes + this.truncatedTail.length + (this.trailingEmpty?.length ?? 0);
   }
 
-  /** The bytes of batches holding records (not empty batches, not a cut-off tail). */
-  get recordBytes(): number {
+  /** The bytes of batches holding records: what a further read keeps (it replaces the rest). */
+  private get recordBytes(): number {
     let size = 0;
     for (const b of this.batches) size += b.length;
     return size;
   }
 
-  /** Whether more reading could give the client something: nothing yet, and records remain. */
+  /**
+   * Whether another read belongs in the answer: records remain before the high watermark, and
+   * either the client has nothing yet or the answer is below its partition limit and the next
+   * offset below the cleaner's horizon. Past the horizon nothing is filtered, so the one read
+   * already made is what Kafka would have answered.
+   */
   get wantsMore(): boolean {
-    if (this.failed || this.progress > 0 || this.corrupt !== null || this.end < 0) return false;
-    return this.end + 1 < Number(this.limit());
+    if (this.failed || this.corrupt !== null || this.full || this.end < 0) return false;
+    const next = this.end + 1;
+    if (next >= Number(this.limit())) return false;
+    if (this.progress === 0) return true;
+    return next < this.target.view.cleanedUpTo() && this.size < this.target.partitionMaxBytes;
   }
 
   /**
-   * Reads past the removed records on the proxy's connection until progress or a limit.
-   * `othersBytes` is what the rest of the response holds: with nothing else in it, a batch larger
-   * than the limits still comes, as Kafka always returns one.
+   * Reads on from the end of the answer on the proxy's connection while it wants more and the
+   * client's max wait lasts; with nothing for the client yet, one read comes even past the wait.
+   * Each read starts where the last complete batch ended, so the answer stays one run of batches
+   * in offset order: the previous read's cut-off tail and emptied last batch give way to it.
+   * A read asks for as much of the raw log as should fill the room at the share of bytes that
+   * survived so far, and keeps whole batches up to the room.
+   * `othersBytes` is what the rest of the response holds: only with nothing at all in the
+   * response may a batch larger than the limits come, as Kafka always returns one.
    */
   async readOn(upstream: UpstreamReads, deadline: number, maxBytes: number, othersBytes: () => number, now: () => number): Promise<void> {
     let reads = 0;
-    while (this.wantsMore && (reads === 0 || now() < deadline)) {
-      const alone = othersBytes() === 0;
-      const room = Math.min(this.target.partitionMaxBytes, maxBytes - othersBytes()) - this.size;
+    while (this.wantsMore) {
+      if ((reads > 0 || this.progress > 0) && now() >= deadline) return;
+      const others = othersBytes();
+      const alone = others === 0 && this.recordBytes === 0;
+      const room = Math.min(this.target.partitionMaxBytes, maxBytes - others) - this.recordBytes;
       if (room <= 0 && !alone) return;
       reads++;
       this.counters.extraReads++;
@@ -100,14 +131,17 @@ export class PartitionAnswer {
         partition: this.target.partition,
         fetchOffset: nextReadable(this.target.view, this.end + 1, true),
         currentLeaderEpoch: this.target.currentLeaderEpoch,
-        maxBytes: Math.max(room, 1),
+        maxBytes: room > 0 ? this.readSize(room) : 1,
         isolationLevel: this.target.isolationLevel,
       });
       if (read.errorCode !== 0) return;
-      const seen = await visibleRecords(read.records, visibility(this.target.view), this.target.clientOffset);
-      if (seen.end < 0) return;
-      // The upstream returns one batch whatever the limit: beside other data, one too big waits.
-      if (!alone && seen.batches.reduce((n, b) => n + b.length, 0) > room) return;
+      this.rawBytes += read.records?.length ?? 0;
+      const seen = await visibleRecords(read.records, visibility(this.target.view), this.target.clientOffset, { maxBytes: room, oneAnyway: alone });
+      // Beside other data, a first batch too big for the room waits for the client's next fetch.
+      if (seen.end < 0 || (seen.full && seen.batches.length === 0)) return;
+      // An unreadable batch goes out as read, uncut: when that is more than the room, the
+      // client's own next fetch brings it.
+      if (seen.corrupt !== null && bytesOf(seen) > room) return;
       this.data.highWatermark = read.highWatermark;
       this.data.lastStableOffset = read.lastStableOffset;
       this.data.logStartOffset = read.logStartOffset;
@@ -141,6 +175,13 @@ export class PartitionAnswer {
     return Buffer.concat(parts);
   }
 
+  /** Raw bytes expected to give `room` bytes of survivors, at the share that survived so far. */
+  private readSize(room: number): number {
+    const kept = this.recordBytes;
+    const estimate = kept > 0 ? Math.ceil((room * this.rawBytes) / kept) : MAX_READ_BYTES;
+    return Math.max(room, Math.min(estimate, MAX_READ_BYTES));
+  }
+
   private limit(): bigint {
     const lso = this.data.lastStableOffset;
     return this.target.isolationLevel === 1 && lso >= 0n ? lso : this.data.highWatermark;
@@ -153,6 +194,7 @@ export class PartitionAnswer {
     this.truncatedTail = seen.truncatedTail;
     this.progress += seen.progress;
     this.end = seen.end;
+    this.full = seen.full;
     this.markers.push(...seen.markers);
     this.corrupt = seen.corrupt;
     if (seen.changed) this.changed = true;
@@ -160,6 +202,16 @@ export class PartitionAnswer {
     this.counters.rebuiltBatches += seen.rebuiltBatches;
     if (seen.corrupt) this.counters.corruptBatches++;
   }
+}
+
+/**
+ * The most raw log one read on asks for: the raw frame stays in memory while the answer is put
+ * together, and what is read past the room is read again by the client's next fetch.
+ */
+const MAX_READ_BYTES = 8 << 20;
+
+function bytesOf(seen: VisibleRecords): number {
+  return seen.batches.reduce((n, b) => n + b.length, seen.truncatedTail.length + (seen.trailingEmpty?.length ?? 0));
 }
 
 function visibility(view: PartitionIndexView): Visibility {

@@ -8,6 +8,11 @@
  * one goes out as Kafka's 61-byte empty batch, because Java, librdkafka and franz-go move their
  * position to its last offset + 1 and so never re-read what was removed. The broker's cut-off
  * tail (a partial batch at the byte limit) follows unchanged, as Kafka sends it.
+ *
+ * Given a byte budget, the view keeps whole batches up to it (the first one anyway when asked,
+ * as Kafka answers the first batch of a response): the proxy reads more of the raw log than the
+ * client's limits take when it expects most of it removed, and a rebuilt compressed batch can
+ * come out larger than its original.
  */
 import {
   batchPayload,
@@ -50,7 +55,17 @@ export interface VisibleRecords {
   corrupt: string | null;
   /** Whether the client gets anything but the upstream's bytes. */
   changed: boolean;
+  /** Whether a batch was left out for the byte budget, with everything after it. */
+  full: boolean;
 }
+
+export interface Budget {
+  maxBytes: number;
+  /** Whether the first batch comes even when larger than maxBytes (Kafka's first in a response). */
+  oneAnyway: boolean;
+}
+
+const UNLIMITED: Budget = { maxBytes: Infinity, oneAnyway: true };
 
 const NO_SPANS: RecordSpan[] = [];
 const NO_BYTES = Buffer.alloc(0);
@@ -76,45 +91,73 @@ async function untouched(records: Buffer, batch: BatchHeader, from: number): Pro
   let progress: number;
   if (base >= from) progress = batch.recordCount;
   else if (contiguous(batch)) progress = Math.max(0, lastOffset(batch) - from + 1);
-  else progress = (await recordOffsets(records, batch)).offsets.filter((o) => o >= from).length;
+  else {
+    const payload = await batchPayload(records, batch);
+    const starts = recordStarts(payload, batch);
+    progress = 0;
+    for (let i = 0; i < batch.recordCount; i++) if (base + offsetDeltaAt(payload, starts[i]!) >= from) progress++;
+  }
   return { bytes: batch.bytes, kept: batch.recordCount, progress, rebuilt: false };
 }
 
-interface RecordOffsets {
-  payload: Buffer;
-  offsets: Float64Array;
-  /** Record i spans payload[starts[i], starts[i + 1]). */
-  starts: Int32Array;
-}
-
 /**
- * Each record's offset and where it lies in the payload, read from its length prefix and the
- * fields before its offset delta only: the fetch path sees every superseded record, and a full
- * decode (an object and key and value views per record) costs several times as much. The batch's
- * CRC, checked when it is rebuilt, vouches for the rest of each record.
+ * Where each record lies in the payload (record i spans starts[i] to starts[i + 1]), from the
+ * length prefixes alone: the fetch path sees every superseded record, and a full decode (an
+ * object and key and value views per record) costs several times as much. The batch's CRC,
+ * checked when it is rebuilt, vouches for the rest of each record.
  */
-async function recordOffsets(records: Buffer, batch: BatchHeader): Promise<RecordOffsets> {
-  const payload = await batchPayload(records, batch);
+function recordStarts(payload: Buffer, batch: BatchHeader): Int32Array {
   const count = batch.recordCount;
-  const offsets = new Float64Array(count);
   const starts = new Int32Array(count + 1);
-  const base = Number(batch.baseOffset);
   const c = new Cursor(payload, 0, payload.length);
   for (let i = 0; i < count; i++) {
     starts[i] = c.pos;
     const length = c.varint();
     const end = c.pos + length;
-    if (length <= 0 || end > payload.length) throw new CorruptRecordError(`record ${i} of the batch at offset ${base} does not fit its payload`);
-    c.limit = end;
-    c.pos += 1; // attributes
-    c.varlong(); // timestamp delta
-    offsets[i] = base + c.varint();
+    if (length <= 0 || end > payload.length) throw new CorruptRecordError(`record ${i} of the batch at offset ${batch.baseOffset} does not fit its payload`);
     c.pos = end;
-    c.limit = payload.length;
   }
-  if (c.pos !== payload.length) throw new CorruptRecordError(`the batch at offset ${base} holds bytes after its ${count} records`);
+  if (c.pos !== payload.length) throw new CorruptRecordError(`the batch at offset ${batch.baseOffset} holds bytes after its ${count} records`);
   starts[count] = payload.length;
-  return { payload, offsets, starts };
+  return starts;
+}
+
+/** The offset delta of the record at `start`, read past its attributes and timestamp delta. */
+function offsetDeltaAt(payload: Buffer, start: number): number {
+  const c = new Cursor(payload, start, payload.length);
+  c.limit = c.varint() + c.pos;
+  c.pos += 1; // attributes
+  c.varlong(); // timestamp delta
+  return c.varint();
+}
+
+/**
+ * The survivors of a batch below the horizon whose records sit at consecutive offsets: survivor
+ * o is record o - base, so only the survivors are looked at (their deltas checked); null when a
+ * record's delta says otherwise.
+ */
+function byPosition(payload: Buffer, starts: Int32Array, survivors: Float64Array, base: number, from: number): RecordSpan[] | null {
+  const kept: RecordSpan[] = [];
+  for (let s = 0; s < survivors.length; s++) {
+    const offset = survivors[s]!;
+    const i = offset - base;
+    if (offsetDeltaAt(payload, starts[i]!) !== i) return null;
+    if (offset >= from) kept.push({ start: starts[i]!, end: starts[i + 1]! });
+  }
+  return kept;
+}
+
+/** The visible records of any batch, by each record's own offset. */
+function byOffset(payload: Buffer, starts: Int32Array, survivors: Float64Array, base: number, horizon: number, from: number): RecordSpan[] {
+  const kept: RecordSpan[] = [];
+  let s = 0;
+  for (let i = 0; i + 1 < starts.length; i++) {
+    const offset = base + offsetDeltaAt(payload, starts[i]!);
+    while (s < survivors.length && survivors[s]! < offset) s++;
+    const visible = offset >= horizon || (s < survivors.length && survivors[s] === offset);
+    if (visible && offset >= from) kept.push({ start: starts[i]!, end: starts[i + 1]! });
+  }
+  return kept;
 }
 
 /**
@@ -133,20 +176,14 @@ async function viewBatch(records: Buffer, batch: BatchHeader, visibility: Visibi
     if (survivors.length === batch.recordCount) return untouched(records, batch, from);
     if (survivors.length === 0) return { bytes: await rebuildBatch(batch, NO_BYTES, NO_SPANS), kept: 0, progress: 0, rebuilt: true };
   }
-  const { payload, offsets, starts } = await recordOffsets(records, batch);
-  const kept: RecordSpan[] = [];
-  let s = 0;
-  for (let i = 0; i < offsets.length; i++) {
-    const offset = offsets[i]!;
-    while (s < survivors.length && survivors[s]! < offset) s++;
-    const visible = offset >= horizon || (s < survivors.length && survivors[s] === offset);
-    if (visible && offset >= from) kept.push({ start: starts[i]!, end: starts[i + 1]! });
-  }
+  const payload = await batchPayload(records, batch);
+  const starts = recordStarts(payload, batch);
+  const kept = (last < horizon && contiguous(batch) && byPosition(payload, starts, survivors, base, from)) || byOffset(payload, starts, survivors, base, horizon, from);
   const bytes = await rebuildBatch(batch, payload, kept);
   return { bytes, kept: kept.length, progress: kept.length, rebuilt: bytes !== batch.bytes };
 }
 
-export async function visibleRecords(records: Buffer | null, visibility: Visibility, from: number): Promise<VisibleRecords> {
+export async function visibleRecords(records: Buffer | null, visibility: Visibility, from: number, budget: Budget = UNLIMITED): Promise<VisibleRecords> {
   const out: VisibleRecords = {
     batches: [],
     trailingEmpty: null,
@@ -158,6 +195,7 @@ export async function visibleRecords(records: Buffer | null, visibility: Visibil
     markers: [],
     corrupt: null,
     changed: false,
+    full: false,
   };
   if (!records || records.length === 0) return out;
   let walk: ReturnType<typeof iterateBatches>;
@@ -167,6 +205,7 @@ export async function visibleRecords(records: Buffer | null, visibility: Visibil
     return passUnfiltered(out, records, err);
   }
   const { batches } = walk;
+  let bytes = 0;
   for (let i = 0; i < batches.length; i++) {
     const batch = batches[i]!;
     let outcome: BatchOutcome;
@@ -175,6 +214,13 @@ export async function visibleRecords(records: Buffer | null, visibility: Visibil
     } catch (err) {
       return passUnfiltered(out, records.subarray(batch.start), err);
     }
+    const goes = outcome.kept > 0 || i === batches.length - 1;
+    if (goes && bytes + outcome.bytes.length > budget.maxBytes && !(budget.oneAnyway && bytes === 0)) {
+      out.full = true;
+      out.changed = true;
+      return out;
+    }
+    if (goes) bytes += outcome.bytes.length;
     out.end = lastOffset(batch);
     out.removedRecords += batch.recordCount - outcome.kept;
     out.progress += outcome.progress;
@@ -184,7 +230,9 @@ export async function visibleRecords(records: Buffer | null, visibility: Visibil
     else if (i === batches.length - 1) out.trailingEmpty = outcome.bytes;
     if (outcome.bytes !== batch.bytes || (outcome.kept === 0 && i < batches.length - 1)) out.changed = true;
   }
-  out.truncatedTail = walk.truncatedTail;
+  // A cut-off tail is only bytes a client throws away: past the budget it is left out.
+  if (bytes + walk.truncatedTail.length <= budget.maxBytes) out.truncatedTail = walk.truncatedTail;
+  else out.changed = true;
   return out;
 }
 

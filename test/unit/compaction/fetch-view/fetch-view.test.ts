@@ -1,65 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { createFetchView, type FetchView } from '../../../../src/compaction/fetch-view/fetch-view.js';
+import { createFetchView } from '../../../../src/compaction/fetch-view/fetch-view.js';
 import { TopicIds } from '../../../../src/proxy/topic-ids.js';
 import { BATCH_HEADER_SIZE } from '../../../../src/protocol/records/batch.js';
-import { configView, FakeIndex, FakeLog, FakeUpstream, indexView, log, readBatches, roundTrip, type FetchSpec, type SeenRecord } from './fake-log.js';
-
-const TOPIC_ID = 'AAAAAAAAAAAAAAAAAAAAAQ';
-const OTHER_ID = 'AAAAAAAAAAAAAAAAAAAAAg';
-
-interface Bed {
-  view: FetchView;
-  upstream: FakeUpstream;
-  logs: Record<string, FakeLog>;
-  indexes: Record<string, FakeIndex>;
-  topicIds: TopicIds;
-  now: { ms: number };
-}
-
-/** Topic "c" (compacted, partitions 0 and 1) and "plain" (not compacted). */
-async function bed(build: (logs: { c0: FakeLog; c1: FakeLog; plain: FakeLog }) => Promise<{ c0: FakeIndex; c1?: FakeIndex }>): Promise<Bed> {
-  const logs = { c0: new FakeLog(), c1: new FakeLog(), plain: new FakeLog() };
-  const idx = await build(logs);
-  const indexes: Record<string, FakeIndex> = { 'c-0': idx.c0 };
-  if (idx.c1) indexes['c-1'] = idx.c1;
-  const topicIds = new TopicIds();
-  topicIds.learn('c', TOPIC_ID);
-  topicIds.learn('plain', OTHER_ID);
-  const upstream = new FakeUpstream({ 'c-0': logs.c0, 'c-1': logs.c1, 'plain-0': logs.plain }, { [TOPIC_ID]: 'c', [OTHER_ID]: 'plain' });
-  const now = { ms: 1_000_000 };
-  const view = createFetchView({ config: configView(['c']), index: indexView(indexes), topicIds, upstream, log, clock: () => now.ms });
-  return { view, upstream, logs: { 'c-0': logs.c0, 'c-1': logs.c1, 'plain-0': logs.plain }, indexes, topicIds, now };
-}
-
-/** Many small batches of superseded records with a few survivors scattered among them. */
-async function scattered(log: FakeLog, batches: number, perBatch: number, codec = 0): Promise<void> {
-  for (let i = 0; i < batches; i++) await log.append({ count: perBatch, codec: (codec + i) % 5 });
-}
-
-function spec(fetchOffset: number, over: Partial<FetchSpec> = {}, partitionMaxBytes?: number): FetchSpec {
-  return { topics: [{ topic: 'c', topicId: TOPIC_ID, partitions: [{ partition: 0, fetchOffset, partitionMaxBytes }] }], ...over };
-}
-
-/** Reads like Java's consumer: position moves to the last complete batch's last offset + 1. */
-async function readLikeJava(b: Bed, from: number, over: Partial<FetchSpec> = {}, partitionMaxBytes?: number) {
-  let position = from;
-  const seen: SeenRecord[] = [];
-  let fetches = 0;
-  const hw = b.logs['c-0']!.end;
-  while (position < hw && fetches < 1000) {
-    fetches++;
-    const { response } = await roundTrip(b.view, b.upstream, spec(position, over, partitionMaxBytes));
-    const p = response.responses[0].partitions[0];
-    assert.equal(p.errorCode, 0);
-    assert.equal(p.highWatermark, BigInt(hw), 'high watermark as the upstream says');
-    const out = await readBatches(p.records);
-    for (const r of out.records) if (r.offset >= position) seen.push(r);
-    const last = out.batches[out.batches.length - 1];
-    if (last && last.last + 1 > position) position = last.last + 1;
-  }
-  return { seen, fetches, position };
-}
+import { configView, FakeIndex, FakeUpstream, indexView, log, readBatches, roundTrip, type SeenRecord } from './fake-log.js';
+import { bed, OTHER_ID, readLikeJava, scattered, spec, TOPIC_ID, type Bed } from './fetch-bed.js';
 
 /** Reads like kafkajs: next offset is the last record's + 1; an empty answer leaves it in place. */
 async function readLikeKafkajs(b: Bed, from: number, fetches: number) {
@@ -79,7 +24,7 @@ async function readLikeKafkajs(b: Bed, from: number, fetches: number) {
 }
 
 describe('fetch view', () => {
-  test('a Java-like reader sees exactly the survivors, reaches the high watermark, in one fetch per stretch of survivors', async () => {
+  test('a Java-like reader sees exactly the survivors and reaches the high watermark in one fetch', async () => {
     const survivors = [7, 130, 131, 650, 1203, 1999];
     const b = await bed(async ({ c0 }) => {
       await scattered(c0, 100, 20);
@@ -90,8 +35,11 @@ describe('fetch view', () => {
     const { seen, fetches, position } = await readLikeJava(b, 0, {}, 2048);
     assert.deepEqual(seen.map((r) => r.offset), survivors);
     assert.equal(position, hw);
-    assert.ok(fetches <= survivors.length + 1, `${fetches} fetches for ${survivors.length} survivors among ${hw} records`);
-    assert.equal(b.view.stats.extraReads, 0, 'seeking ahead leaves nothing to read on');
+    assert.equal(fetches, 1, 'the survivors fit the partition limit, as in a Kafka-cleaned log');
+    // The first read on asks for as much raw log as the client's own read's share of survivors
+    // promises to fill the room; the second, sized by what survived so far, takes the rest.
+    assert.deepEqual(b.upstream.reads.map((r) => r.fetchOffset), [130, 1999]);
+    assert.ok(b.upstream.reads[0]!.maxBytes > 2048 * 4);
   });
 
   test('the removed tail ends in an empty batch at the last removed offset, answered at once', async () => {
@@ -222,18 +170,33 @@ describe('fetch view', () => {
     assert.equal(p1.records.length, 10, 'a later partition gets only what fits (a cut-off tail)');
   });
 
-  test('when the index moved on after planning, the proxy reads on until a survivor', async () => {
+  test('a rebuilt batch that came out larger than the upstream’s keeps to the limit: the cut-off tail gives way', async () => {
+    let zstd = 0;
+    const b = await bed(async ({ c0 }) => {
+      await c0.append({ count: 2 });
+      // Found by search: these 15 records, 10 dropped, recompress 6 bytes larger with zstd.
+      zstd = (await c0.append({ count: 15, codec: 4, valueSize: 10 })).bytes.length;
+      await c0.append({ count: 10 });
+      return { c0: new FakeIndex(Array.from({ length: 27 }, (_, i) => i).filter((o) => o !== 10), 27) };
+    });
+    const expected = Array.from({ length: 15 }, (_, i) => i + 2).filter((o) => o !== 10);
+    for (const limit of [zstd + 100, zstd]) {
+      const { response } = await roundTrip(b.view, b.upstream, spec(2, {}, limit));
+      const records: Buffer = response.responses[0].partitions[0].records;
+      const out = await readBatches(records);
+      assert.deepEqual(out.records.map((r) => r.offset), expected);
+      assert.equal(out.tail, 0);
+      if (limit > zstd) assert.ok(records.length <= limit, `${records.length} bytes for a limit of ${limit}`);
+      else assert.equal(out.batches.length, 1, 'a lone batch that grew past the limit still comes');
+    }
+  });
+
+  test('when the index moved on after planning, the proxy reads on to a survivor and the end of the removed tail', async () => {
     const b = await bed(async ({ c0 }) => {
       await scattered(c0, 30, 10);
       return { c0: new FakeIndex([20, 250], c0.end) };
     });
     const index = b.indexes['c-0']!;
-    const seenReads: number[] = [];
-    const read = b.upstream.readPartition.bind(b.upstream);
-    b.upstream.readPartition = async (r) => {
-      seenReads.push(r.fetchOffset);
-      return read(r);
-    };
     const view = b.view;
     const frameSpec = spec(0, {}, 25 * 10 + 200);
     // Planned against survivors {20, 250}; the cleaner drops 20 before the answer is filtered.
@@ -242,7 +205,11 @@ describe('fetch view', () => {
     const { response } = await answer;
     const out = await readBatches(response.responses[0].partitions[0].records);
     assert.deepEqual(out.records.map((r) => r.offset), [250]);
-    assert.deepEqual(seenReads, [250]);
+    // Nothing survived in the client's own read, so the read on asks for as much as it may and
+    // reaches the end: its last batch, emptied, ends at the last removed offset (299) and takes
+    // the client to the high watermark.
+    assert.deepEqual(b.upstream.reads.map((r) => r.fetchOffset), [250]);
+    assert.deepEqual(out.batches.map((x) => [x.base, x.last, x.count]), [[250, 259, 1], [290, 299, 0]]);
     assert.equal(view.stats.extraReads, 1);
   });
 

@@ -102,6 +102,14 @@ describe('visibleRecords', () => {
     assert.equal(late.progress, 1, 'only offset 9 is at or after 5');
   });
 
+  test('records whose deltas are out of place in a gapless batch are filtered by their real offsets', async () => {
+    const log = new FakeLog();
+    await log.append({ count: 4, deltas: [0, 2, 1, 3] });
+    const seen = await visibleRecords(log.read(0, 1 << 20, true), visibility(new FakeIndex([2], 4)), 0);
+    const out = await readBatches(Buffer.concat(seen.batches));
+    assert.deepEqual(out.records.map((r) => [r.offset, r.value!.slice(0, 8)]), [[2, 'value-2-']]);
+  });
+
   test('control and transactional batches keep their attributes; markers are reported with their visibility', async () => {
     const log = new FakeLog();
     await log.append({ count: 3, producerId: 7n, transactional: true, codec: 2 });
@@ -131,6 +139,40 @@ describe('visibleRecords', () => {
     assert.ok(seen.truncatedTail.equals(cut.subarray(log.batches[0]!.bytes.length + log.batches[1]!.bytes.length)));
     assert.equal(seen.end, 9);
     assert.equal(seen.trailingEmpty, null);
+  });
+
+  test('a byte budget keeps whole batches up to it and says the view is full', async () => {
+    const log = await logOf(5, 5, 5, 5);
+    const data = log.read(0, 1 << 20, true);
+    const all = visibility(new FakeIndex(Array.from({ length: 20 }, (_, i) => i), 20));
+    const size = log.batches[0]!.bytes.length;
+    const two = await visibleRecords(data, all, 0, { maxBytes: size * 2 + size / 2, oneAnyway: false });
+    assert.equal(two.batches.length, 2);
+    assert.deepEqual([two.full, two.end, two.progress, two.truncatedTail.length, two.changed], [true, 9, 10, 0, true]);
+    const none = await visibleRecords(data, all, 0, { maxBytes: size - 1, oneAnyway: false });
+    assert.deepEqual([none.batches.length, none.full, none.end, none.progress], [0, true, -1, 0]);
+    const one = await visibleRecords(data, all, 0, { maxBytes: size - 1, oneAnyway: true });
+    assert.deepEqual([one.batches.length, one.full, one.end], [1, true, 4], 'the first batch comes anyway');
+    const enough = await visibleRecords(data, all, 0, { maxBytes: data.length, oneAnyway: false });
+    assert.deepEqual([enough.batches.length, enough.full, enough.changed], [4, false, false]);
+  });
+
+  test('under a budget, the emptied last batch counts and a cut-off tail that does not fit is left out', async () => {
+    const log = await logOf(5, 5, 5);
+    const full = log.read(0, 1 << 20, true);
+    const cut = log.read(0, full.length - 20, true);
+    const two = visibility(new FakeIndex([1, 7], 15));
+    const both = (await visibleRecords(cut, two, 0)).batches.reduce((n, b) => n + b.length, 0);
+    const noTail = await visibleRecords(cut, two, 0, { maxBytes: both + 10, oneAnyway: false });
+    assert.deepEqual([noTail.batches.length, noTail.truncatedTail.length, noTail.full], [2, 0, false]);
+    const withTail = await visibleRecords(cut, two, 0, { maxBytes: cut.length, oneAnyway: false });
+    assert.equal(withTail.truncatedTail.length, cut.length - log.batches[0]!.bytes.length - log.batches[1]!.bytes.length);
+    const index = visibility(new FakeIndex([1], 15));
+    const kept = (await visibleRecords(full, index, 0)).batches[0]!.length;
+    const noEmpty = await visibleRecords(full, index, 0, { maxBytes: kept + BATCH_HEADER_SIZE - 1, oneAnyway: false });
+    assert.deepEqual([noEmpty.batches.length, noEmpty.trailingEmpty, noEmpty.full], [1, null, true]);
+    const withEmpty = await visibleRecords(full, index, 0, { maxBytes: kept + BATCH_HEADER_SIZE, oneAnyway: false });
+    assert.equal(withEmpty.trailingEmpty?.length, BATCH_HEADER_SIZE);
   });
 
   test('a batch with a bad CRC goes out unfiltered with everything after it', async () => {
