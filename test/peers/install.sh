@@ -9,6 +9,8 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cache="${KCOMPACT_CACHE:-$HOME/.cache/kcompact}"
 kafka_version=4.4.0
 kafka_home="$cache/kafka-$kafka_version"
+apicurio_version=2.4.2.Final
+apicurio_home="$cache/apicurio-registry-$apicurio_version"
 bin="$cache/bin"
 venv="$cache/venv"
 mkdir -p "$cache" "$bin"
@@ -55,6 +57,28 @@ kafka_jars() {
   echo "$want" >"$marker"
 }
 
+# Apicurio Registry (a schema registry with the Confluent REST API) built by Quarkus from its
+# Maven Central jars; only the runner jar and its lib folder are kept.
+apicurio_registry() {
+  local marker="$apicurio_home/.complete" want
+  want=$(stamp "$here/apicurio/pom.xml")
+  if [[ -f "$marker" && "$(cat "$marker")" == "$want" ]]; then
+    echo cached
+    return
+  fi
+  command -v mvn >/dev/null || apt_install maven >&2
+  rm -rf "$apicurio_home"
+  local build="$apicurio_home.build"
+  rm -rf "$build" "$apicurio_home.partial"
+  mvn -B -q -f "$here/apicurio/pom.xml" -Dpeer.buildDirectory="$build" package >&2
+  mkdir -p "$apicurio_home.partial"
+  mv "$build/apicurio-peer-0-runner.jar" "$apicurio_home.partial/registry.jar"
+  mv "$build/lib" "$apicurio_home.partial/lib"
+  rm -rf "$build"
+  mv "$apicurio_home.partial" "$apicurio_home"
+  echo "$want" >"$marker"
+}
+
 go_programs() {
   command -v go >&2 || { echo "go is not installed" >&2; return 1; }
   # go build is incremental (module and build caches), so this is cheap when nothing changed.
@@ -97,6 +121,7 @@ kcat_tool() {
 }
 
 step "kafka $kafka_version jars" kafka_jars
+step "apicurio registry $apicurio_version" apicurio_registry
 step "go kfake, franzclient" go_programs
 step "python venv" python_venv
 step "kcat (debian)" kcat_tool

@@ -21,6 +21,7 @@ export {
   type KcatMetadata,
 } from './runners.js';
 export { kafkajsProduce, kafkajsConsume } from './kafkajs-client.js';
+export { startSchemaRegistry, registryMissing, type RunningSchemaRegistry } from './registry.js';
 export { peersAvailable, missingPeers, requirePeers, kcatAvailable } from './peers.js';
 export {
   runProcess,
