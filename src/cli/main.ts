@@ -1,55 +1,44 @@
 #!/usr/bin/env node
 /**
- * `kcompact` command line. Every proxy flag comes from the settings table, so flags, KCOMPACT_*
- * environment variables and config-file keys stay one list.
+ * `kcompact` command line: `proxy` runs the proxy; `status`, `inspect`, `compact` and
+ * `rebuild-index` administer a running one through its management endpoint (`status` and
+ * `inspect` also read a stopped one's data directory).
  */
-import { Command, Option } from 'commander';
-import { SETTINGS, envOf, flagOf, resolveConfig, ConfigError } from '../config/settings.js';
-import { loadConfigFile } from '../config/file.js';
-import { runProxy } from './run-proxy.js';
+import { Command, CommanderError } from 'commander';
+import { ConfigError } from '../config/settings.js';
+import { CliError, EXIT_USAGE } from './commands/cli-error.js';
+import { addCompactCommand } from './commands/compact.js';
+import { addInspectCommand } from './commands/inspect.js';
+import { addProxyCommand } from './commands/proxy.js';
+import { addRebuildIndexCommand } from './commands/rebuild-index.js';
+import { addStatusCommand } from './commands/status.js';
 
 const program = new Command('kcompact')
   .description('Kafka wire-protocol proxy that adds log compaction to Kafka-protocol stores that lack it')
-  .showHelpAfterError();
+  .showHelpAfterError()
+  // Usage errors then end up below with the rest, as exit code 2; subcommands inherit both.
+  .exitOverride()
+  .addHelpText('after', '\nExit codes: 0 done, 1 the operation failed (proxy unreachable, unknown topic, ...), 2 invalid configuration or usage.');
 
-const proxy = program.command('proxy').description('run the proxy in front of an upstream store');
-proxy.addOption(new Option('-c, --config <FILE>', 'JSON config file whose keys are the camelCase setting names').env('KCOMPACT_CONFIG'));
-for (const s of SETTINGS) {
-  const help = s.defaultText ? `${s.description} (default: ${s.defaultText})` : s.description;
-  proxy.addOption(new Option(`--${flagOf(s.key)} <${s.arg}>`, help).env(envOf(s.key)));
-}
-proxy.action(async (opts: Record<string, unknown>) => {
-  try {
-    const config = resolveConfig(opts, {}, loadConfigFile(opts.config as string | undefined));
-    await runProxy(config);
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`kcompact: ${err.message}\n`);
-      process.exit(2);
-    }
+addProxyCommand(program);
+addStatusCommand(program);
+addInspectCommand(program);
+addCompactCommand(program);
+addRebuildIndexCommand(program);
+
+try {
+  await program.parseAsync(process.argv);
+} catch (err) {
+  if (err instanceof CommanderError) {
+    // Commander has printed its message (or the help) already.
+    process.exitCode = err.exitCode === 0 ? 0 : EXIT_USAGE;
+  } else if (err instanceof ConfigError) {
+    process.stderr.write(`kcompact: ${err.message}\n`);
+    process.exitCode = EXIT_USAGE;
+  } else if (err instanceof CliError) {
+    process.stderr.write(`kcompact: ${err.message}\n`);
+    process.exitCode = err.exitCode;
+  } else {
     throw err;
   }
-});
-
-program
-  .command('compact')
-  .description('clean now: every compacted topic, or the one named, on the running proxy')
-  .argument('[topic]', 'the topic to clean')
-  .addOption(new Option('--metrics-listen <HOST:PORT>', 'management endpoint of the running proxy (default: 127.0.0.1:9644)').env(envOf('metricsListen')))
-  .action(async (topic: string | undefined, opts: { metricsListen?: string }) => {
-    const target = opts.metricsListen ?? '127.0.0.1:9644';
-    const url = new URL(`http://${target}/compact`);
-    if (topic) url.searchParams.set('topic', topic);
-    let res: Response;
-    try {
-      res = await fetch(url, { method: 'POST' });
-    } catch (err) {
-      process.stderr.write(`kcompact: cannot reach the proxy's management endpoint at ${target}: ${(err as Error).message}; is the proxy running, and is --metrics-listen right?\n`);
-      process.exit(1);
-    }
-    const text = await res.text();
-    process.stdout.write(text);
-    if (!res.ok) process.exit(1);
-  });
-
-await program.parseAsync(process.argv);
+}

@@ -1,36 +1,82 @@
 import { mkdirSync } from 'node:fs';
 import { log, setLogLevel } from '../ops/log.js';
-import { startManagementServer, type ManagementServer, type Route } from '../ops/management-server.js';
+import { Reply, startManagementServer, type ManagementServer, type Route } from '../ops/management-server.js';
+import { adminRoutes } from '../ops/admin-routes.js';
+import { createMetrics } from '../ops/metrics/metrics.js';
+import { Health } from '../ops/health/health.js';
+import { UpstreamReachability } from '../ops/health/upstream-reachability.js';
 import { ProxyServer } from '../proxy/server.js';
 import { TopicIds } from '../proxy/topic-ids.js';
 import { startCompaction, type Compaction } from '../compaction/compaction.js';
 import type { ProxyConfig } from '../config/settings.js';
 
-const SHUTDOWN_DEADLINE_MS = 10_000;
+/**
+ * After the drain, how long checkpointing and closing the key index may take before the process
+ * gives up and exits 1 (a clean pass under way finishes first: a few seconds at most).
+ */
+const CLOSE_BUDGET_MS = 20_000;
 
-/** Runs the proxy until SIGTERM/SIGINT. */
+function fail(msg: string, fields: Record<string, unknown>): never {
+  log.error(msg, fields);
+  process.exit(1);
+}
+
+/**
+ * Runs the proxy until SIGTERM/SIGINT. The management endpoint comes up first, so the startup
+ * probe can watch index recovery; the Kafka listeners open once the index is recovered.
+ */
 export async function runProxy(config: ProxyConfig): Promise<void> {
   setLogLevel(config.logLevel);
   mkdirSync(config.dataDir, { recursive: true });
+  const metrics = createMetrics({
+    perPartition: config.metricsPerPartition,
+    topicsInclude: config.metricsTopicsInclude,
+    topicsExclude: config.metricsTopicsExclude,
+    log,
+  });
+  let server: ProxyServer | undefined;
+  let compaction: Compaction | undefined;
+  const health = new Health({
+    listening: () => server?.listening ?? false,
+    upstream: new UpstreamReachability({ upstream: config.upstream, lastConnectMs: () => metrics.proxy.lastUpstreamConnectMs }),
+  });
+  /** A route that needs the compaction engine, answered 503 while the index is being recovered. */
+  const withCompaction =
+    (use: (c: Compaction, url: URL) => Promise<unknown>): Route =>
+    async (url) =>
+      compaction ? use(compaction, url) : Reply.json(503, { error: 'kcompact is still starting (recovering the key index); try again once /startupz answers 200' });
+  const routes = new Map<string, Route>([
+    ...health.routes(),
+    ['GET /metrics', async () => {
+      const { contentType, body } = await metrics.scrape();
+      return Reply.text(200, body, contentType);
+    }],
+    ...adminRoutes({ config, server: () => server, withCompaction }),
+  ]);
+  const management: ManagementServer = await startManagementServer(config.metricsListen, routes, log).catch((err: unknown) =>
+    fail('cannot start the management endpoint', {
+      metricsListen: `${config.metricsListen.host}:${config.metricsListen.port}`,
+      err,
+      fix: 'free the port or choose another --metrics-listen',
+    }),
+  );
+
   const topicIds = new TopicIds();
-  let compaction: Compaction;
-  try {
-    compaction = await startCompaction({
-      upstream: config.upstream,
-      dataDir: config.dataDir,
-      topicIds,
-      log,
-      maxFrameBytes: config.maxFrameBytes,
-      requestTimeoutMs: config.requestTimeoutMs,
-      cleanerBackoffMs: config.cleanerBackoffMs,
-      staticTopics: config.topics,
-      brokerConfigs: config.brokerConfigs,
-    });
-  } catch (err) {
-    log.error('cannot start compaction', { err, dataDir: config.dataDir, fix: 'check that the data directory is writable and the upstream reachable' });
-    process.exit(1);
-  }
-  const server = new ProxyServer({
+  const engine = await startCompaction({
+    upstream: config.upstream,
+    dataDir: config.dataDir,
+    topicIds,
+    log,
+    maxFrameBytes: config.maxFrameBytes,
+    requestTimeoutMs: config.requestTimeoutMs,
+    cleanerBackoffMs: config.cleanerBackoffMs,
+    staticTopics: config.topics,
+    brokerConfigs: config.brokerConfigs,
+  }).catch((err: unknown) => fail('cannot start compaction', { err, dataDir: config.dataDir, fix: 'check that the data directory is writable and the upstream reachable' }));
+  compaction = engine;
+  metrics.compaction.attach({ status: () => engine.engine.status(), filteredRecords: () => engine.fetchView.stats.removedRecords });
+
+  const proxy = new ProxyServer({
     listen: config.listen,
     upstream: config.upstream,
     advertisedHost: config.advertisedHost,
@@ -38,49 +84,52 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
     maxFrameBytes: config.maxFrameBytes,
     requestTimeoutMs: config.requestTimeoutMs,
     log,
-    interceptors: compaction.interceptors,
+    interceptors: engine.interceptors,
     topics: topicIds,
+    meter: metrics.proxy,
   });
-  const routes = new Map<string, Route>([
-    ['POST /compact', (url) => compaction.engine.compactNow(url.searchParams.get('topic') ?? undefined)],
-    ['GET /status', () => compaction.engine.status()],
-  ]);
-  let management: ManagementServer;
-  try {
-    await server.start();
-    management = await startManagementServer(config.metricsListen, routes, log);
-  } catch (err) {
-    log.error('cannot start the proxy', {
+  server = proxy;
+  await proxy.start().catch((err: unknown) =>
+    fail('cannot start the proxy', {
       listen: `${config.listen.host}:${config.listen.port}`,
-      metricsListen: `${config.metricsListen.host}:${config.metricsListen.port}`,
       err,
-      fix: 'free the port or choose another --listen / --metrics-listen',
-    });
-    process.exit(1);
-  }
+      fix: 'free the port or choose another --listen / --broker-port-base',
+    }),
+  );
+  health.markStarted();
   log.info('kcompact proxy started', {
     bootstrap: `${config.advertisedHost}:${config.listen.port}`,
     management: `http://${config.metricsListen.host}:${management.address.port}`,
     upstream: config.upstream.map((u) => `${u.host}:${u.port}`),
     dataDir: config.dataDir,
   });
-  const shutdown = (signal: string) => {
-    log.info('shutting down', { signal });
-    const deadline = setTimeout(() => {
-      log.error('shutdown deadline passed, exiting', { deadlineMs: SHUTDOWN_DEADLINE_MS });
-      process.exit(1);
-    }, SHUTDOWN_DEADLINE_MS);
-    deadline.unref();
-    Promise.all([server.stop(), management.close()])
-      .then(() => compaction.close())
-      .then(
-        () => process.exit(0),
-        (err) => {
-          log.error('shutdown failed', { err });
-          process.exit(1);
-        },
-      );
+
+  // SIGTERM: fail readiness, stop accepting, drain, checkpoint and close SQLite, exit 0.
+  const shutdown = async (signal: string) => {
+    const deadlineMs = config.drainTimeoutMs + CLOSE_BUDGET_MS;
+    setTimeout(() => fail('shutdown did not finish in time, exiting', { deadlineMs }), deadlineMs).unref();
+    health.markStopping();
+    log.info('shutting down: readiness fails, listeners close, in-flight requests drain', {
+      signal,
+      connections: proxy.connectionCount,
+      drainTimeoutMs: config.drainTimeoutMs,
+    });
+    const undrained = await proxy.drain(config.drainTimeoutMs);
+    if (undrained > 0) log.warn('drain deadline passed; closing connections with requests still in flight', { connections: undrained, drainTimeoutMs: config.drainTimeoutMs });
+    else log.info('connections drained');
+    await proxy.stop();
+    await management.close();
+    log.info('closing the key index');
+    await engine.close();
+    log.info('shutdown complete', { signal });
+    process.exit(0);
   };
-  process.once('SIGTERM', () => shutdown('SIGTERM'));
-  process.once('SIGINT', () => shutdown('SIGINT'));
+  let shuttingDown = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (shuttingDown) fail('second signal during shutdown, exiting now', { signal });
+    shuttingDown = true;
+    shutdown(signal).catch((err: unknown) => fail('shutdown failed', { err }));
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
 }

@@ -12,7 +12,7 @@ import { createTopicConfigs, type StaticTopic, type TopicConfigs } from './confi
 import { startCompactionEngine, type CompactionEngine } from './worker/compaction-engine.js';
 import type { IndexerOptions } from './indexer/indexer.js';
 import { createProduceGuard } from './produce-guard/produce-guard.js';
-import { createFetchView } from './fetch-view/fetch-view.js';
+import { createFetchView, type FetchView } from './fetch-view/fetch-view.js';
 import { UpstreamPool } from './fetch-view/upstream-pool.js';
 import type { TopicPolicy } from './policy.js';
 
@@ -39,6 +39,8 @@ export interface Compaction {
   interceptors: Map<number, RequestInterceptor>;
   configs: TopicConfigs;
   engine: CompactionEngine;
+  /** The Fetch interceptor, for its counters. */
+  fetchView: FetchView;
   close(): Promise<void>;
 }
 
@@ -99,12 +101,14 @@ export async function startCompaction(opts: CompactionOptions): Promise<Compacti
       logStartOffset: (topic, partition) => pool.logStartOffset(topic, partition),
     }),
   );
-  interceptors.set(ApiKey.Fetch, createFetchView({ config: configs.view, index: engine.index, topicIds: opts.topicIds, upstream: pool, log: opts.log }));
+  const fetchView = createFetchView({ config: configs.view, index: engine.index, topicIds: opts.topicIds, upstream: pool, log: opts.log });
+  interceptors.set(ApiKey.Fetch, fetchView);
 
   return {
     interceptors,
     configs,
     engine,
+    fetchView,
     close: async () => {
       unsubscribe();
       pool.close();

@@ -8,16 +8,16 @@ export function loadConfigFile(path: string | undefined): Record<string, unknown
   try {
     text = readFileSync(path, 'utf8');
   } catch (err) {
-    throw new ConfigError(`cannot read config file ${path}: ${(err as Error).message}`);
+    throw new ConfigError(`cannot read config file ${path} (--config / KCOMPACT_CONFIG): ${(err as Error).message}; give the path of a readable JSON file`);
   }
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch (err) {
-    throw new ConfigError(`config file ${path} is not valid JSON: ${(err as Error).message}`);
+    throw new ConfigError(`config file ${path} (--config / KCOMPACT_CONFIG) is not valid JSON: ${(err as Error).message}`);
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-    throw new ConfigError(`config file ${path} must hold a JSON object of settings`);
+    throw new ConfigError(`config file ${path} (--config / KCOMPACT_CONFIG) must hold a JSON object of settings by their camelCase names (config/README.md lists them)`);
   }
   return parsed as Record<string, unknown>;
 }

@@ -4,9 +4,13 @@
  * Precedence: command line, then environment, then config file, then default.
  */
 import { parseHostPort, parseHostPortList } from './host-port.js';
-import { isLogLevel, type LogLevel } from '../ops/log.js';
+import { createLogger, isLogLevel, type LogLevel } from '../ops/log.js';
 import type { HostPort } from '../proxy/broker-map.js';
 import type { StaticTopic } from '../compaction/config/topic-configs.js';
+import { BrokerDefaults } from '../compaction/config/broker-defaults.js';
+import { TopicConfigState } from '../compaction/config/topic-config-state.js';
+import { TopicConfigError } from '../compaction/config/config-error.js';
+import { TopicIds } from '../proxy/topic-ids.js';
 
 export interface ProxyConfig {
   upstream: HostPort[];
@@ -21,6 +25,10 @@ export interface ProxyConfig {
   metricsListen: HostPort;
   topics: StaticTopic[];
   brokerConfigs: Record<string, string>;
+  drainTimeoutMs: number;
+  metricsPerPartition: boolean;
+  metricsTopicsInclude: string[];
+  metricsTopicsExclude: string[];
 }
 
 export class ConfigError extends Error {
@@ -30,7 +38,7 @@ export class ConfigError extends Error {
   }
 }
 
-interface Setting {
+export interface Setting {
   /** camelCase: the config-file key; the flag is its kebab-case, the env var its SNAKE_CASE. */
   key: keyof ProxyConfig;
   arg: string;
@@ -40,9 +48,30 @@ interface Setting {
 }
 
 const integer = (min: number, max: number) => (raw: unknown) => {
-  const n = typeof raw === 'number' ? raw : Number(String(raw).trim());
+  // Number() would also take "0x10", "1e3" and "": only plain decimal digits are an integer here.
+  const digits = String(raw).trim();
+  const n = typeof raw === 'number' ? raw : /^-?\d+$/.test(digits) ? Number(digits) : NaN;
   if (!Number.isInteger(n) || n < min || n > max) throw new Error(`expected an integer from ${min} to ${max}`);
   return n;
+};
+
+const boolean = (raw: unknown) => {
+  if (typeof raw === 'boolean') return raw;
+  const v = String(raw).trim().toLowerCase();
+  if (v === 'true') return true;
+  if (v === 'false') return false;
+  throw new Error('expected true or false');
+};
+
+/** Topic names or globs (`*` matches any run of characters), as a comma list or a JSON array. */
+const topicPatterns = (raw: unknown) => {
+  const shape = 'a comma list or a JSON array of topic names or globs';
+  const list = typeof raw !== 'string' ? raw : raw.trim().startsWith('[') ? json(raw, shape) : raw.split(',');
+  if (!Array.isArray(list)) throw new Error(`expected ${shape}`);
+  return list.map((entry: unknown, i) => {
+    if (typeof entry !== 'string' || entry.trim() === '') throw new Error(`entry ${i} must be a non-empty topic name or glob, got ${JSON.stringify(entry)}`);
+    return entry.trim();
+  });
 };
 
 const text = (raw: unknown) => {
@@ -50,9 +79,21 @@ const text = (raw: unknown) => {
   return raw.trim();
 };
 
+/** A JSON value, given as text (flag, environment) or already parsed (config file). */
+function json(raw: unknown, expected: string): unknown {
+  if (typeof raw !== 'string') return raw;
+  try {
+    return JSON.parse(raw) as unknown;
+  } catch (err) {
+    throw new Error(`expected ${expected}, but the value is not valid JSON (${(err as Error).message})`);
+  }
+}
+
+const STATIC_TOPICS_SHAPE = 'a JSON array of {"topic": NAME, "configs": {NAME: VALUE}}';
+
 function parseStaticTopics(raw: unknown): StaticTopic[] {
-  const list = typeof raw === 'string' ? (JSON.parse(raw) as unknown) : raw;
-  if (!Array.isArray(list)) throw new Error('expected a JSON array of {"topic": NAME, "configs": {NAME: VALUE}}');
+  const list = json(raw, STATIC_TOPICS_SHAPE);
+  if (!Array.isArray(list)) throw new Error(`expected ${STATIC_TOPICS_SHAPE}`);
   return list.map((entry, i) => {
     const e = entry as { topic?: unknown; configs?: unknown };
     if (typeof e?.topic !== 'string' || e.topic === '') throw new Error(`entry ${i} needs a "topic" name`);
@@ -124,7 +165,7 @@ export const SETTINGS: readonly Setting[] = [
   {
     key: 'metricsListen',
     arg: 'HOST:PORT',
-    description: 'management HTTP endpoint (operator actions such as `kcompact compact`)',
+    description: 'management HTTP endpoint: /metrics, /livez, /readyz, /startupz and operator actions such as `kcompact compact`',
     defaultText: '127.0.0.1:9644',
     parse: (raw) => parseHostPort(String(raw)),
   },
@@ -141,11 +182,39 @@ export const SETTINGS: readonly Setting[] = [
     description: 'broker-level defaults of the compaction configs, by Kafka broker config name: {"log.cleaner.delete.retention.ms":"3600000"}',
     defaultText: "{} (Kafka's defaults)",
     parse: (raw) => {
-      const obj = typeof raw === 'string' ? (JSON.parse(raw) as unknown) : raw;
+      const obj = json(raw, 'a JSON object of broker config names to string values');
       if (typeof obj !== 'object' || obj === null || Array.isArray(obj)) throw new Error('expected a JSON object of broker config names to string values');
       for (const [k, v] of Object.entries(obj)) if (typeof v !== 'string') throw new Error(`${k} must be a string, got ${JSON.stringify(v)}`);
       return obj;
     },
+  },
+  {
+    key: 'drainTimeoutMs',
+    arg: 'MS',
+    description: 'on SIGTERM, how long in-flight requests may take to be answered before their connections are closed anyway',
+    defaultText: '10000',
+    parse: integer(0, 3_600_000),
+  },
+  {
+    key: 'metricsPerPartition',
+    arg: 'true|false',
+    description: 'also export compaction metrics per partition (labels topic and partition)',
+    defaultText: 'false',
+    parse: boolean,
+  },
+  {
+    key: 'metricsTopicsInclude',
+    arg: 'TOPICS',
+    description: 'with --metrics-per-partition: only these topics (names or globs with *, comma list or JSON array)',
+    defaultText: '[] (every topic)',
+    parse: topicPatterns,
+  },
+  {
+    key: 'metricsTopicsExclude',
+    arg: 'TOPICS',
+    description: 'with --metrics-per-partition: not these topics (names or globs with *; wins over the include list)',
+    defaultText: '[]',
+    parse: topicPatterns,
   },
   {
     key: 'logLevel',
@@ -167,17 +236,19 @@ function describeKey(key: string): string {
   return `--${flagOf(key)} / ${envOf(key)} / config key "${key}"`;
 }
 
-/**
- * Builds the validated config. `cli` holds values given on the command line, `env` the
- * process environment, `file` the parsed config file. Fails on the first bad value, naming it.
- */
-export function resolveConfig(cli: Record<string, unknown>, env: NodeJS.ProcessEnv, file: Record<string, unknown>): ProxyConfig {
+export const DEFAULT_METRICS_LISTEN: Readonly<HostPort> = { host: '127.0.0.1', port: 9644 };
+
+function checkFileKeys(file: Record<string, unknown>): void {
   const known = new Set<string>(SETTINGS.map((s) => s.key));
   for (const key of Object.keys(file)) {
     if (!known.has(key)) throw new ConfigError(`unknown config file key "${key}"; allowed keys: ${[...known].join(', ')}`);
   }
+}
+
+/** The given settings' values, first found on the command line, in the environment, in the file; absent ones are left out. */
+function parseValues(settings: readonly Setting[], cli: Record<string, unknown>, env: NodeJS.ProcessEnv, file: Record<string, unknown>): Record<string, unknown> {
   const values: Record<string, unknown> = {};
-  for (const setting of SETTINGS) {
+  for (const setting of settings) {
     const raw = cli[setting.key] ?? env[envOf(setting.key)] ?? file[setting.key];
     if (raw === undefined || raw === '') continue;
     try {
@@ -186,13 +257,64 @@ export function resolveConfig(cli: Record<string, unknown>, env: NodeJS.ProcessE
       throw new ConfigError(`invalid ${describeKey(setting.key)}: ${(err as Error).message}, got ${JSON.stringify(raw)}`);
     }
   }
+  return values;
+}
+
+/**
+ * Some settings alone, validated as resolveConfig does, without defaults: the admin verbs read a
+ * proxy's management address and data directory from the same flags, environment and file.
+ */
+export function resolveSettings<K extends keyof ProxyConfig>(
+  keys: readonly K[],
+  cli: Record<string, unknown>,
+  env: NodeJS.ProcessEnv,
+  file: Record<string, unknown>,
+): Partial<Pick<ProxyConfig, K>> {
+  checkFileKeys(file);
+  return parseValues(SETTINGS.filter((s) => (keys as readonly string[]).includes(s.key)), cli, env, file) as Partial<Pick<ProxyConfig, K>>;
+}
+
+/**
+ * Static topics and broker defaults go through the config layer's own checks here, so that a bad
+ * one stops the start with the key named rather than after the data directory and upstream.
+ */
+function checkTopicSettings(topics: readonly StaticTopic[], brokerConfigs: Readonly<Record<string, string>>): void {
+  let defaults: BrokerDefaults;
+  try {
+    defaults = new BrokerDefaults(brokerConfigs);
+  } catch (err) {
+    if (err instanceof TopicConfigError) throw new ConfigError(`invalid ${describeKey('brokerConfigs')}: ${err.message}`);
+    throw err;
+  }
+  try {
+    new TopicConfigState(defaults, new TopicIds(), topics, createLogger());
+  } catch (err) {
+    if (err instanceof TopicConfigError) throw new ConfigError(`invalid ${describeKey('topics')}: ${err.message}`);
+    throw err;
+  }
+}
+
+/**
+ * Builds the validated config. `cli` holds values given on the command line, `env` the
+ * process environment, `file` the parsed config file. Fails on the first bad value, naming it.
+ */
+export function resolveConfig(cli: Record<string, unknown>, env: NodeJS.ProcessEnv, file: Record<string, unknown>): ProxyConfig {
+  checkFileKeys(file);
+  const values = parseValues(SETTINGS, cli, env, file);
   if (!values.upstream) throw new ConfigError(`missing ${describeKey('upstream')}: the address of the upstream store is required`);
   const listen = (values.listen as HostPort | undefined) ?? { host: '127.0.0.1', port: 9092 };
   const anyInterface = listen.host === '0.0.0.0' || listen.host === '::';
   const brokerPortBase = (values.brokerPortBase as number | undefined) ?? listen.port + 1;
+  const metricsPerPartition = (values.metricsPerPartition as boolean | undefined) ?? false;
+  for (const key of ['metricsTopicsInclude', 'metricsTopicsExclude'] as const) {
+    if (!metricsPerPartition && (values[key] as string[] | undefined)?.length) {
+      throw new ConfigError(`${describeKey(key)} has no effect without ${describeKey('metricsPerPartition')} set to true; set both or drop the topic list`);
+    }
+  }
   if (brokerPortBase <= listen.port && brokerPortBase + 1000 > listen.port) {
     throw new ConfigError(`invalid ${describeKey('brokerPortBase')}: ${brokerPortBase} would put broker ports on the listen port ${listen.port}; use a base above it`);
   }
+  checkTopicSettings((values.topics as StaticTopic[] | undefined) ?? [], (values.brokerConfigs as Record<string, string> | undefined) ?? {});
   return {
     upstream: values.upstream as HostPort[],
     listen,
@@ -203,8 +325,12 @@ export function resolveConfig(cli: Record<string, unknown>, env: NodeJS.ProcessE
     requestTimeoutMs: (values.requestTimeoutMs as number | undefined) ?? 30_000,
     logLevel: (values.logLevel as LogLevel | undefined) ?? 'info',
     cleanerBackoffMs: (values.cleanerBackoffMs as number | undefined) ?? 15_000,
-    metricsListen: (values.metricsListen as HostPort | undefined) ?? { host: '127.0.0.1', port: 9644 },
+    metricsListen: (values.metricsListen as HostPort | undefined) ?? { ...DEFAULT_METRICS_LISTEN },
     topics: (values.topics as StaticTopic[] | undefined) ?? [],
     brokerConfigs: (values.brokerConfigs as Record<string, string> | undefined) ?? {},
+    drainTimeoutMs: (values.drainTimeoutMs as number | undefined) ?? 10_000,
+    metricsPerPartition,
+    metricsTopicsInclude: (values.metricsTopicsInclude as string[] | undefined) ?? [],
+    metricsTopicsExclude: (values.metricsTopicsExclude as string[] | undefined) ?? [],
   };
 }

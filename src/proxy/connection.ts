@@ -5,7 +5,9 @@
  * queue of slots keeps the client's view in request order regardless.
  */
 import net from 'node:net';
+import { performance } from 'node:perf_hooks';
 import type { Logger } from '../ops/log.js';
+import type { ApiMeter, ProxyMeter } from '../ops/metrics/proxy-meter.js';
 import { ApiKey, apiSchema, decodeResponse, encodeResponseFrame } from '../protocol/messages.js';
 import { decodeResponseHeader, responseHeaderVersion } from '../protocol/headers.js';
 import { ErrorCode } from '../protocol/errors.js';
@@ -26,11 +28,15 @@ export interface ConnectionDeps {
   /** Upstream addresses to try in order (the bootstrap list, or the one broker behind a port). */
   upstream: () => Promise<HostPort[]>;
   interceptors?: Interceptors;
+  meter: ProxyMeter;
   onClose?: (conn: ProxyConnection) => void;
 }
 
 interface Slot {
   frame: Buffer | null;
+  api: ApiMeter;
+  /** performance.now() when the request arrived. */
+  start: number;
 }
 
 interface Awaiting {
@@ -60,18 +66,26 @@ export class ProxyConnection {
   private clientPaused = false;
   private upstreamPaused = false;
   private closed = false;
+  /** The client ended the connection itself: its unanswered requests are not the proxy's errors. */
+  private clientGone = false;
+  /** A request is being streamed upstream: it must be let through whole even when draining. */
+  private requestStreaming = false;
+  /** Shutting down: no new requests are read; the connection closes once every one is answered. */
+  private draining = false;
   private readonly log: Logger;
+  private readonly meter: ProxyMeter;
 
   constructor(private readonly client: net.Socket, private readonly deps: ConnectionDeps) {
     this.log = deps.log.child({ client: `${client.remoteAddress}:${client.remotePort}`, local: client.localPort });
+    this.meter = deps.meter;
     this.requests = new FrameReader(deps.maxFrameBytes);
     this.responses = new FrameReader(deps.maxFrameBytes);
     client.setNoDelay(true);
     client.on('data', (chunk: Buffer) => this.onClientData(chunk));
     client.on('drain', () => this.resumeUpstream());
-    client.on('end', () => this.close('client closed the connection'));
-    client.on('error', (err) => this.close('client socket error', err));
-    client.on('close', () => this.close('client closed the connection'));
+    client.on('end', () => this.clientClosed('client closed the connection'));
+    client.on('error', (err) => this.clientClosed('client socket error', err));
+    client.on('close', () => this.clientClosed('client closed the connection'));
     void this.connectUpstream();
   }
 
@@ -89,14 +103,22 @@ export class ProxyConnection {
       if (this.held || this.closed) return null;
       const apiKey = head.readInt16BE(4);
       if (apiKey === ApiKey.ApiVersions || apiKey === ApiKey.Produce || this.deps.interceptors?.has(apiKey)) return null;
-      const slot: Slot = { frame: null };
+      const slot = this.slot(apiKey);
       this.out.push(slot);
       const apiVersion = head.readInt16BE(6);
       const upstreamVersion = passThroughVersion(apiKey, apiVersion);
       this.awaiting.push({ correlationId: head.readInt32BE(8), apiKey, apiVersion: upstreamVersion, slot });
       let at = 0;
+      this.requestStreaming = true;
       return (piece) => {
-        if (!piece) return;
+        if (!piece) {
+          this.requestStreaming = false;
+          if (this.draining) {
+            this.pauseClient();
+            this.closeIfDrained();
+          }
+          return;
+        }
         if (upstreamVersion !== apiVersion && at < 8) patchRequestVersion(piece, at, upstreamVersion);
         at += piece.length;
         this.forward(piece);
@@ -115,13 +137,16 @@ export class ProxyConnection {
       if (!next || this.closed || this.streamingToClient || this.out[0] !== next.slot) return null;
       if (head.readInt32BE(4) !== next.correlationId || next.transform || rewritesResponse(next.apiKey, next.apiVersion)) return null;
       this.awaiting.shift();
-      this.out.shift();
+      const slot = this.out.shift()!;
       this.streamingToClient = true;
       return (piece) => {
         if (piece) {
-          if (!this.closed && !this.client.write(piece)) this.pauseUpstream();
+          if (this.closed) return;
+          this.meter.bytesToClients += piece.length;
+          if (!this.client.write(piece)) this.pauseUpstream();
           return;
         }
+        slot.api.observe((performance.now() - slot.start) / 1000);
         this.streamingToClient = false;
         this.flush();
       };
@@ -139,10 +164,45 @@ export class ProxyConnection {
     );
   }
 
+  /**
+   * Stops reading requests and closes the connection once every request already read has been
+   * answered (a request half-streamed upstream is read to its end first).
+   */
+  drain(): void {
+    if (this.closed || this.draining) return;
+    this.draining = true;
+    if (!this.requestStreaming) this.pauseClient();
+    this.closeIfDrained();
+  }
+
+  private closeIfDrained(): void {
+    if (this.draining && this.out.length === 0 && !this.streamingToClient && !this.requestStreaming && this.held === null) {
+      this.close('drained for shutdown', undefined, true);
+    }
+  }
+
+  private clientClosed(reason: string, err?: unknown): void {
+    if (!this.closed) this.clientGone = true;
+    this.close(reason, err);
+  }
+
+  /** The upstream failed this connection: counted, then the connection closes. */
+  private upstreamFailed(kind: 'disconnect' | 'protocol', reason: string, err?: unknown): void {
+    if (!this.closed) this.meter.upstreamError(kind);
+    this.close(reason, err);
+  }
+
+  private slot(apiKey: number): Slot {
+    const api = this.meter.api(apiKey);
+    api.requests++;
+    return { frame: null, api, start: performance.now() };
+  }
+
   /** `flushUpstream`: let what was already written upstream reach it instead of discarding it. */
   close(reason: string, err?: unknown, flushUpstream = false): void {
     if (this.closed) return;
     this.closed = true;
+    if (!this.clientGone) for (const slot of this.out) slot.api.errors++;
     const fields = err ? { reason, err } : { reason };
     if (err) this.log.warn('connection closed', fields);
     else this.log.debug('connection closed', fields);
@@ -175,6 +235,7 @@ export class ProxyConnection {
         return;
       } catch (err) {
         lastErr = err;
+        this.meter.upstreamError('connect');
         this.log.warn('upstream connect failed', { upstream: `${target.host}:${target.port}`, err });
       }
     }
@@ -183,12 +244,13 @@ export class ProxyConnection {
 
   private attach(socket: net.Socket, target: HostPort): void {
     this.upstreamSocket = socket;
+    this.meter.upstreamConnected();
     socket.setNoDelay(true);
     socket.on('drain', () => this.resumeClient());
     const where = `${target.host}:${target.port}`;
-    socket.on('end', () => this.close(`upstream ${where} closed the connection`));
-    socket.on('close', () => this.close(`upstream ${where} closed the connection`));
-    socket.on('error', (err) => this.close(`upstream ${where} socket error`, err));
+    socket.on('end', () => this.upstreamFailed('disconnect', `upstream ${where} closed the connection`));
+    socket.on('close', () => this.upstreamFailed('disconnect', `upstream ${where} closed the connection`));
+    socket.on('error', (err) => this.upstreamFailed('disconnect', `upstream ${where} socket error`, err));
     for (const frame of this.beforeConnect) socket.write(frame);
     this.beforeConnect.length = 0;
     this.beforeConnectBytes = 0;
@@ -196,6 +258,7 @@ export class ProxyConnection {
   }
 
   private onClientData(chunk: Buffer): void {
+    this.meter.bytesFromClients += chunk.length;
     try {
       this.requests.push(chunk, (frame) => this.onRequest(frame), this.requestRouter);
     } catch (err) {
@@ -204,10 +267,11 @@ export class ProxyConnection {
   }
 
   private onUpstreamData(chunk: Buffer): void {
+    this.meter.bytesFromUpstream += chunk.length;
     try {
       this.responses.push(chunk, (frame) => this.onResponse(frame), this.responseRouter);
     } catch (err) {
-      this.close('bad response frame from upstream', err);
+      this.upstreamFailed('protocol', 'bad response frame from upstream', err);
     }
   }
 
@@ -226,7 +290,7 @@ export class ProxyConnection {
       if (apiVersion > max) {
         // Kafka's answer to a too-new ApiVersions: a v0 body naming the versions it does speak,
         // so the client retries with one of them.
-        this.respondLocally(encodeResponseFrame(ApiKey.ApiVersions, 0, correlationId, {
+        this.respondLocally(apiKey, encodeResponseFrame(ApiKey.ApiVersions, 0, correlationId, {
           errorCode: ErrorCode.UNSUPPORTED_VERSION,
           apiKeys: [{ apiKey: ApiKey.ApiVersions, minVersion: 0, maxVersion: max }],
         }));
@@ -234,8 +298,9 @@ export class ProxyConnection {
       }
     }
     const expectsResponse = !(apiKey === ApiKey.Produce && produceAcks(frame) === 0);
-    const slot: Slot | null = expectsResponse ? { frame: null } : null;
-    if (slot) this.out.push(slot);
+    let slot: Slot | null = null;
+    if (expectsResponse) this.out.push((slot = this.slot(apiKey)));
+    else this.meter.api(apiKey).requests++;
     const interceptor = this.deps.interceptors?.get(apiKey);
     const header = interceptor ? decodeRequestHeader(frame.subarray(4)) : null;
     if (!interceptor || !header || header.bodyOffset === null) {
@@ -262,6 +327,7 @@ export class ProxyConnection {
             break;
           }
         }
+        this.closeIfDrained();
       },
       (err) => this.close(`interceptor for API ${apiKey} failed`, err),
     );
@@ -288,12 +354,15 @@ export class ProxyConnection {
     if (decision.closeAfter) this.close(decision.closeAfter, undefined, this.upstreamSocket !== null);
   }
 
-  private respondLocally(frame: Buffer): void {
-    this.out.push({ frame });
+  private respondLocally(apiKey: number, frame: Buffer): void {
+    const slot = this.slot(apiKey);
+    slot.frame = frame;
+    this.out.push(slot);
     this.flush();
   }
 
   private forward(frame: Buffer): void {
+    this.meter.bytesToUpstream += frame.length;
     const socket = this.upstreamSocket;
     if (!socket) {
       this.beforeConnect.push(frame);
@@ -357,9 +426,13 @@ export class ProxyConnection {
   private flush(): void {
     if (this.streamingToClient) return;
     while (this.out.length > 0 && this.out[0]!.frame !== null) {
-      const frame = this.out.shift()!.frame!;
+      const slot = this.out.shift()!;
+      const frame = slot.frame!;
+      this.meter.bytesToClients += frame.length;
+      slot.api.observe((performance.now() - slot.start) / 1000);
       if (!this.client.write(frame)) this.pauseUpstream();
     }
+    if (this.draining) this.closeIfDrained();
   }
 
   private pauseClient(): void {
@@ -369,7 +442,7 @@ export class ProxyConnection {
   }
 
   private resumeClient(): void {
-    if (!this.clientPaused || this.closed) return;
+    if (!this.clientPaused || this.closed || (this.draining && !this.requestStreaming)) return;
     this.clientPaused = false;
     this.client.resume();
   }

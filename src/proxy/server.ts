@@ -4,6 +4,7 @@
  */
 import net from 'node:net';
 import type { Logger } from '../ops/log.js';
+import { ProxyMeter } from '../ops/metrics/proxy-meter.js';
 import { ApiKey } from '../protocol/messages.js';
 import { UpstreamClient } from '../upstream/client.js';
 import { BrokerMap, type HostPort } from './broker-map.js';
@@ -22,6 +23,8 @@ export interface ProxyOptions {
   interceptors?: Interceptors;
   /** The topic id map, when features built before the server share it. */
   topics?: TopicIds;
+  /** Where traffic figures go (an unexported meter when omitted). */
+  meter?: ProxyMeter;
 }
 
 const DISCOVERY_RETRY_MS = 2_000;
@@ -29,14 +32,19 @@ const DISCOVERY_RETRY_MS = 2_000;
 export class ProxyServer {
   readonly brokers: BrokerMap;
   readonly topics: TopicIds;
+  readonly meter: ProxyMeter;
   private readonly servers = new Map<number | 'bootstrap', net.Server>();
   private readonly connections = new Set<ProxyConnection>();
   private discovering: Promise<void> | null = null;
   private retryTimer: NodeJS.Timeout | null = null;
   private stopped = false;
+  private closing: Promise<void> | null = null;
+  /** Set while drain() waits: called when the last connection has closed. */
+  private onDrained: (() => void) | null = null;
 
   constructor(private readonly opts: ProxyOptions) {
     this.topics = opts.topics ?? new TopicIds();
+    this.meter = opts.meter ?? new ProxyMeter();
     this.brokers = new BrokerMap({
       advertisedHost: opts.advertisedHost,
       brokerPortBase: opts.brokerPortBase,
@@ -49,6 +57,12 @@ export class ProxyServer {
     const addr = this.servers.get('bootstrap')?.address();
     if (!addr || typeof addr === 'string') throw new Error('proxy is not listening');
     return { host: addr.address, port: addr.port };
+  }
+
+  /** Whether the bootstrap listener and a listener for every known upstream broker are up. */
+  get listening(): boolean {
+    if (!this.servers.get('bootstrap')?.listening) return false;
+    return this.brokers.nodes().every((nodeId) => this.servers.get(nodeId)?.listening);
   }
 
   get connectionCount(): number {
@@ -72,13 +86,40 @@ export class ProxyServer {
     }
   }
 
+  /**
+   * Stops accepting connections and gives the open ones up to `ms` to answer the requests they
+   * have already received (they read no new ones and close once answered). Resolves with the
+   * number still open then, which stop() closes.
+   */
+  async drain(ms: number): Promise<number> {
+    void this.stopAccepting();
+    if (this.connections.size > 0) {
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          this.onDrained = null;
+          resolve();
+        };
+        const timer = setTimeout(done, ms);
+        this.onDrained = done;
+        for (const conn of [...this.connections]) conn.drain();
+      });
+    }
+    return this.connections.size;
+  }
+
   async stop(): Promise<void> {
+    const closing = this.stopAccepting();
+    for (const conn of this.connections) conn.close('proxy stopping');
+    await closing;
+    this.servers.clear();
+  }
+
+  private stopAccepting(): Promise<void> {
     this.stopped = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
-    const closing = [...this.servers.values()].map((s) => new Promise<void>((resolve) => s.close(() => resolve())));
-    for (const conn of this.connections) conn.close('proxy stopping');
-    await Promise.all(closing);
-    this.servers.clear();
+    this.closing ??= Promise.all([...this.servers.values()].map((s) => new Promise<void>((resolve) => s.close(() => resolve())))).then(() => undefined);
+    return this.closing;
   }
 
   /** Learns the upstream's brokers with a Metadata request on the proxy's own connection. */
@@ -113,6 +154,7 @@ export class ProxyServer {
         return;
       } catch (err) {
         lastErr = err;
+        this.meter.upstreamError('discovery');
       } finally {
         client?.close();
       }
@@ -155,13 +197,20 @@ export class ProxyServer {
 
   private listen(key: number | 'bootstrap', port: number, upstream: () => Promise<HostPort[]>): Promise<void> {
     const server = net.createServer((socket) => {
+      this.meter.connectionsOpen++;
+      this.meter.connectionsTotal++;
       const conn = new ProxyConnection(socket, {
         log: this.opts.log,
         maxFrameBytes: this.opts.maxFrameBytes,
         rewrite: { brokers: this.brokers, topics: this.topics },
         upstream,
         interceptors: this.opts.interceptors,
-        onClose: (c) => this.connections.delete(c),
+        meter: this.meter,
+        onClose: (c) => {
+          this.meter.connectionsOpen--;
+          this.connections.delete(c);
+          if (this.connections.size === 0) this.onDrained?.();
+        },
       });
       if (!conn.isClosed) this.connections.add(conn);
     });

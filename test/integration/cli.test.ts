@@ -14,6 +14,7 @@ import { startFakeBroker } from '../support/fake-broker.js';
 import { freePortRun } from '../support/kcompact.js';
 import { RawConnection } from '../support/raw-client.js';
 import { pollUntil } from '../support/index.js';
+import { envOf, flagOf, SETTINGS } from '../../src/config/settings.js';
 
 const main = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../src/cli/main.js');
 
@@ -21,13 +22,54 @@ function kcompact(args: string[], env: Record<string, string> = {}) {
   return spawn(process.execPath, [main, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
-test('--help lists every setting with its environment twin', () => {
-  const out = spawnSync(process.execPath, [main, 'proxy', '--help'], { encoding: 'utf8' });
-  assert.equal(out.status, 0);
-  for (const flag of ['--upstream', '--listen', '--data-dir', '--advertised-host', '--broker-port-base', '--max-frame-bytes', '--log-level', '--config']) {
-    assert.match(out.stdout, new RegExp(flag), flag);
+test('--help documents every verb, and every flag with its environment twin, config key and default', () => {
+  const top = spawnSync(process.execPath, [main, '--help'], { encoding: 'utf8' });
+  assert.equal(top.status, 0);
+  for (const verb of ['proxy', 'status', 'inspect', 'compact', 'rebuild-index']) assert.match(top.stdout, new RegExp(`\\n  ${verb} `), verb);
+  const proxy = spawnSync(process.execPath, [main, 'proxy', '--help'], { encoding: 'utf8' }).stdout.replace(/\s+/g, ' ');
+  for (const s of SETTINGS) {
+    assert.ok(proxy.includes(`--${flagOf(s.key)} <${s.arg}>`), s.key);
+    assert.ok(proxy.includes(`config key: ${s.key}) (env: ${envOf(s.key)})`), `${s.key}: config key and env`);
+    if (s.defaultText) assert.ok(proxy.includes(`default: ${s.defaultText};`), `${s.key}: default`);
   }
-  assert.match(out.stdout, /env: KCOMPACT_DATA_DIR/);
+  for (const verb of ['status', 'inspect', 'compact', 'rebuild-index']) {
+    const help = spawnSync(process.execPath, [main, verb, '--help'], { encoding: 'utf8' }).stdout.replace(/\s+/g, ' ');
+    for (const flag of ['--metrics-listen <HOST:PORT>', '(env: KCOMPACT_METRICS_LISTEN)', '--config <FILE>', '--json']) assert.ok(help.includes(flag), `${verb} ${flag}`);
+    assert.equal(help.includes('--data-dir <DIR>'), verb === 'status' || verb === 'inspect', `${verb} --data-dir`);
+  }
+});
+
+test('each kind of invalid configuration exits 2 naming the key and what is allowed', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kcompact-cli-'));
+  const write = (name: string, value: unknown) => {
+    const file = path.join(dir, name);
+    fs.writeFileSync(file, typeof value === 'string' ? value : JSON.stringify(value));
+    return file;
+  };
+  const cases: [string, string[], Record<string, string>, RegExp][] = [
+    ['bad host:port', ['--upstream', 'a:1', '--listen', 'localhost'], {}, /invalid --listen \/ KCOMPACT_LISTEN \/ config key "listen": expected HOST:PORT/],
+    ['port out of range', ['--upstream', 'a:1', '--metrics-listen', '127.0.0.1:99999'], {}, /config key "metricsListen": port 99999 is above 65535/],
+    ['negative number', ['--upstream', 'a:1', '--max-frame-bytes=-1'], {}, /config key "maxFrameBytes": expected an integer from 1024 to 2147483647, got "-1"/],
+    ['non-integer number', ['--upstream', 'a:1'], { KCOMPACT_REQUEST_TIMEOUT_MS: '1.5' }, /KCOMPACT_REQUEST_TIMEOUT_MS .*expected an integer from 100 to 3600000/],
+    ['unknown config file key', ['--config', write('unknown.json', { upstream: 'a:1', dataDirectory: '/x' })], {}, /unknown config file key "dataDirectory"; allowed keys: .*dataDir/],
+    ['unknown log level', ['--upstream', 'a:1'], { KCOMPACT_LOG_LEVEL: 'trace' }, /config key "logLevel": expected one of debug, info, warn, error, got "trace"/],
+    ['malformed topics JSON', ['--upstream', 'a:1', '--topics', '[{"topic": "t",'], {}, /config key "topics": expected a JSON array of .*not valid JSON/],
+    ['topic config Kafka refuses', ['--config', write('topics.json', { upstream: 'a:1', topics: [{ topic: 't', configs: { 'cleanup.policy': 'compact', 'min.cleanable.dirty.ratio': '2' } }] })], {}, /config key "topics": static topic t: Invalid value 2\.0 for configuration min.cleanable.dirty.ratio: Value must be no more than 1/],
+    ['unreadable config file', ['--config', path.join(dir, 'missing.json')], {}, /cannot read config file .*missing\.json \(--config \/ KCOMPACT_CONFIG\): ENOENT/],
+    ['config file not JSON', ['--config', write('broken.json', '{"upstream": "a:1",')], {}, /broken\.json \(--config \/ KCOMPACT_CONFIG\) is not valid JSON/],
+    ['admin verb with a bad endpoint', ['status', '--metrics-listen', 'nohost'], {}, /config key "metricsListen": expected HOST:PORT/],
+    ['unknown flag', ['status', '--colour'], {}, /unknown option '--colour'/],
+  ];
+  try {
+    for (const [what, args, env, pattern] of cases) {
+      const argv = args[0] === 'status' ? args : ['proxy', ...args];
+      const r = spawnSync(process.execPath, [main, ...argv], { encoding: 'utf8', env: { ...process.env, ...env } });
+      assert.equal(r.status, 2, `${what}: exit code (stderr: ${r.stderr})`);
+      assert.match(r.stderr, pattern, what);
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('invalid configuration fails fast naming the key and what is allowed', () => {
@@ -69,9 +111,9 @@ test('runs from a config file with environment overrides, serves, and exits 0 on
     conn.request(ApiKey.Metadata, 12, { topics: [] }, 3);
     const res = await conn.response(ApiKey.Metadata, 12);
     assert.deepEqual([res.body.brokers[0].host, res.body.brokers[0].port], ['127.0.0.1', port + 1]);
-    const compact = spawnSync(process.execPath, [main, 'compact', '--metrics-listen', management], { encoding: 'utf8' });
+    const compact = spawnSync(process.execPath, [main, 'compact', '--metrics-listen', management, '--json'], { encoding: 'utf8' });
     assert.equal(compact.status, 0, compact.stderr);
-    assert.equal(typeof JSON.parse(compact.stdout), 'object', 'kcompact compact prints the clean report');
+    assert.deepEqual(JSON.parse(compact.stdout), { cleaned: [], retention: [], failed: [] }, 'kcompact compact --json prints the clean report');
     proc.kill('SIGTERM');
     assert.equal(await exited, 0);
     assert.ok(await conn.closesWithin(2000), 'client connections are closed on shutdown');

@@ -156,6 +156,11 @@ export class Cleaner {
     });
   }
 
+  /** The topic's indexes were dropped to be rebuilt: their partitions get cleaned again. */
+  indexRebuilt(topic: string): void {
+    for (const [id, p] of this.uncleanable) if (p.topic === topic) this.uncleanable.delete(id);
+  }
+
   status(): CleanerStats {
     return { ...this.stats, uncleanable: [...this.uncleanable.values()] };
   }

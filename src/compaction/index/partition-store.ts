@@ -99,18 +99,23 @@ function openExisting(file: string, id: PartitionId): Database.Database {
     configure(db);
     const check = db.pragma('quick_check', { simple: true });
     if (check !== 'ok') throw new IndexFileError(`quick_check failed: ${String(check)}`);
-    const row = db.prepare('SELECT schema_version, topic, partition FROM checkpoint WHERE id = 0').get() as
-      | { schema_version: number; topic: string; partition: number }
-      | undefined;
-    if (!row) throw new IndexFileError('checkpoint missing');
-    if (row.schema_version !== SCHEMA_VERSION) throw new IndexFileError(`schema version ${row.schema_version}, want ${SCHEMA_VERSION}`);
-    if (row.topic !== id.topic || row.partition !== id.partition) {
-      throw new IndexFileError(`file belongs to ${row.topic}-${row.partition}`);
-    }
+    checkIdentity(db, id);
     return db;
   } catch (err) {
     db.close();
     throw err instanceof IndexFileError ? err : new IndexFileError((err as Error).message);
+  }
+}
+
+/** Throws IndexFileError unless the file is an index of this schema version for this partition. */
+function checkIdentity(db: Database.Database, id: PartitionId): void {
+  const row = db.prepare('SELECT schema_version, topic, partition FROM checkpoint WHERE id = 0').get() as
+    | { schema_version: number; topic: string; partition: number }
+    | undefined;
+  if (!row) throw new IndexFileError('checkpoint missing');
+  if (row.schema_version !== SCHEMA_VERSION) throw new IndexFileError(`schema version ${row.schema_version}, want ${SCHEMA_VERSION}`);
+  if (row.topic !== id.topic || row.partition !== id.partition) {
+    throw new IndexFileError(`file belongs to ${row.topic}-${row.partition}`);
   }
 }
 
@@ -182,6 +187,26 @@ export class PartitionStore {
       }
     }
     return { store: new PartitionStore(createFile(file, id), file, id) };
+  }
+
+  /**
+   * Opens an existing index file read-only, for an operator's look at a data directory that a
+   * proxy may own: nothing is written, nothing rebuilt. Throws IndexFileError when it is unusable.
+   */
+  static openReadOnly(file: string, id: PartitionId): PartitionStore {
+    let db: Database.Database;
+    try {
+      db = new Database(file, { readonly: true, fileMustExist: true });
+    } catch (err) {
+      throw new IndexFileError(`cannot open: ${(err as Error).message}`);
+    }
+    try {
+      checkIdentity(db, id);
+      return new PartitionStore(db, file, id);
+    } catch (err) {
+      db.close();
+      throw err instanceof IndexFileError ? err : new IndexFileError((err as Error).message);
+    }
   }
 
   get checkpoint(): Readonly<Checkpoint> {

@@ -19,6 +19,7 @@ import { RowBuffer } from '../index/row-buffer.js';
 import { rollPolicy, type RollPolicy } from '../index/segment-roller.js';
 import type { StoreRegistry } from '../index/store-registry.js';
 import { Wakeup } from '../worker/wakeup.js';
+import { CatchUpProgress } from './catch-up-progress.js';
 import { collectRows, type AbortedTransaction } from './fetched-rows.js';
 import { deleteRecordsBefore, lastStableOffset, logBounds } from './partition-requests.js';
 import type { UpstreamCluster } from './upstream-cluster.js';
@@ -113,6 +114,7 @@ export class Indexer {
   /** Partitions whose DeleteRecords failed once (warned about once). */
   private readonly deleteRecordsRefused = new Set<string>();
   private readonly opts: Required<IndexerOptions>;
+  private readonly progress: CatchUpProgress;
 
   constructor(
     private readonly cluster: UpstreamCluster,
@@ -127,6 +129,7 @@ export class Indexer {
       metadataIntervalMs: options.metadataIntervalMs ?? 10_000,
       maxBackoffMs: options.maxBackoffMs ?? 10_000,
     };
+    this.progress = new CatchUpProgress(log);
   }
 
   /**
@@ -176,6 +179,12 @@ export class Indexer {
     this.metadataWake.wakeUp();
   }
 
+  /** Throws the topic's indexes away and indexes it again from the upstream's log start. */
+  rebuild(topic: string): void {
+    this.dropTopic(topic, 'rebuild requested');
+    this.metadataWake.wakeUp();
+  }
+
   status(): TailStatus[] {
     return [...this.tails.values()].map((t) => ({
       topic: t.topic,
@@ -201,7 +210,11 @@ export class Indexer {
   }
 
   private dropTopic(topic: string, why: string): void {
-    for (const [key, tail] of this.tails) if (tail.topic === topic) this.tails.delete(key);
+    for (const [key, tail] of this.tails) {
+      if (tail.topic !== topic) continue;
+      this.tails.delete(key);
+      this.progress.forget(topic, tail.partition);
+    }
     if (this.registry.topics().has(topic)) {
       this.log.info('dropping topic index', { topic, reason: why });
       this.registry.dropTopic(topic);
@@ -438,6 +451,7 @@ export class Indexer {
         tail.roll,
         collected.transactionsChanged,
       );
+      this.progress.indexed(tail.topic, tail.partition, from, collected.nextOffset, lastStable, highWatermark);
       tail.lastError = undefined;
     } catch (err) {
       this.storeFailed(tail, store, err);

@@ -16,8 +16,8 @@ import type { TopicPolicy } from '../policy.js';
 import type { CleanReport } from '../cleaner/cleaner.js';
 import type { IndexerOptions } from '../indexer/indexer.js';
 import { SurvivorIndex } from '../index/survivor-index.js';
-import type { FromWorker, ToWorker, WorkerConfig } from './engine-protocol.js';
-import type { EngineStatus } from './engine-status.js';
+import type { FromWorker, RebuildingPartition, ToWorker, WorkerConfig } from './engine-protocol.js';
+import type { EngineStatus, PartitionDetail } from './engine-status.js';
 import { deserializeError, restoreFields } from './worker-log.js';
 
 export interface CompactionEngineOptions {
@@ -45,6 +45,13 @@ export interface CompactionEngine {
   /** Cleans the topic's partitions (every compacted topic's when omitted) now. */
   compactNow(topic?: string): Promise<CleanReport>;
   status(): Promise<EngineStatus>;
+  /** The topic's indexed partitions in detail (survivors counted). */
+  inspect(topic: string): Promise<PartitionDetail[]>;
+  /**
+   * Drops the indexes of a compacted topic (of every one when omitted) and indexes it again from
+   * the upstream; resolves once they are dropped, with how far each had reached.
+   */
+  rebuildIndex(topic?: string): Promise<RebuildingPartition[]>;
   /** Stops indexing and cleaning, checkpoints and closes every index, ends the worker. */
   close(): Promise<void>;
 }
@@ -149,6 +156,8 @@ export async function startCompactionEngine(opts: CompactionEngineOptions): Prom
     },
     compactNow: (topic) => call<CleanReport>((id) => (topic === undefined ? { type: 'compact', id } : { type: 'compact', id, topic })),
     status: () => call<EngineStatus>((id) => ({ type: 'status', id })),
+    inspect: (topic) => call<PartitionDetail[]>((id) => ({ type: 'inspect', id, topic })),
+    rebuildIndex: (topic) => call<RebuildingPartition[]>((id) => (topic === undefined ? { type: 'rebuild', id } : { type: 'rebuild', id, topic })),
     async close() {
       if (closing) return;
       closing = true;

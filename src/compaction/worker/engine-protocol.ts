@@ -24,7 +24,18 @@ export type ToWorker =
   | { type: 'policies'; policies: [string, TopicPolicy][] }
   | { type: 'compact'; id: number; topic?: string }
   | { type: 'status'; id: number }
+  | { type: 'inspect'; id: number; topic: string }
+  /** Drops the indexes of the topic (every compacted topic when omitted) and indexes it again from the upstream. */
+  | { type: 'rebuild'; id: number; topic?: string }
   | { type: 'close'; id: number };
+
+/** A partition whose index a rebuild dropped, and how far that index had reached. */
+export interface RebuildingPartition {
+  topic: string;
+  partition: number;
+  /** The dropped index's next offset: the rebuilt one has caught up once it is there again. */
+  indexedUpTo: number;
+}
 
 export interface SerializedError {
   name: string;

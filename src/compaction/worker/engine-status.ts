@@ -1,10 +1,13 @@
 /**
  * What the engine reports about itself: per partition where indexing and cleaning stand, and
  * the cleaner's figures (the ones Kafka exports, plus ours), for `kcompact status`/`inspect`
- * and the metrics.
+ * and the metrics. The per-partition figures come from the index file alone, so that a
+ * read-only look at a stopped proxy's data directory reports them the same way.
  */
 import type { Cleaner, CleanerStats } from '../cleaner/cleaner.js';
+import type { CleanableRange } from '../cleaner/cleanable-range.js';
 import type { Indexer } from '../indexer/indexer.js';
+import type { PartitionStore } from '../index/partition-store.js';
 import type { StoreRegistry } from '../index/store-registry.js';
 
 export interface PartitionStatus {
@@ -29,38 +32,87 @@ export interface PartitionStatus {
   lastError?: string;
 }
 
+/** A partition looked at closely (`kcompact inspect`): costs a count over the cleaned part. */
+export interface PartitionDetail extends PartitionStatus {
+  /** Offsets kept below cleanedUpTo: what a reader of the cleaned part sees. */
+  survivors: number;
+  /** Where the cleanable range ends now (the active segment, the last stable offset, min.compaction.lag.ms). */
+  firstUncleanable: number;
+  cleanBytes: number;
+  cleanableBytes: number;
+  /** Virtual segments, the active one included. */
+  segments: number;
+}
+
 export interface EngineStatus {
   partitions: PartitionStatus[];
   cleaner: CleanerStats;
 }
 
-export function engineStatus(registry: StoreRegistry, indexer: Indexer, cleaner: Cleaner): EngineStatus {
+/** What only a running engine knows of a partition. */
+export interface LiveState {
+  leader: number;
+  uncleanable: boolean;
+  lastError?: string;
+}
+
+export const OFFLINE: LiveState = { leader: -1, uncleanable: false };
+
+export function partitionStatus(store: PartitionStore, range: CleanableRange | undefined, live: LiveState): PartitionStatus {
+  const cp = store.checkpoint;
+  return {
+    topic: store.id.topic,
+    partition: store.id.partition,
+    topicId: cp.topicId,
+    leader: live.leader,
+    nextOffset: cp.nextOffset,
+    highWatermark: cp.highWatermark,
+    lastStableOffset: cp.lastStableOffset,
+    logStartOffset: cp.logStartOffset,
+    cleanedUpTo: cp.firstDirty,
+    indexedRecords: store.rowCount,
+    dirtyRatio: range?.dirtyRatio ?? 0,
+    tombstonesPending: store.tombstonesPending(),
+    lastCleanMs: cp.lastCleanMs,
+    uncleanable: live.uncleanable,
+    ...(live.lastError ? { lastError: live.lastError } : {}),
+  };
+}
+
+export function partitionDetail(store: PartitionStore, range: CleanableRange | undefined, live: LiveState): PartitionDetail {
+  return {
+    ...partitionStatus(store, range, live),
+    survivors: store.offsetsBelowStats(store.checkpoint.firstDirty).count,
+    firstUncleanable: range?.firstUncleanable ?? store.checkpoint.firstDirty,
+    cleanBytes: store.checkpoint.cleanBytes,
+    cleanableBytes: range?.cleanableBytes ?? 0,
+    segments: store.segments.length,
+  };
+}
+
+export function byTopicPartition(a: PartitionStatus, b: PartitionStatus): number {
+  return a.topic === b.topic ? a.partition - b.partition : a.topic < b.topic ? -1 : 1;
+}
+
+function liveStates(indexer: Indexer, cleaner: Cleaner): (store: PartitionStore) => LiveState {
   const tails = new Map(indexer.status().map((t) => [`${t.partition}\u0000${t.topic}`, t]));
-  const cleanerStats = cleaner.status();
-  const uncleanable = new Set(cleanerStats.uncleanable.map((u) => `${u.partition}\u0000${u.topic}`));
-  const partitions: PartitionStatus[] = [];
-  for (const store of registry.all()) {
+  const uncleanable = new Set(cleaner.status().uncleanable.map((u) => `${u.partition}\u0000${u.topic}`));
+  return (store) => {
     const key = `${store.id.partition}\u0000${store.id.topic}`;
-    const cp = store.checkpoint;
     const tail = tails.get(key);
-    partitions.push({
-      topic: store.id.topic,
-      partition: store.id.partition,
-      topicId: cp.topicId,
-      leader: tail?.leader ?? -1,
-      nextOffset: cp.nextOffset,
-      highWatermark: cp.highWatermark,
-      lastStableOffset: cp.lastStableOffset,
-      logStartOffset: cp.logStartOffset,
-      cleanedUpTo: cp.firstDirty,
-      indexedRecords: store.rowCount,
-      dirtyRatio: cleaner.rangeOf(store)?.dirtyRatio ?? 0,
-      tombstonesPending: store.tombstonesPending(),
-      lastCleanMs: cp.lastCleanMs,
-      uncleanable: uncleanable.has(key),
-      ...(tail?.lastError ? { lastError: tail.lastError } : {}),
-    });
-  }
-  partitions.sort((a, b) => (a.topic === b.topic ? a.partition - b.partition : a.topic < b.topic ? -1 : 1));
-  return { partitions, cleaner: cleanerStats };
+    return { leader: tail?.leader ?? -1, uncleanable: uncleanable.has(key), ...(tail?.lastError ? { lastError: tail.lastError } : {}) };
+  };
+}
+
+export function engineStatus(registry: StoreRegistry, indexer: Indexer, cleaner: Cleaner): EngineStatus {
+  const live = liveStates(indexer, cleaner);
+  const partitions = [...registry.all()].map((store) => partitionStatus(store, cleaner.rangeOf(store), live(store)));
+  return { partitions: partitions.sort(byTopicPartition), cleaner: cleaner.status() };
+}
+
+/** Every indexed partition of the topic, in detail. */
+export function inspectTopic(registry: StoreRegistry, indexer: Indexer, cleaner: Cleaner, topic: string): PartitionDetail[] {
+  const live = liveStates(indexer, cleaner);
+  const partitions = [...registry.all()].filter((s) => s.id.topic === topic).map((store) => partitionDetail(store, cleaner.rangeOf(store), live(store)));
+  return partitions.sort(byTopicPartition);
 }

@@ -9,8 +9,8 @@ import { Cleaner } from '../cleaner/cleaner.js';
 import { Indexer } from '../indexer/indexer.js';
 import { UpstreamCluster } from '../indexer/upstream-cluster.js';
 import { StoreRegistry } from '../index/store-registry.js';
-import type { FromWorker, ToWorker, WorkerConfig } from './engine-protocol.js';
-import { engineStatus } from './engine-status.js';
+import type { FromWorker, RebuildingPartition, ToWorker, WorkerConfig } from './engine-protocol.js';
+import { engineStatus, inspectTopic } from './engine-status.js';
 import { serializeError, workerLogger } from './worker-log.js';
 
 if (!parentPort) throw new Error('engine-worker.js must run as a worker thread');
@@ -66,6 +66,26 @@ async function shutdown(): Promise<void> {
 /** How long an on-demand clean waits for the index to reach what the upstream holds. */
 const CATCH_UP_DEADLINE_MS = 10_000;
 
+/**
+ * Drops the indexes and lets the indexer read the topics again from the upstream. The dropped
+ * partitions' survivor snapshots are withdrawn first (the fetch view then hides nothing) and the
+ * new indexes start uncleaned, so nothing is hidden that should be seen while they fill.
+ */
+function rebuild(topic: string | undefined): RebuildingPartition[] {
+  if (topic !== undefined && !policies.has(topic)) throw new Error(`topic ${topic} is not compacted; only compacted topics have an index`);
+  const topics = topic === undefined ? [...policies.keys()] : [topic];
+  const dropped: RebuildingPartition[] = [];
+  for (const store of registry.all()) {
+    if (topics.includes(store.id.topic)) dropped.push({ topic: store.id.topic, partition: store.id.partition, indexedUpTo: store.checkpoint.nextOffset });
+  }
+  for (const t of topics) {
+    indexer.rebuild(t);
+    cleaner.indexRebuilt(t);
+  }
+  log.info('rebuilding partition indexes from the upstream', { topics, partitions: dropped.length });
+  return dropped;
+}
+
 function onMessage(message: ToWorker): void {
   switch (message.type) {
     case 'policies':
@@ -80,6 +100,12 @@ function onMessage(message: ToWorker): void {
       break;
     case 'status':
       void reply(message.id, () => engineStatus(registry, indexer, cleaner));
+      break;
+    case 'inspect':
+      void reply(message.id, () => inspectTopic(registry, indexer, cleaner, message.topic));
+      break;
+    case 'rebuild':
+      void reply(message.id, () => rebuild(message.topic));
       break;
     case 'close':
       void reply(message.id, shutdown);

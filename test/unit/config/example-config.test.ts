@@ -1,11 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfigFile } from '../../../src/config/file.js';
-import { resolveConfig, SETTINGS } from '../../../src/config/settings.js';
+import { envOf, flagOf, resolveConfig, SETTINGS } from '../../../src/config/settings.js';
 
-const file = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../../config/kcompact.json');
+const configDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../../config');
+const file = path.join(configDir, 'kcompact.json');
 
 test('config/kcompact.json names every setting and holds the defaults', () => {
   const values = loadConfigFile(file);
@@ -13,4 +15,22 @@ test('config/kcompact.json names every setting and holds the defaults', () => {
   const fromFile = resolveConfig({}, {}, values);
   const fromDefaults = resolveConfig({ upstream: String(values.upstream) }, {}, {});
   assert.deepEqual(fromFile, fromDefaults);
+});
+
+test('config/README.md documents every setting with its flag and environment variable', () => {
+  const readme = fs.readFileSync(path.join(configDir, 'README.md'), 'utf8');
+  for (const s of SETTINGS) {
+    assert.ok(readme.includes(`| \`${s.key}\` | \`--${flagOf(s.key)}\` / \`${envOf(s.key)}\` |`), `README row for ${s.key}`);
+  }
+});
+
+test('every example in config/examples passes the real configuration checks', () => {
+  const examples = fs.readdirSync(path.join(configDir, 'examples')).filter((f) => f.endsWith('.json'));
+  assert.deepEqual(examples.sort(), ['apache-kafka.json', 'event-hubs.json', 'kfake.json', 'no-admin-store.json', 'oci-streaming.json']);
+  const readme = fs.readFileSync(path.join(configDir, 'examples', 'README.md'), 'utf8');
+  for (const name of examples) {
+    const config = resolveConfig({}, {}, loadConfigFile(path.join(configDir, 'examples', name)));
+    assert.ok(config.upstream.length > 0, name);
+    assert.ok(readme.includes(`(${name})`), `examples/README.md describes ${name}`);
+  }
 });

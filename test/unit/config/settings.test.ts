@@ -1,6 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { resolveConfig, ConfigError, envOf, flagOf, SETTINGS } from '../../../src/config/settings.js';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfigFile } from '../../../src/config/file.js';
+import { resolveConfig, resolveSettings, ConfigError, envOf, flagOf, SETTINGS } from '../../../src/config/settings.js';
 
 test('flag, env and file key names derive from one setting name', () => {
   assert.equal(flagOf('dataDir'), 'data-dir');
@@ -40,5 +44,50 @@ test('bad values fail fast naming the flag, env var and file key', () => {
   ];
   for (const [cli, env, file, pattern] of cases) {
     assert.throws(() => resolveConfig(cli, env, file), (err: unknown) => err instanceof ConfigError && pattern.test(err.message), String(pattern));
+  }
+});
+
+test('each kind of invalid value names the setting and what it allows', () => {
+  const cases: [Record<string, unknown>, Record<string, string>, Record<string, unknown>, RegExp][] = [
+    [{ upstream: 'a:1', metricsListen: 'localhost' }, {}, {}, /invalid --metrics-listen \/ KCOMPACT_METRICS_LISTEN \/ config key "metricsListen": expected HOST:PORT/],
+    [{ upstream: 'a:b' }, {}, {}, /invalid --upstream .*expected HOST:PORT/],
+    [{ upstream: 'a:1' }, {}, { requestTimeoutMs: -5 }, /config key "requestTimeoutMs": expected an integer from 100 to 3600000, got -5/],
+    [{ upstream: 'a:1' }, {}, { cleanerBackoffMs: 1.5 }, /config key "cleanerBackoffMs": expected an integer from 10 to/],
+    [{ upstream: 'a:1' }, { KCOMPACT_MAX_FRAME_BYTES: '0x100000' }, {}, /KCOMPACT_MAX_FRAME_BYTES .*expected an integer/],
+    [{ upstream: 'a:1' }, { KCOMPACT_MAX_FRAME_BYTES: '1e6' }, {}, /KCOMPACT_MAX_FRAME_BYTES .*expected an integer/],
+    [{ upstream: 'a:1', logLevel: 'verbose' }, {}, {}, /invalid --log-level .*expected one of debug, info, warn, error/],
+    [{ upstream: 'a:1', topics: '[{"topic":' }, {}, {}, /invalid --topics .*expected a JSON array of \{"topic": NAME, "configs": \{NAME: VALUE\}\}, but the value is not valid JSON/],
+    [{ upstream: 'a:1', topics: '{"topic":"t"}' }, {}, {}, /invalid --topics .*expected a JSON array/],
+    [{ upstream: 'a:1', brokerConfigs: '{x' }, {}, {}, /invalid --broker-configs .*expected a JSON object .*not valid JSON/],
+    [{ upstream: 'a:1' }, {}, { topics: [{ topic: 't', configs: { 'cleanup.policy': 'compacted' } }] }, /invalid --topics .*config key "topics": static topic t: Invalid value compacted for configuration cleanup.policy/],
+    [{ upstream: 'a:1' }, {}, { topics: [{ topic: 't', configs: { 'flush.ms': '1' } }] }, /config key "topics": static topic t: flush.ms is not a config kcompact handles/],
+    [{ upstream: 'a:1' }, {}, { brokerConfigs: { 'log.cleaner.threads': '2' } }, /config key "brokerConfigs": broker config log.cleaner.threads is not one kcompact knows; it takes: .*log.cleanup.policy/],
+    [{ upstream: 'a:1' }, {}, { brokerConfigs: { 'log.cleaner.min.cleanable.ratio': 'half' } }, /config key "brokerConfigs": broker config log.cleaner.min.cleanable.ratio=half is not a valid DOUBLE/],
+  ];
+  for (const [cli, env, file, pattern] of cases) {
+    assert.throws(() => resolveConfig(cli, env, file), (err: unknown) => err instanceof ConfigError && pattern.test(err.message), String(pattern));
+  }
+});
+
+test('resolveSettings checks only the settings asked for, and the file keys', () => {
+  assert.deepEqual(resolveSettings(['metricsListen', 'dataDir'], {}, { KCOMPACT_DATA_DIR: '/env' }, { metricsListen: '127.0.0.1:7000', upstream: 'bad' }), {
+    metricsListen: { host: '127.0.0.1', port: 7000 },
+    dataDir: '/env',
+  });
+  assert.deepEqual(resolveSettings(['metricsListen'], {}, {}, {}), {});
+  assert.throws(() => resolveSettings(['metricsListen'], {}, {}, { metricsListne: 'x:1' }), /unknown config file key "metricsListne"/);
+  assert.throws(() => resolveSettings(['metricsListen'], { metricsListen: 'x' }, {}, {}), /invalid --metrics-listen/);
+});
+
+test('a config file that cannot be read or parsed names --config and the file', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kcompact-settings-'));
+  try {
+    assert.throws(() => loadConfigFile(path.join(dir, 'missing.json')), (err: unknown) => err instanceof ConfigError && /cannot read config file .*missing\.json \(--config \/ KCOMPACT_CONFIG\): ENOENT/.test(err.message));
+    fs.writeFileSync(path.join(dir, 'bad.json'), '{"upstream": ');
+    assert.throws(() => loadConfigFile(path.join(dir, 'bad.json')), (err: unknown) => err instanceof ConfigError && /bad\.json \(--config \/ KCOMPACT_CONFIG\) is not valid JSON/.test(err.message));
+    fs.writeFileSync(path.join(dir, 'list.json'), '[]');
+    assert.throws(() => loadConfigFile(path.join(dir, 'list.json')), /must hold a JSON object of settings/);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
   }
 });

@@ -1,0 +1,75 @@
+/**
+ * `kcompact status`: the proxy at a glance (upstream, listeners, compacted topics, cleaner), from
+ * its management endpoint, or from its data directory when it is not running.
+ */
+import type { Command } from 'commander';
+import type { StatusReport } from '../../ops/admin-reports.js';
+import { adminOptions, adminTarget, fromProxyOrDataDir, type AdminOptions } from './admin-target.js';
+import { statusFromDataDir } from './data-dir.js';
+import { ago, count, printJson, ratio, table } from './render.js';
+
+export function renderStatus(s: StatusReport, now: number): string {
+  const out: string[] = [];
+  const facts: [string, string][] = [];
+  if (s.source === 'proxy') {
+    facts.push(['upstream', (s.upstream ?? []).join(', ')]);
+    if (s.listeners) {
+      const l = s.listeners;
+      facts.push(['bootstrap', `${l.bootstrap} (clients are told ${l.advertisedHost}), ${count(l.connections)} client connections`]);
+      facts.push(['brokers', l.brokers.length > 0 ? l.brokers.map((b) => `${b.nodeId}: ${b.advertised} -> ${b.upstream}`).join(', ') : 'none discovered yet']);
+      facts.push(['management', l.management]);
+    }
+    if (s.dataDir) facts.push(['data dir', s.dataDir]);
+    if (s.cleaner) {
+      const c = s.cleaner;
+      const uncleanable = c.uncleanable.length > 0 ? c.uncleanable.map((u) => `${u.topic}-${u.partition}`).join(', ') : 'none';
+      facts.push([
+        'cleaner',
+        `every ${count(c.backoffMs)} ms, last round ${ago(c.lastRunMs, now)}; ${count(c.cleansTotal)} cleans, ${count(c.reapedTotal)} records reaped; ` +
+          `max dirty ratio ${ratio(c.maxDirtyRatio)}; uncleanable: ${uncleanable}`,
+      ]);
+    }
+  } else {
+    facts.push(['data dir', `${s.dataDir} (read-only: the proxy is not running; topics are those with an index)`]);
+  }
+  const width = Math.max(...facts.map(([k]) => k.length));
+  for (const [k, v] of facts) out.push(`${k.padEnd(width)}  ${v}`);
+  out.push('');
+  if (s.compactedTopics.length === 0) {
+    out.push('no compacted topics');
+  } else {
+    out.push(
+      table(
+        ['TOPIC', 'PARTITIONS', 'INDEXED RECORDS', 'INDEX LAG', 'MAX DIRTY RATIO', 'TOMBSTONES PENDING', 'UNCLEANABLE', 'LAST CLEAN'],
+        s.compactedTopics.map((t) => [
+          t.topic,
+          String(t.partitions),
+          count(t.indexedRecords),
+          count(t.indexLag),
+          ratio(t.maxDirtyRatio),
+          count(t.tombstonesPending),
+          String(t.uncleanablePartitions),
+          ago(t.lastCleanMs, now),
+        ]),
+      ).trimEnd(),
+    );
+  }
+  return out.join('\n') + '\n';
+}
+
+export function addStatusCommand(program: Command): void {
+  const command = program
+    .command('status')
+    .description('show the proxy: upstream, listeners, compacted topics and where indexing and cleaning stand')
+    .addHelpText('after', '\nAsks the running proxy; when it does not answer and --data-dir is given, reads that directory read-only instead.');
+  adminOptions(command, { dataDir: true }).action(async (opts: AdminOptions) => {
+    const target = adminTarget(opts);
+    const report = await fromProxyOrDataDir(
+      target,
+      () => target.endpoint.get<StatusReport>('/status'),
+      (dataDir) => statusFromDataDir(dataDir),
+    );
+    if (target.json) printJson(report);
+    else process.stdout.write(renderStatus(report, Date.now()));
+  });
+}

@@ -1,0 +1,56 @@
+/**
+ * Whether the upstream was reachable recently, for readiness. Client traffic proves it for
+ * free (the proxy's meter records each upstream connection made); when there was none lately,
+ * a TCP connect to the bootstrap addresses answers instead, so an idle proxy stays ready while
+ * its upstream is up and becomes unready when it is not.
+ */
+import type { HostPort } from '../../proxy/broker-map.js';
+import { connect } from '../../proxy/connection.js';
+
+export interface Reachability {
+  ok: boolean;
+  detail: string;
+}
+
+export interface UpstreamReachabilityOptions {
+  upstream: readonly HostPort[];
+  /** Epoch ms of the last upstream connection client traffic made (0: none). */
+  lastConnectMs: () => number;
+  /** How old a successful connection may be and still count. */
+  recentMs?: number;
+  probeTimeoutMs?: number;
+}
+
+const RECENT_MS = 10_000;
+const PROBE_TIMEOUT_MS = 2_000;
+
+export class UpstreamReachability {
+  private lastProbeOkMs = 0;
+  private probing: Promise<Reachability> | undefined;
+
+  constructor(private readonly opts: UpstreamReachabilityOptions) {}
+
+  check(): Promise<Reachability> {
+    const last = Math.max(this.opts.lastConnectMs(), this.lastProbeOkMs);
+    const age = Date.now() - last;
+    if (last > 0 && age < (this.opts.recentMs ?? RECENT_MS)) return Promise.resolve({ ok: true, detail: `connected ${age} ms ago` });
+    this.probing ??= this.probe().finally(() => {
+      this.probing = undefined;
+    });
+    return this.probing;
+  }
+
+  private async probe(): Promise<Reachability> {
+    const failures: string[] = [];
+    for (const target of this.opts.upstream) {
+      try {
+        (await connect(target, this.opts.probeTimeoutMs ?? PROBE_TIMEOUT_MS)).destroy();
+        this.lastProbeOkMs = Date.now();
+        return { ok: true, detail: `${target.host}:${target.port} accepted a connection` };
+      } catch (err) {
+        failures.push(`${target.host}:${target.port}: ${(err as Error).message}`);
+      }
+    }
+    return { ok: false, detail: `no upstream bootstrap address accepts connections (${failures.join('; ')})` };
+  }
+}

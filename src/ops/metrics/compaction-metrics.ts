@@ -1,0 +1,174 @@
+/**
+ * Compaction figures, read from the engine's status when scraped: the engine runs in a worker
+ * thread, so one status call per scrape (shared by every metric below) costs less than pushing
+ * each clean and each indexed batch across threads. The cleaner figures are the ones Kafka's
+ * LogCleaner exports, in base units; the index figures are ours.
+ */
+import { Counter, Gauge, type Registry } from 'prom-client';
+import type { Logger } from '../log.js';
+import type { EngineStatus, PartitionStatus } from '../../compaction/worker/engine-status.js';
+import type { TopicFilter } from './topic-filter.js';
+
+export interface CompactionSource {
+  status(): Promise<EngineStatus>;
+  /** Records the fetch view has removed from answers since the process started. */
+  filteredRecords(): number;
+}
+
+export interface CompactionMetricsOptions {
+  /** Export the kcompact_partition_* series, for the topics `topics` admits. */
+  perPartition: boolean;
+  topics: TopicFilter;
+  log: Logger;
+  /** How long a scrape waits for the engine before it goes on with the last figures. */
+  statusTimeoutMs?: number;
+}
+
+/** A worker busy in one clean pass (a few seconds at most) still answers within this. */
+const STATUS_TIMEOUT_MS = 5_000;
+
+/**
+ * A counter over a total the worker reports, which starts again from zero when the worker is
+ * restarted: the exported total keeps growing across restarts, as a counter must.
+ */
+function monotonic(): (reported: number | undefined) => number {
+  let last = 0;
+  let total = 0;
+  return (reported) => {
+    if (reported === undefined) return total;
+    total += reported >= last ? reported - last : reported;
+    last = reported;
+    return total;
+  };
+}
+
+export class CompactionMetrics {
+  private source: CompactionSource | undefined;
+  private attachedMs = 0;
+  private pending: Promise<EngineStatus | undefined> | undefined;
+
+  constructor(registry: Registry, private readonly opts: CompactionMetricsOptions) {
+    const registers = [registry];
+    const snapshot = () => this.snapshot();
+    const gauge = (name: string, help: string, value: (s: EngineStatus, now: number) => number) =>
+      new Gauge({
+        name,
+        help,
+        registers,
+        async collect(this: Gauge) {
+          const s = await snapshot();
+          if (s) this.set(value(s, Date.now()));
+        },
+      });
+    const counter = (name: string, help: string, reported: (s: EngineStatus) => number) => {
+      const total = monotonic();
+      return new Counter({
+        name,
+        help,
+        registers,
+        async collect(this: Counter) {
+          const s = await snapshot();
+          this.reset();
+          this.inc(total(s && reported(s)));
+        },
+      });
+    };
+    const sum = (s: EngineStatus, of: (p: PartitionStatus) => number) => s.partitions.reduce((n, p) => n + of(p), 0);
+
+    const metrics = this;
+    new Gauge({
+      name: 'kcompact_compaction_engine_up',
+      help: 'Whether the compaction engine answered this scrape (1) or not (0: starting, restarting, or busy past the timeout; the compaction figures then keep their last values)',
+      registers,
+      async collect(this: Gauge) {
+        this.set((await snapshot()) ? 1 : 0);
+      },
+    });
+    gauge('kcompact_compacted_partitions', 'Partitions of compacted topics the index holds', (s) => s.partitions.length);
+    gauge('kcompact_index_rows', 'Offsets the key index holds over every compacted partition (survivors below the cleaned horizon plus everything above it)', (s) => sum(s, (p) => p.indexedRecords));
+    gauge('kcompact_index_lag_records', "Offsets the upstream holds that the index has not read yet, over every compacted partition", (s) => sum(s, lag));
+    gauge('kcompact_tombstones_pending', 'Tombstones in the index that a later clean will remove once their delete horizon passes', (s) => sum(s, (p) => p.tombstonesPending));
+    gauge('kcompact_uncleanable_partitions', 'Partitions whose clean failed and that the cleaner skips until the engine restarts or their index is rebuilt', (s) => s.cleaner.uncleanable.length);
+    gauge('kcompact_cleaner_max_dirty_ratio', "Largest dirty ratio (dirty / (clean + dirty) bytes, 0-1) seen in the cleaner's last round (Kafka: max-dirty-percent)", (s) => s.cleaner.maxDirtyRatio);
+    gauge('kcompact_cleaner_max_clean_time_seconds', "Longest single-partition clean in the cleaner's last round that cleaned (Kafka: max-clean-time-secs)", (s) => s.cleaner.maxCleanTimeMs / 1000);
+    gauge('kcompact_cleaner_max_compaction_delay_seconds', "Largest time past max.compaction.lag.ms that a partition's oldest dirty record waited, in the cleaner's last round (Kafka: max-compaction-delay-secs)", (s) => s.cleaner.maxCompactionDelayMs / 1000);
+    gauge('kcompact_cleaner_time_since_last_run_seconds', "Time since the cleaner's last round started, or since the engine started before its first (Kafka: time-since-last-run-ms)", (s, now) => (now - (s.cleaner.lastRunMs || metrics.attachedMs)) / 1000);
+    counter('kcompact_cleaner_cleans_total', 'Partition cleans (one pass over a partition\'s cleanable range)', (s) => s.cleaner.cleansTotal);
+    counter('kcompact_reaped_records_total', 'Index rows the cleaner removed: superseded records, expired tombstones and transaction markers, records past retention', (s) => s.cleaner.reapedTotal);
+    new Counter({
+      name: 'kcompact_fetch_filtered_records_total',
+      help: 'Records the compacted fetch view removed from fetched batches before answering clients',
+      registers,
+      collect(this: Counter) {
+        this.reset();
+        this.inc(metrics.source?.filteredRecords() ?? 0);
+      },
+    });
+
+    if (!opts.perPartition) return;
+    const partitionGauge = (name: string, help: string, value: (p: PartitionStatus, now: number) => number | undefined) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['topic', 'partition'],
+        registers,
+        async collect(this: Gauge<'topic' | 'partition'>) {
+          const s = await snapshot();
+          if (!s) return;
+          // Partitions that went away (topic deleted, no longer compacted) lose their series.
+          this.reset();
+          const now = Date.now();
+          for (const p of s.partitions) {
+            if (!opts.topics(p.topic)) continue;
+            const v = value(p, now);
+            if (v !== undefined) this.set({ topic: p.topic, partition: String(p.partition) }, v);
+          }
+        },
+      });
+    partitionGauge('kcompact_partition_index_rows', 'Offsets the key index holds for the partition', (p) => p.indexedRecords);
+    partitionGauge('kcompact_partition_index_lag_records', 'Offsets of the partition the index has not read yet', lag);
+    partitionGauge('kcompact_partition_dirty_ratio', 'Dirty ratio of the partition now (dirty / (clean + dirty) bytes, 0-1)', (p) => p.dirtyRatio);
+    partitionGauge('kcompact_partition_tombstones_pending', 'Tombstones of the partition waiting for their delete horizon', (p) => p.tombstonesPending);
+    partitionGauge('kcompact_partition_time_since_last_clean_seconds', 'Time since the partition was last cleaned (absent before its first clean)', (p, now) => (p.lastCleanMs > 0 ? (now - p.lastCleanMs) / 1000 : undefined));
+    partitionGauge('kcompact_partition_uncleanable', 'Whether the cleaner skips the partition after a failed clean (1) or not (0)', (p) => (p.uncleanable ? 1 : 0));
+  }
+
+  /** From now on scrapes read this engine (until then the compaction gauges read 0). */
+  attach(source: CompactionSource): void {
+    this.source = source;
+    this.attachedMs = Date.now();
+  }
+
+  /** The engine's status for the scrape under way: every metric's collect shares one call. */
+  private snapshot(): Promise<EngineStatus | undefined> {
+    const source = this.source;
+    if (!source) return Promise.resolve(undefined);
+    this.pending ??= this.ask(source).finally(() => {
+      this.pending = undefined;
+    });
+    return this.pending;
+  }
+
+  private async ask(source: CompactionSource): Promise<EngineStatus | undefined> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeoutMs = this.opts.statusTimeoutMs ?? STATUS_TIMEOUT_MS;
+    const timeout = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => {
+        this.opts.log.warn('compaction engine did not answer the metrics scrape in time; its figures keep their last values', { timeoutMs });
+        resolve(undefined);
+      }, timeoutMs);
+    });
+    try {
+      return await Promise.race([source.status(), timeout]);
+    } catch (err) {
+      this.opts.log.warn('compaction engine status failed; its figures keep their last values', { err });
+      return undefined;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+function lag(p: PartitionStatus): number {
+  return Math.max(0, p.highWatermark - p.nextOffset);
+}

@@ -1,0 +1,106 @@
+/**
+ * The `kcompact proxy` command as a separate process, the way an operator (or Kubernetes) runs
+ * it: flags, JSON logs on stderr, the management endpoint, signals and exit codes.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { freePortRun } from './kcompact.js';
+import { freePort } from './ports.js';
+import { makeTempDir, pollUntil, startBackground, tail, type TempDir } from './processes.js';
+
+const main = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../src/cli/main.js');
+
+export interface CliProxyOptions {
+  upstream: string;
+  /** Reused across a restart; a temp dir (removed by stop()) when omitted. */
+  dataDir?: string;
+  /** More flags, e.g. ['--drain-timeout-ms', '5000']. */
+  args?: string[];
+  /** Broker ports to keep free after the bootstrap port (default 4). */
+  brokerSlots?: number;
+  startTimeoutMs?: number;
+}
+
+export interface LogLine {
+  time: string;
+  level: string;
+  msg: string;
+  [field: string]: unknown;
+}
+
+export interface CliProxy {
+  bootstrap: string;
+  /** HOST:PORT of the management endpoint. */
+  management: string;
+  dataDir: string;
+  pid: number;
+  /** Every log line so far, parsed (a line that is not JSON fails the call). */
+  logs(): LogLine[];
+  exitStatus(): { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  /** Resolves with the exit status once the process has exited; rejects after the deadline. */
+  waitExit(deadlineMs: number): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** GET (or another method) on the management endpoint. */
+  http(route: string, method?: string): Promise<{ status: number; body: string }>;
+  /** SIGTERM and wait (SIGKILL past the grace); removes its temp data dir. */
+  stop(): Promise<void>;
+}
+
+export async function startCliProxy(opts: CliProxyOptions): Promise<CliProxy> {
+  const slots = opts.brokerSlots ?? 4;
+  const port = await freePortRun(slots + 1);
+  const managementPort = await freePort();
+  const temp: TempDir = makeTempDir('kcompact-cli-');
+  const dataDir = opts.dataDir ?? path.join(temp.path, 'data');
+  const stderrFile = path.join(temp.path, 'stderr.log');
+  const management = `127.0.0.1:${managementPort}`;
+  const args = [
+    main,
+    'proxy',
+    '--upstream', opts.upstream,
+    '--listen', `127.0.0.1:${port}`,
+    '--broker-port-base', String(port + 1),
+    '--metrics-listen', management,
+    '--data-dir', dataDir,
+    '--log-level', 'info',
+    ...(opts.args ?? []),
+  ];
+  const proc = startBackground(process.execPath, args, { stdoutFile: path.join(temp.path, 'stdout.log'), stderrFile });
+  const stderr = () => (fs.existsSync(stderrFile) ? fs.readFileSync(stderrFile, 'utf8') : '');
+  const gone = () => {
+    const s = proc.exitStatus();
+    return s ? `kcompact exited (code ${s.code}, signal ${s.signal}); stderr tail:\n${tail(stderr())}` : undefined;
+  };
+  const http = async (route: string, method = 'GET') => {
+    const res = await fetch(`http://${management}${route}`, { method });
+    return { status: res.status, body: await res.text() };
+  };
+  const cli: CliProxy = {
+    bootstrap: `127.0.0.1:${port}`,
+    management,
+    dataDir,
+    pid: proc.pid,
+    logs: () =>
+      stderr()
+        .split('\n')
+        .filter((l) => l.trim() !== '')
+        .map((l) => JSON.parse(l) as LogLine),
+    exitStatus: () => proc.exitStatus(),
+    waitExit: (deadlineMs) => pollUntil('kcompact exit', deadlineMs, async () => proc.exitStatus()),
+    http,
+    async stop() {
+      try {
+        await proc.stop(20_000);
+      } finally {
+        temp.remove();
+      }
+    },
+  };
+  try {
+    await pollUntil('kcompact startup (/startupz)', opts.startTimeoutMs ?? 30_000, async () => ((await http('/startupz')).status === 200 ? true : undefined), gone);
+  } catch (err) {
+    await cli.stop();
+    throw err;
+  }
+  return cli;
+}

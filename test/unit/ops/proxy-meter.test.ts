@@ -1,0 +1,30 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Registry } from 'prom-client';
+import { ApiKey } from '../../../src/protocol/messages.js';
+import { ProxyMeter } from '../../../src/ops/metrics/proxy-meter.js';
+import { parseExposition } from '../../support/prometheus.js';
+
+test('requests are labelled by API name; api keys without a name share one label', async () => {
+  const registry = new Registry();
+  const meter = new ProxyMeter(registry);
+  assert.equal(meter.api(ApiKey.Fetch), meter.api(ApiKey.Fetch), 'one meter per API, fetched without allocating');
+  meter.api(ApiKey.Fetch).requests += 3;
+  meter.api(ApiKey.Fetch).observe(0.002);
+  meter.api(ApiKey.Produce).errors++;
+  for (const key of [900, 901, -1, 32767]) meter.api(key).requests++;
+  meter.upstreamError('connect');
+  meter.upstreamError('connect');
+  meter.bytesFromClients += 10;
+  const e = parseExposition(await registry.metrics());
+  assert.equal(e.value('kcompact_requests_total', { api: 'Fetch' }), 3);
+  assert.equal(e.value('kcompact_requests_total', { api: 'unknown' }), 4);
+  assert.equal(e.find('kcompact_requests_total').length, 2, 'unknown keys do not mint label values');
+  assert.equal(e.value('kcompact_request_errors_total', { api: 'Produce' }), 1);
+  assert.equal(e.value('kcompact_request_duration_seconds_bucket', { api: 'Fetch', le: '0.0025' }), 1);
+  assert.equal(e.value('kcompact_request_duration_seconds_bucket', { api: 'Fetch', le: '0.001' }), 0);
+  assert.equal(e.value('kcompact_upstream_errors_total', { kind: 'connect' }), 2);
+  assert.equal(e.value('kcompact_upstream_errors_total', { kind: 'discovery' }), 0);
+  assert.equal(e.value('kcompact_bytes_received_total', { peer: 'client' }), 10);
+  assert.equal(e.value('kcompact_bytes_received_total', { peer: 'upstream' }), 0);
+});
