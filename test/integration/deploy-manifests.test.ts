@@ -1,0 +1,150 @@
+/**
+ * deploy/ must describe the kcompact that exists: the Kubernetes manifests parse, their ports,
+ * paths and flags are the CLI's, the ConfigMap's configuration passes the CLI's own validation,
+ * and every metric the alerts and the dashboard query is one a running proxy exports.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { parseAllDocuments } from 'yaml';
+import { startCliProxy, type CliProxy } from '../support/kcompact-cli.js';
+import { scrape } from '../support/prometheus.js';
+import { makeTempDir, missingPeers, startKfake, type RunningKfake } from '../support/index.js';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+const k8s = path.join(root, 'deploy', 'kubernetes');
+const skip = missingPeers().length > 0 && !process.env.CI ? 'test peers not installed: run bash test/peers/install.sh' : false;
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Doc = any;
+
+function manifests(file: string): Doc[] {
+  return parseAllDocuments(fs.readFileSync(path.join(k8s, file), 'utf8')).map((d) => {
+    assert.equal(d.errors.length, 0, `${file}: ${d.errors.map((e) => e.message).join('; ')}`);
+    return d.toJS();
+  });
+}
+
+function only(file: string, kind: string): Doc {
+  const docs = manifests(file).filter((d) => d.kind === kind);
+  assert.equal(docs.length, 1, `${file} holds one ${kind}`);
+  return docs[0];
+}
+
+const deployment = () => only('deployment.yaml', 'Deployment');
+const sidecar = () => deployment().spec.template.spec.initContainers.find((c: Doc) => c.name === 'kcompact');
+const configJson = () => JSON.parse(only('configmap.yaml', 'ConfigMap').data['kcompact.json']);
+const port = (hostPort: string) => Number(hostPort.slice(hostPort.lastIndexOf(':') + 1));
+
+/** Metric names in PromQL expressions (histogram series map to their family). */
+function metricNames(expr: string): string[] {
+  const names = expr.match(/\b(kcompact_[a-z_]+|process_[a-z_]+|nodejs_[a-z_]+)/g) ?? [];
+  return names.map((n) => n.replace(/_(bucket|sum|count)$/, ''));
+}
+
+let kfake: RunningKfake;
+let proxy: CliProxy;
+let configDir: { path: string; remove(): void };
+
+before(async () => {
+  if (skip) return;
+  kfake = await startKfake({ brokers: 1 });
+  configDir = makeTempDir('kcompact-deploy-config-');
+  const configFile = path.join(configDir.path, 'kcompact.json');
+  fs.writeFileSync(configFile, JSON.stringify(configJson()));
+  // The ConfigMap's file as the pod reads it; only what names this machine is overridden by flags.
+  proxy = await startCliProxy({ upstream: kfake.bootstrap, args: ['--config', configFile] });
+});
+
+after(async () => {
+  await proxy?.stop();
+  await kfake?.stop();
+  configDir?.remove();
+});
+
+test('every manifest parses, and kustomize lists files that exist', () => {
+  for (const file of fs.readdirSync(k8s).filter((f) => f.endsWith('.yaml'))) assert.ok(manifests(file).length > 0, file);
+  const kustomization = only('kustomization.yaml', 'Kustomization');
+  for (const f of [...kustomization.resources, ...kustomization.configMapGenerator.flatMap((g: Doc) => g.files)]) {
+    assert.ok(fs.existsSync(path.join(k8s, f)), `kustomization.yaml names ${f}`);
+  }
+});
+
+test('kcompact is a native sidecar with a restricted security context, probes, resources and an emptyDir', () => {
+  const pod = deployment().spec.template.spec;
+  const c = sidecar();
+  assert.equal(c.restartPolicy, 'Always', 'an init container with restartPolicy Always is a native sidecar');
+  assert.deepEqual(c.args.slice(0, 1), ['proxy']);
+  assert.equal(c.securityContext.allowPrivilegeEscalation, false);
+  assert.equal(c.securityContext.readOnlyRootFilesystem, true);
+  assert.equal(c.securityContext.runAsNonRoot, true);
+  assert.deepEqual(c.securityContext.capabilities.drop, ['ALL']);
+  assert.equal(pod.securityContext.seccompProfile.type, 'RuntimeDefault');
+  assert.ok(c.resources.requests.cpu && c.resources.requests.memory && c.resources.limits.memory);
+  const volumes = new Map(pod.volumes.map((v: Doc) => [v.name, v]));
+  const dataMount = c.volumeMounts.find((m: Doc) => m.mountPath === configJson().dataDir);
+  assert.ok(dataMount, 'the data directory of the config is mounted');
+  const data = volumes.get(dataMount.name) as Doc;
+  assert.ok(data.emptyDir?.sizeLimit, 'the index lives on an emptyDir with a sizeLimit');
+  assert.ok(c.volumeMounts.some((m: Doc) => m.mountPath === '/tmp'), "SQLite's temp files need a writable /tmp");
+  const grace = pod.terminationGracePeriodSeconds * 1000;
+  assert.ok(grace >= (configJson().drainTimeoutMs ?? 10_000) + 20_000, 'the grace period covers the drain and closing the index');
+});
+
+test('ports, flags and probe paths are the CLI\'s, and the probes answer on a running proxy', { skip }, async () => {
+  const c = sidecar();
+  const config = configJson();
+  const ports = new Map<string, number>(c.ports.map((p: Doc) => [p.name, p.containerPort]));
+  assert.equal(ports.get('kafka'), port(config.listen));
+  assert.equal(ports.get('management'), port(config.metricsListen));
+  assert.ok(config.metricsListen.startsWith('0.0.0.0:'), 'the kubelet reaches the probes on the pod IP');
+  const configFlag = c.args.indexOf('--config');
+  const mount = c.volumeMounts.find((m: Doc) => c.args[configFlag + 1].startsWith(`${m.mountPath}/`));
+  assert.ok(mount, 'the --config file is on a mounted volume');
+  for (const probe of ['startupProbe', 'livenessProbe', 'readinessProbe']) {
+    const get = c[probe].httpGet;
+    assert.ok(ports.has(get.port), `${probe} uses a named container port`);
+    assert.equal((await proxy.http(get.path)).status, 200, `${probe} ${get.path} answers 200 on a running proxy`);
+  }
+  const monitor = only('podmonitor.yaml', 'PodMonitor');
+  const endpoint = monitor.spec.podMetricsEndpoints[0];
+  assert.ok(ports.has(endpoint.port));
+  assert.equal(endpoint.path, '/metrics');
+  const labels = deployment().spec.template.metadata.labels;
+  for (const [k, v] of Object.entries(monitor.spec.selector.matchLabels)) assert.equal(labels[k], v, `the PodMonitor selects the pods (${k})`);
+  const service = only('service-monitor.yaml', 'Service');
+  for (const [k, v] of Object.entries(service.spec.selector)) assert.equal(labels[k], v, `the metrics Service selects the pods (${k})`);
+});
+
+test('the alerts and the dashboard query only metrics the proxy exports', { skip }, async () => {
+  const exported = new Set((await scrape(proxy.management)).families.keys());
+  const rule = only('prometheusrule.yaml', 'PrometheusRule');
+  const alerts = rule.spec.groups.flatMap((g: Doc) => g.rules);
+  assert.ok(alerts.length >= 5);
+  const dashboard = JSON.parse(fs.readFileSync(path.join(k8s, 'grafana-dashboard.json'), 'utf8'));
+  const exprs = [
+    ...alerts.map((a: Doc) => [`alert ${a.alert}`, a.expr]),
+    ...dashboard.panels.flatMap((p: Doc) => p.targets.map((t: Doc) => [`panel "${p.title}"`, t.expr])),
+  ] as [string, string][];
+  for (const [where, expr] of exprs) {
+    const names = metricNames(expr);
+    assert.ok(names.length > 0, `${where} queries a metric`);
+    for (const name of names) assert.ok(exported.has(name), `${where} queries ${name}, which the proxy does not export`);
+  }
+});
+
+test('the Dockerfile builds in stages and runs the CLI as a non-root user on Node 22 or 24', () => {
+  const dockerfile = fs.readFileSync(path.join(root, 'deploy', 'Dockerfile'), 'utf8');
+  const froms = [...dockerfile.matchAll(/^FROM\s+(\S+)/gm)].map((m) => m[1]!);
+  assert.ok(froms.length >= 2, 'multi-stage');
+  assert.match(froms[froms.length - 1]!, /^node:(22|24)\b/);
+  const user = [...dockerfile.matchAll(/^USER\s+(\S+)/gm)].pop()?.[1];
+  assert.ok(user && user !== 'root' && user !== '0', 'runs as a non-root user');
+  const entry = dockerfile.match(/^ENTRYPOINT\s+(\[.*\])/m)?.[1];
+  assert.ok(entry, 'an exec-form ENTRYPOINT');
+  const script = (JSON.parse(entry) as string[]).find((a) => a.endsWith('.js'))!;
+  assert.ok(fs.existsSync(path.join(root, script.replace(/^\/app\//, ''))), `the entrypoint ${script} is what the build produces`);
+  assert.equal(sidecar().securityContext.runAsUser, 1000, "the manifests run as the image's node user (uid 1000)");
+});
