@@ -19,7 +19,7 @@ bootstrap="$(node -e 'console.log(JSON.parse(process.argv[1]).bootstrap)' "$anno
 cat <<MSG
 kcompact: local upstream (kfake, 3 brokers, no compaction) at $bootstrap
 kcompact: proxy bootstrap at $listen  (data in $data_dir)
-kcompact: management endpoint at http://${KCOMPACT_METRICS_LISTEN:-127.0.0.1:9644}
+kcompact: metrics at http://${KCOMPACT_METRICS_LISTEN:-127.0.0.1:9644}/metrics  (probes: /livez /readyz /startupz; npx kcompact status)
 kcompact: topic "table" is compacted; try   kcat -b $listen -L   (README.md has a walkthrough)
 MSG
 # A compacted topic to try right away (kcompact's configuration can compact topics on stores with
