@@ -94,7 +94,9 @@ test('SIGTERM mid-traffic drains, loses no acknowledged record, closes the index
     };
     const producers = [produce(), produce()];
     let consumed = 0;
-    const consumer = proxy.consumer({ groupId: 'shutdown-test', maxWaitTimeInMs: 500 });
+    // When the proxy goes, kafkajs would restart a crashed consumer forever after its disconnect,
+    // keeping this test process alive: no restarts.
+    const consumer = proxy.consumer({ groupId: 'shutdown-test', maxWaitTimeInMs: 500, retry: { retries: 0, restartOnFailure: async () => false } });
     await consumer.connect();
     await consumer.subscribe({ topic: TOPIC, fromBeginning: true });
     await consumer.run({ eachBatch: async ({ batch }) => void (consumed += batch.messages.length) });
