@@ -5,7 +5,7 @@
 SHELL := /bin/bash
 NODE_TEST := node --test --test-concurrency=1 --test-timeout=600000
 
-.PHONY: all deps build peers test test-unit test-integration run bench bench-compaction gen clean
+.PHONY: all deps build peers test test-unit test-integration run bench bench-compaction fuzz gen clean
 
 all: build
 
@@ -39,6 +39,10 @@ bench: build peers
 
 bench-compaction: build peers
 	node dist/bench/compaction.js
+
+# A million mutated and random frames through the decoders; FUZZ_ARGS="--seed N --frames N" to replay.
+fuzz: build
+	node dist/bench/fuzz-codec.js $(FUZZ_ARGS)
 
 gen:
 	node scripts/gen-protocol.mjs ../shared/kafka-protocol/messages src/protocol/generated/messages.ts
