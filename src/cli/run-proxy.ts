@@ -72,6 +72,8 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
     cleanerBackoffMs: config.cleanerBackoffMs,
     staticTopics: config.topics,
     brokerConfigs: config.brokerConfigs,
+    keyIdentity: config.keyIdentity,
+    schemaRegistryUrl: config.schemaRegistryUrl,
   }).catch((err: unknown) => fail('cannot start compaction', { err, dataDir: config.dataDir, fix: 'check that the data directory is writable and the upstream reachable' }));
   compaction = engine;
   metrics.compaction.attach({ status: () => engine.engine.status(), filteredRecords: () => engine.fetchView.stats.removedRecords });

@@ -11,6 +11,7 @@ import { ApiKey } from '../protocol/messages.js';
 import { createTopicConfigs, type StaticTopic, type TopicConfigs } from './config/topic-configs.js';
 import { startCompactionEngine, type CompactionEngine } from './worker/compaction-engine.js';
 import type { IndexerOptions } from './indexer/indexer.js';
+import type { KeyIdentityRules } from './key-identity/key-identity-rules.js';
 import { createProduceGuard } from './produce-guard/produce-guard.js';
 import { createFetchView, type FetchView } from './fetch-view/fetch-view.js';
 import { UpstreamPool } from './fetch-view/upstream-pool.js';
@@ -33,6 +34,9 @@ export interface CompactionOptions {
   configPollIntervalMs?: number;
   /** Indexer fetch tuning (tests shorten waits). */
   indexer?: IndexerOptions;
+  /** How keys compare per topic (the keyIdentity setting) and the schema registry "registry" decodes with. */
+  keyIdentity?: KeyIdentityRules;
+  schemaRegistryUrl?: string;
 }
 
 export interface Compaction {
@@ -66,6 +70,8 @@ export async function startCompaction(opts: CompactionOptions): Promise<Compacti
       maxFrameBytes: opts.maxFrameBytes,
       requestTimeoutMs: opts.requestTimeoutMs,
       indexer: opts.indexer,
+      keyIdentity: opts.keyIdentity,
+      schemaRegistryUrl: opts.schemaRegistryUrl,
     });
   } catch (err) {
     await configs.close();

@@ -11,6 +11,8 @@ import { BrokerDefaults } from '../compaction/config/broker-defaults.js';
 import { TopicConfigState } from '../compaction/config/topic-config-state.js';
 import { TopicConfigError } from '../compaction/config/config-error.js';
 import { TopicIds } from '../proxy/topic-ids.js';
+import { checkKeyIdentityRules, registryPatterns, type KeyIdentityMode } from '../compaction/key-identity/key-identity-rules.js';
+import { checkRegistryUrl } from '../compaction/key-identity/registry-url.js';
 
 export interface ProxyConfig {
   upstream: HostPort[];
@@ -29,6 +31,9 @@ export interface ProxyConfig {
   metricsPerPartition: boolean;
   metricsTopicsInclude: string[];
   metricsTopicsExclude: string[];
+  /** Base URL of a Confluent-compatible schema registry, credentials as user info; undefined: none. */
+  schemaRegistryUrl: string | undefined;
+  keyIdentity: Record<string, KeyIdentityMode>;
 }
 
 export class ConfigError extends Error {
@@ -45,6 +50,8 @@ export interface Setting {
   description: string;
   defaultText?: string;
   parse(raw: unknown): unknown;
+  /** How a bad value is quoted back, when it may hold a secret. */
+  quote?(raw: unknown): string;
 }
 
 const integer = (min: number, max: number) => (raw: unknown) => {
@@ -217,6 +224,21 @@ export const SETTINGS: readonly Setting[] = [
     parse: topicPatterns,
   },
   {
+    key: 'schemaRegistryUrl',
+    arg: 'URL',
+    description: 'schema registry speaking the Confluent REST API, for --key-identity "registry"; basic auth as user info (https://user:pass@host)',
+    defaultText: 'none',
+    parse: checkRegistryUrl,
+    quote: (raw) => JSON.stringify(String(raw).replace(/\/\/[^/@]*@/, '//***@')),
+  },
+  {
+    key: 'keyIdentity',
+    arg: 'JSON',
+    description: 'how keys compare per topic name or glob: {"orders-*":"registry"}; bytes (exact bytes, as Kafka), payload (framed keys without the schema id), registry (decoded and canonicalised)',
+    defaultText: '{} (exact bytes for every topic)',
+    parse: (raw) => checkKeyIdentityRules(json(raw, 'a JSON object of topic names or globs to bytes, payload or registry')),
+  },
+  {
     key: 'logLevel',
     arg: 'LEVEL',
     description: 'debug, info, warn or error',
@@ -254,7 +276,7 @@ function parseValues(settings: readonly Setting[], cli: Record<string, unknown>,
     try {
       values[setting.key] = setting.parse(raw);
     } catch (err) {
-      throw new ConfigError(`invalid ${describeKey(setting.key)}: ${(err as Error).message}, got ${JSON.stringify(raw)}`);
+      throw new ConfigError(`invalid ${describeKey(setting.key)}: ${(err as Error).message}, got ${setting.quote ? setting.quote(raw) : JSON.stringify(raw)}`);
     }
   }
   return values;
@@ -315,6 +337,14 @@ export function resolveConfig(cli: Record<string, unknown>, env: NodeJS.ProcessE
     throw new ConfigError(`invalid ${describeKey('brokerPortBase')}: ${brokerPortBase} would put broker ports on the listen port ${listen.port}; use a base above it`);
   }
   checkTopicSettings((values.topics as StaticTopic[] | undefined) ?? [], (values.brokerConfigs as Record<string, string> | undefined) ?? {});
+  const keyIdentity = (values.keyIdentity as Record<string, KeyIdentityMode> | undefined) ?? {};
+  const schemaRegistryUrl = values.schemaRegistryUrl as string | undefined;
+  const needRegistry = registryPatterns(keyIdentity);
+  if (needRegistry.length > 0 && schemaRegistryUrl === undefined) {
+    throw new ConfigError(
+      `invalid ${describeKey('keyIdentity')}: "registry" (for ${needRegistry.join(', ')}) decodes keys with the schema registry, but ${describeKey('schemaRegistryUrl')} is not set; set it or use "bytes" or "payload"`,
+    );
+  }
   return {
     upstream: values.upstream as HostPort[],
     listen,
@@ -332,5 +362,7 @@ export function resolveConfig(cli: Record<string, unknown>, env: NodeJS.ProcessE
     metricsPerPartition,
     metricsTopicsInclude: (values.metricsTopicsInclude as string[] | undefined) ?? [],
     metricsTopicsExclude: (values.metricsTopicsExclude as string[] | undefined) ?? [],
+    schemaRegistryUrl,
+    keyIdentity,
   };
 }

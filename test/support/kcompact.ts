@@ -12,6 +12,7 @@ import { TopicIds } from '../../src/proxy/topic-ids.js';
 import { startCompaction, type Compaction } from '../../src/compaction/compaction.js';
 import type { StaticTopic } from '../../src/compaction/config/topic-configs.js';
 import type { Interceptors } from '../../src/proxy/interceptor.js';
+import type { KeyIdentityRules } from '../../src/compaction/key-identity/key-identity-rules.js';
 
 export interface RunningProxy {
   bootstrap: string;
@@ -71,7 +72,15 @@ export interface RunningCompactingProxy extends RunningProxy {
 /** The whole product in-process: the proxy with compaction, its data in a temp dir. */
 export async function startCompactingProxy(
   upstream: string,
-  opts: { brokerDefaults?: Record<string, string>; cleanerBackoffMs?: number; dataDir?: string; staticTopics?: StaticTopic[]; maxFrameBytes?: number } = {},
+  opts: {
+    brokerDefaults?: Record<string, string>;
+    cleanerBackoffMs?: number;
+    dataDir?: string;
+    staticTopics?: StaticTopic[];
+    maxFrameBytes?: number;
+    keyIdentity?: KeyIdentityRules;
+    schemaRegistryUrl?: string;
+  } = {},
 ): Promise<RunningCompactingProxy> {
   const level = process.env.KCOMPACT_TEST_LOG_LEVEL ?? 'warn';
   setLogLevel(isLogLevel(level) ? level : 'warn');
@@ -89,6 +98,8 @@ export async function startCompactingProxy(
     staticTopics: opts.staticTopics,
     brokerConfigs: opts.brokerDefaults,
     configPollIntervalMs: 200,
+    keyIdentity: opts.keyIdentity,
+    schemaRegistryUrl: opts.schemaRegistryUrl,
   });
   const port = await freePortRun(5);
   const server = new ProxyServer({

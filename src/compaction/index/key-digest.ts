@@ -30,13 +30,17 @@ function word(b: Uint8Array, i: number): number {
   return b[i]! | (b[i + 1]! << 8) | (b[i + 2]! << 16) | (b[i + 3]! << 24);
 }
 
-/** Writes the digest of src[start, end) into out[at, at + 16). */
-export function keyDigestInto(src: Uint8Array, start: number, end: number, out: Uint8Array, at: number): void {
+/**
+ * Writes the digest of src[start, end) into out[at, at + 16). A non-zero seed gives an
+ * independent digest: identities of another kind (decoded keys, key-identity/) use one, so that
+ * they cannot equal the digest of some key's exact bytes.
+ */
+export function keyDigestInto(src: Uint8Array, start: number, end: number, out: Uint8Array, at: number, seed = 0): void {
   const len = end - start;
-  let h1 = 0;
-  let h2 = 0;
-  let h3 = 0;
-  let h4 = 0;
+  let h1 = seed;
+  let h2 = seed;
+  let h3 = seed;
+  let h4 = seed;
   let i = start;
   const blocksEnd = start + (len & ~15);
   for (; i < blocksEnd; i += 16) {

@@ -78,7 +78,7 @@ function createFile(file: string, id: PartitionId): Database.Database {
     configure(db);
     db.exec(CREATE_SCHEMA);
     db.prepare(
-      `INSERT INTO checkpoint VALUES (0, ?, ?, ?, '', 0, 0, 0, 0, 0, 0, 0)`,
+      `INSERT INTO checkpoint VALUES (0, ?, ?, ?, '', 0, 0, 0, 0, 0, 0, 0, '')`,
     ).run(SCHEMA_VERSION, id.topic, id.partition);
     return db;
   } catch (err) {
@@ -127,6 +127,7 @@ export interface OpenResult {
 
 export class PartitionStore {
   private cp: Checkpoint;
+  private identity: string;
   private readonly segmentList: Segment[];
   /** Producer id → first offset of its transaction still open at nextOffset. */
   readonly openTransactions: Map<number, number>;
@@ -156,6 +157,7 @@ export class PartitionStore {
       cleanBytes: row.clean_bytes as number,
       lastCleanMs: row.last_clean_ms as number,
     };
+    this.identity = row.key_identity as string;
     this.segmentList = (db.prepare('SELECT base, rolling_ts, max_ts, bytes FROM segments ORDER BY base').raw().all() as number[][]).map(
       ([base, rollingTimestamp, maxTimestamp, bytes]) => ({ base: base!, rollingTimestamp: rollingTimestamp!, maxTimestamp: maxTimestamp!, bytes: bytes! }),
     );
@@ -229,6 +231,16 @@ export class PartitionStore {
 
   setTopicId(topicId: string): void {
     this.updateCheckpoint({ topicId });
+  }
+
+  /** The key identity mode the key digests were made with; '' before any were. */
+  get keyIdentity(): string {
+    return this.identity;
+  }
+
+  setKeyIdentity(mode: string): void {
+    this.db.prepare('UPDATE checkpoint SET key_identity = ? WHERE id = 0').run(mode);
+    this.identity = mode;
   }
 
   /** Writes checkpoint fields (in the caller's transaction, if any). */

@@ -10,9 +10,10 @@
  *           of what a newer record in the dirty part supersedes).
  * segments  the virtual segments (segment-roller.ts).
  * open_txns per producer with a transaction in progress at the indexed end, its first offset.
- * checkpoint a single row: where indexing and cleaning stand.
+ * checkpoint a single row: where indexing and cleaning stand, and the key identity the key
+ *           digests were made with ('' until the first rows; key-identity/).
  */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 export const CREATE_SCHEMA = `
 CREATE TABLE checkpoint (
@@ -27,7 +28,8 @@ CREATE TABLE checkpoint (
   high_watermark INTEGER NOT NULL,
   first_dirty INTEGER NOT NULL,
   clean_bytes INTEGER NOT NULL,
-  last_clean_ms INTEGER NOT NULL
+  last_clean_ms INTEGER NOT NULL,
+  key_identity TEXT NOT NULL
 );
 CREATE TABLE records (
   offset INTEGER PRIMARY KEY,

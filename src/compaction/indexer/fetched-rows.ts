@@ -18,7 +18,8 @@ import {
   scanRecordKeys,
   type BatchHeader,
 } from '../../protocol/records/batch.js';
-import { keyDigestInto, KEY_DIGEST_BYTES } from '../index/key-digest.js';
+import { KEY_DIGEST_BYTES } from '../index/key-digest.js';
+import { EXACT_BYTES, type KeyDigester } from '../key-identity/key-digesters.js';
 import { RecordFlag } from '../index/record-flags.js';
 import type { RowBuffer } from '../index/row-buffer.js';
 
@@ -38,6 +39,8 @@ export interface CollectResult {
  * Appends the rows of the batches in `records` at or after `nextOffset` to `out`, stopping before
  * any batch that reaches `stableEnd` (the last stable offset; -1 when the upstream gave none).
  * `open` maps producer id → first offset of its open transaction and is updated in place.
+ * `digester` makes the key digests (the topic's key identity); when it is left pending, its
+ * complete() must run before the rows are stored.
  */
 export async function collectRows(
   records: Buffer,
@@ -46,6 +49,7 @@ export async function collectRows(
   stableEnd: number,
   open: Map<number, number>,
   out: RowBuffer,
+  digester: KeyDigester = EXACT_BYTES,
 ): Promise<CollectResult> {
   const pending = aborted
     .map((t) => ({ producerId: Number(t.producerId), firstOffset: Number(t.firstOffset) }))
@@ -81,7 +85,7 @@ export async function collectRows(
           transactionsChanged = true;
         }
       }
-      await addData(records, batch, first, flags, batch.isTransactional ? producerId : -1, out);
+      await addData(records, batch, first, flags, batch.isTransactional ? producerId : -1, out, digester);
     }
     next = last + 1;
   }
@@ -98,7 +102,7 @@ async function payloadOf(records: Buffer, batch: BatchHeader): Promise<Buffer> {
  * in proportion to its encoded length, so that the sizes of a batch's records add up to the
  * batch (compressed or not) and a partly reaped batch counts the bytes it would still take.
  */
-async function addData(records: Buffer, batch: BatchHeader, first: number, flags: number, producerId: number, out: RowBuffer): Promise<void> {
+async function addData(records: Buffer, batch: BatchHeader, first: number, flags: number, producerId: number, out: RowBuffer, digester: KeyDigester): Promise<void> {
   const payload = await payloadOf(records, batch);
   const keys = scanRecordKeys(payload, batch);
   const base = Number(batch.baseOffset);
@@ -113,7 +117,7 @@ async function addData(records: Buffer, batch: BatchHeader, first: number, flags
     const key = r.key;
     const i = out.push(offset, r.timestamp, share, key !== null && r.valueIsNull ? flags | RecordFlag.Tombstone : flags);
     if (key !== null) {
-      keyDigestInto(key, 0, key.length, out.keys, i * KEY_DIGEST_BYTES);
+      digester.digestInto(key, out.keys, i * KEY_DIGEST_BYTES);
       out.hasKey[i] = 1;
     }
     out.producerIds[i] = producerId;

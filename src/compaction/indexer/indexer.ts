@@ -15,6 +15,8 @@ import { ZERO_UUID } from '../../protocol/wire/uuid.js';
 import type { Logger } from '../../ops/log.js';
 import type { TopicPolicy } from '../policy.js';
 import type { PartitionStore } from '../index/partition-store.js';
+import { KeyIdentities } from '../key-identity/key-identities.js';
+import { SchemaUnavailableError } from '../key-identity/registry-schemas.js';
 import { RowBuffer } from '../index/row-buffer.js';
 import { rollPolicy, type RollPolicy } from '../index/segment-roller.js';
 import type { StoreRegistry } from '../index/store-registry.js';
@@ -69,6 +71,8 @@ interface Tail {
   /** In a fetch now (a leader change may start a second loop before the first returns). */
   busy: boolean;
   retryAt: number;
+  /** Fetched answers in a row whose key schemas the registry did not give (the backoff grows with them). */
+  schemaFailures: number;
   lastError?: string;
 }
 
@@ -115,13 +119,16 @@ export class Indexer {
   private readonly deleteRecordsRefused = new Set<string>();
   private readonly opts: Required<IndexerOptions>;
   private readonly progress: CatchUpProgress;
+  private readonly identities: KeyIdentities;
 
   constructor(
     private readonly cluster: UpstreamCluster,
     private readonly registry: StoreRegistry,
     private readonly log: Logger,
     options: IndexerOptions = {},
+    identities?: KeyIdentities,
   ) {
+    this.identities = identities ?? KeyIdentities.exactBytes(log);
     this.opts = {
       maxWaitMs: options.maxWaitMs ?? 500,
       maxBytes: options.maxBytes ?? 32 * 1024 * 1024,
@@ -264,7 +271,7 @@ export class Indexer {
         const key = tailKey(t.name, p.partition);
         let tail = this.tails.get(key);
         if (!tail) {
-          tail = { topic: t.name, partition: p.partition, leader: -1, roll: rollPolicy(policy), busy: false, retryAt: 0 };
+          tail = { topic: t.name, partition: p.partition, leader: -1, roll: rollPolicy(policy), busy: false, retryAt: 0, schemaFailures: 0 };
           this.tails.set(key, tail);
         }
         const store = this.storeOf(tail);
@@ -426,7 +433,8 @@ export class Indexer {
       }
       return;
     }
-    const store = this.storeOf(tail);
+    const store = this.keyedStoreOf(tail);
+    if (!store) return;
     const highWatermark = Number(p.highWatermark);
     const lso = Number(p.lastStableOffset);
     const lastStable = lso >= 0 ? lso : highWatermark;
@@ -435,7 +443,9 @@ export class Indexer {
       if (logStart > store.checkpoint.logStartOffset && store.dropBelow(logStart)) this.registry.publish(store);
       rows.clear();
       const from = store.checkpoint.nextOffset;
-      const collected = await collectRows(p.records ?? Buffer.alloc(0), p.abortedTransactions ?? [], from, lastStable, store.openTransactions, rows);
+      const digester = this.identities.digester(tail.topic);
+      const collected = await collectRows(p.records ?? Buffer.alloc(0), p.abortedTransactions ?? [], from, lastStable, store.openTransactions, rows, digester);
+      if (digester.pending) await digester.complete(rows.keys);
       // The index may have been dropped or reset while the batches decompressed.
       if (this.tails.get(tailKey(tail.topic, tail.partition)) !== tail || this.registry.get(tail.topic, tail.partition) !== store) return;
       if (store.checkpoint.nextOffset !== from) return;
@@ -453,9 +463,57 @@ export class Indexer {
       );
       this.progress.indexed(tail.topic, tail.partition, from, collected.nextOffset, lastStable, highWatermark);
       tail.lastError = undefined;
+      if (tail.schemaFailures > 0) {
+        this.log.info('key schemas available again; indexing resumed', { topic: tail.topic, partition: tail.partition, after: tail.schemaFailures });
+        tail.schemaFailures = 0;
+      }
     } catch (err) {
-      this.storeFailed(tail, store, err);
+      if (err instanceof SchemaUnavailableError) this.schemaUnavailable(tail, err);
+      else this.storeFailed(tail, store, err);
     }
+  }
+
+  /**
+   * The tail's index, made with the topic's key identity. An index made with another one is
+   * started over (its digests do not compare with the new ones) and this answer, fetched for
+   * the old index's position, is not used: the next fetch starts from the log start.
+   */
+  private keyedStoreOf(tail: Tail): PartitionStore | undefined {
+    const store = this.storeOf(tail);
+    const mode = this.identities.modeOf(tail.topic);
+    if (store.keyIdentity === mode) return store;
+    if (store.keyIdentity === '') {
+      store.setKeyIdentity(mode);
+      return store;
+    }
+    const { topicId } = store.checkpoint;
+    const fresh = this.registry.reset(store, `key identity changed from ${store.keyIdentity} to ${mode}`);
+    fresh.setKeyIdentity(mode);
+    if (topicId !== '') fresh.setTopicId(topicId);
+    return undefined;
+  }
+
+  /**
+   * The registry did not give a key schema: nothing is guessed. The partition's indexing waits
+   * and retries with a growing backoff; its records past the index stay visible, unfiltered.
+   */
+  private schemaUnavailable(tail: Tail, err: SchemaUnavailableError): void {
+    tail.schemaFailures++;
+    const wait = Math.min(this.opts.maxBackoffMs, 200 * 2 ** Math.min(tail.schemaFailures, 10));
+    tail.retryAt = Date.now() + wait;
+    if (tail.lastError !== err.message) {
+      this.log.warn('key schema not available from the schema registry; indexing of the partition waits for it (its records stay visible, unfiltered)', {
+        topic: tail.topic,
+        partition: tail.partition,
+        schemaId: err.schemaId,
+        registry: err.registry,
+        reason: err.reason,
+        attempt: tail.schemaFailures,
+        retryInMs: wait,
+        fix: 'check that the registry is reachable and holds the schema id the keys carry',
+      });
+    }
+    tail.lastError = err.message;
   }
 
   /** A write failed: a corrupt file starts over; anything else reopens it from what was committed. */

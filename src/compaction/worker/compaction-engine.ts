@@ -15,6 +15,7 @@ import type { IndexView } from '../index-view.js';
 import type { TopicPolicy } from '../policy.js';
 import type { CleanReport } from '../cleaner/cleaner.js';
 import type { IndexerOptions } from '../indexer/indexer.js';
+import type { KeyIdentityRules } from '../key-identity/key-identity-rules.js';
 import { SurvivorIndex } from '../index/survivor-index.js';
 import type { FromWorker, RebuildingPartition, ToWorker, WorkerConfig } from './engine-protocol.js';
 import type { EngineStatus, PartitionDetail } from './engine-status.js';
@@ -32,6 +33,9 @@ export interface CompactionEngineOptions {
   clientId?: string;
   /** Fetch tuning of the indexer (tests shorten waits). */
   indexer?: IndexerOptions;
+  /** Key identity per topic (default: exact bytes everywhere) and the registry "registry" needs. */
+  keyIdentity?: KeyIdentityRules;
+  schemaRegistryUrl?: string;
 }
 
 export interface CompactionEngine {
@@ -80,6 +84,8 @@ export async function startCompactionEngine(opts: CompactionEngineOptions): Prom
     clientId: opts.clientId ?? 'kcompact-indexer',
     logLevel: levelOf(opts.log),
     indexer: opts.indexer ?? {},
+    keyIdentity: opts.keyIdentity ?? {},
+    ...(opts.schemaRegistryUrl ? { schemaRegistryUrl: opts.schemaRegistryUrl } : {}),
   };
   const pending = new Map<number, Pending>();
   let nextId = 1;

@@ -7,6 +7,7 @@ import type { LogLevel } from '../../ops/log.js';
 import type { TopicPolicy } from '../policy.js';
 import type { IndexerOptions } from '../indexer/indexer.js';
 import type { SurvivorSnapshot } from '../index/survivor-set.js';
+import type { KeyIdentityRules } from '../key-identity/key-identity-rules.js';
 
 export interface WorkerConfig {
   upstream: HostPort[];
@@ -18,6 +19,9 @@ export interface WorkerConfig {
   /** The lowest level the main thread's logger writes; the worker does not send lower ones. */
   logLevel: LogLevel;
   indexer: IndexerOptions;
+  /** How each topic's keys are compared (the keyIdentity setting) and the registry that "registry" needs. */
+  keyIdentity: KeyIdentityRules;
+  schemaRegistryUrl?: string;
 }
 
 export type ToWorker =

@@ -9,6 +9,8 @@ import { Cleaner } from '../cleaner/cleaner.js';
 import { Indexer } from '../indexer/indexer.js';
 import { UpstreamCluster } from '../indexer/upstream-cluster.js';
 import { StoreRegistry } from '../index/store-registry.js';
+import { KeyIdentities } from '../key-identity/key-identities.js';
+import { RegistrySchemas } from '../key-identity/registry-schemas.js';
 import type { FromWorker, RebuildingPartition, ToWorker, WorkerConfig } from './engine-protocol.js';
 import { engineStatus, inspectTopic } from './engine-status.js';
 import { serializeError, workerLogger } from './worker-log.js';
@@ -32,11 +34,18 @@ const cluster = new UpstreamCluster(config.upstream, {
 });
 // Fetch answers must fit the frame limit with room to spare (Kafka may exceed max_bytes by a batch).
 const fetchBytes = Math.min(32 * 1024 * 1024, Math.floor(config.maxFrameBytes / 2));
-const indexer = new Indexer(cluster, registry, log, {
-  maxBytes: fetchBytes,
-  partitionMaxBytes: Math.min(8 * 1024 * 1024, fetchBytes),
-  ...config.indexer,
-});
+const schemas = config.schemaRegistryUrl ? new RegistrySchemas(config.schemaRegistryUrl, config.requestTimeoutMs, log) : undefined;
+const indexer = new Indexer(
+  cluster,
+  registry,
+  log,
+  {
+    maxBytes: fetchBytes,
+    partitionMaxBytes: Math.min(8 * 1024 * 1024, fetchBytes),
+    ...config.indexer,
+  },
+  new KeyIdentities(config.keyIdentity, schemas, log),
+);
 let policies: ReadonlyMap<string, TopicPolicy> = new Map();
 const cleaner = new Cleaner({
   registry,

@@ -5,13 +5,14 @@
  */
 export type TopicFilter = (topic: string) => boolean;
 
-function pattern(glob: string): RegExp {
+/** A topic name or glob as a RegExp; the key-identity rules use the same globs. */
+export function topicGlob(glob: string): RegExp {
   const escaped = glob.split('*').map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'));
   return new RegExp(`^${escaped.join('.*')}$`);
 }
 
 export function topicFilter(include: readonly string[], exclude: readonly string[]): TopicFilter {
-  const includes = include.map(pattern);
-  const excludes = exclude.map(pattern);
+  const includes = include.map(topicGlob);
+  const excludes = exclude.map(topicGlob);
   return (topic) => (includes.length === 0 || includes.some((p) => p.test(topic))) && !excludes.some((p) => p.test(topic));
 }
