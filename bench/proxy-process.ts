@@ -8,6 +8,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePortRun } from '../test/support/kcompact.js';
+import { NODE_FLAGS } from '../src/cli/node-flags.js';
 import { freePort, makeTempDir, pollUntil, startBackground, tail, type BackgroundProcess } from '../test/support/index.js';
 
 /**
@@ -62,7 +63,7 @@ export async function startProxyProcess(upstream: string, upstreamNodeId: number
   const management = `127.0.0.1:${await freePort()}`;
   const dataDir = path.join(dir, 'data');
   const stderrFile = path.join(dir, 'stderr.log');
-  const nodeArgs = [...(opts.cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', opts.cpuProfDir] : []), ...(opts.nodeArgs ?? [])];
+  const nodeArgs = [...NODE_FLAGS, ...(opts.cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', opts.cpuProfDir] : []), ...(opts.nodeArgs ?? [])];
   const proc = startBackground(
     process.execPath,
     [...nodeArgs, cliPath, 'proxy', '--upstream', upstream, '--listen', `127.0.0.1:${port}`, '--broker-port-base', String(port + 1),

@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
 import { startCliProxy, type CliProxy } from '../support/kcompact-cli.js';
 import { scrape } from '../support/prometheus.js';
+import { NODE_FLAGS } from '../../src/cli/node-flags.js';
 import { makeTempDir, missingPeers, startKfake, type RunningKfake } from '../support/index.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -147,4 +148,15 @@ test('the Dockerfile builds in stages and runs the CLI as a non-root user on Nod
   const script = (JSON.parse(entry) as string[]).find((a) => a.endsWith('.js'))!;
   assert.ok(fs.existsSync(path.join(root, script.replace(/^\/app\//, ''))), `the entrypoint ${script} is what the build produces`);
   assert.equal(sidecar().securityContext.runAsUser, 1000, "the manifests run as the image's node user (uid 1000)");
+});
+
+test('the image, make run and the kcompact bin start node with the same flags', () => {
+  const entry = JSON.parse(fs.readFileSync(path.join(root, 'deploy', 'Dockerfile'), 'utf8').match(/^ENTRYPOINT\s+(\[.*\])/m)![1]!) as string[];
+  const shebang = fs.readFileSync(path.join(root, 'src', 'cli', 'main.ts'), 'utf8').split('\n')[0]!;
+  const runLocal = fs.readFileSync(path.join(root, 'scripts', 'run-local.sh'), 'utf8').split('\n').find((l) => /node .*dist\/src\/cli\/main\.js proxy/.test(l))!;
+  for (const flag of NODE_FLAGS) {
+    assert.ok(entry.includes(flag), `deploy/Dockerfile ENTRYPOINT passes ${flag}`);
+    assert.ok(shebang.split(' ').includes(flag), `src/cli/main.ts's shebang passes ${flag}`);
+    assert.ok(runLocal.split(' ').includes(flag), `scripts/run-local.sh passes ${flag}`);
+  }
 });

@@ -5,6 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { NODE_FLAGS } from '../../src/cli/node-flags.js';
 import { freePortRun } from './kcompact.js';
 import { freePort } from './ports.js';
 import { makeTempDir, pollUntil, startBackground, tail, type TempDir } from './processes.js';
@@ -55,6 +56,7 @@ export async function startCliProxy(opts: CliProxyOptions): Promise<CliProxy> {
   const stderrFile = path.join(temp.path, 'stderr.log');
   const management = `127.0.0.1:${managementPort}`;
   const args = [
+    ...NODE_FLAGS,
     main,
     'proxy',
     '--upstream', opts.upstream,

@@ -1,0 +1,11 @@
+/**
+ * The node flags kcompact runs with: deploy/Dockerfile's ENTRYPOINT, scripts/run-local.sh and this
+ * CLI's own shebang repeat them (test/integration/deploy-manifests.test.ts keeps them equal).
+ *
+ * --initial-old-space-size=64: V8 starts an isolate's old generation with a small allocation
+ * limit. Once its live old space passes ~8 MB (the proxy's does, with prom-client loaded), the
+ * Buffers every upstream read allocates count against that limit, and on a consumer's stream of
+ * Fetch responses V8 ran a full mark-compact every ~40 ms: 109 in two 1.5 GB consume runs, twice
+ * the proxy's CPU per relayed gigabyte. With a 64 MiB starting limit: 2.
+ */
+export const NODE_FLAGS: readonly string[] = ['--initial-old-space-size=64'];
