@@ -226,7 +226,7 @@ export class ProxyConnection {
     for (const target of targets) {
       if (this.closed) return;
       try {
-        const socket = await connect(target, CONNECT_TIMEOUT_MS, (chunk) => this.onUpstreamData(chunk));
+        const socket = await connect(target, CONNECT_TIMEOUT_MS, largeReads((chunk) => this.onUpstreamData(chunk)));
         if (this.closed) {
           socket.destroy();
           return;
@@ -468,10 +468,10 @@ function rewritesResponse(apiKey: number, apiVersion: number): boolean {
   return rewriter !== undefined && apiVersion >= rewriter.minVersion;
 }
 
-/** `onData`, when given, receives what the socket reads, in large reads (see large-reads.ts). */
-export function connect(target: HostPort, timeoutMs = CONNECT_TIMEOUT_MS, onData?: (chunk: Buffer) => void): Promise<net.Socket> {
+/** `onread`, when given, takes what the socket reads (large-reads.ts for relaying, frame-reads.ts for whole frames). */
+export function connect(target: HostPort, timeoutMs = CONNECT_TIMEOUT_MS, onread?: net.OnReadOpts): Promise<net.Socket> {
   return new Promise((resolve, reject) => {
-    const socket = net.connect({ host: target.host, port: target.port, ...(onData ? { onread: largeReads(onData) } : {}) });
+    const socket = net.connect({ host: target.host, port: target.port, ...(onread ? { onread } : {}) });
     const timer = setTimeout(() => fail(new Error(`connect to ${target.host}:${target.port} timed out after ${timeoutMs} ms`)), timeoutMs);
     const fail = (err: Error) => {
       clearTimeout(timer);

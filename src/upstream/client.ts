@@ -7,9 +7,10 @@ import type net from 'node:net';
 import { ApiKey, apiSchema, decodeResponse, encodeRequestFrame } from '../protocol/messages.js';
 import { decodeResponseHeader, responseHeaderVersion } from '../protocol/headers.js';
 import { ProtocolError } from '../protocol/errors.js';
-import { FrameReader } from '../proxy/frame-reader.js';
 import { connect } from '../proxy/connection.js';
 import type { HostPort } from '../proxy/broker-map.js';
+import type { ReusedBuffers } from './reused-buffers.js';
+import { frameReads } from './frame-reads.js';
 
 export interface UpstreamClientOptions {
   clientId: string;
@@ -24,34 +25,34 @@ interface InFlight {
   resolve: (body: any) => void; // eslint-disable-line @typescript-eslint/no-explicit-any
   reject: (err: Error) => void;
   timer: NodeJS.Timeout;
+  frames?: ReusedBuffers;
 }
 
 export class UpstreamClient {
   private nextCorrelationId = 1;
   private readonly inFlight = new Map<number, InFlight>();
-  private readonly frames: FrameReader;
   private versions = new Map<number, { minVersion: number; maxVersion: number }>();
   private closedError: Error | null = null;
 
   private constructor(private readonly socket: net.Socket, readonly address: HostPort, private readonly opts: UpstreamClientOptions) {
-    this.frames = new FrameReader(opts.maxFrameBytes);
     socket.setNoDelay(true);
     socket.on('error', (err) => this.fail(err));
     socket.on('close', () => this.fail(new Error(`upstream ${address.host}:${address.port} closed the connection`)));
   }
 
-  private onData(chunk: Buffer): void {
-    try {
-      this.frames.push(chunk, (frame) => this.onFrame(frame));
-    } catch (err) {
-      this.fail(err as Error);
-    }
-  }
-
   static async connect(address: HostPort, opts: UpstreamClientOptions): Promise<UpstreamClient> {
     // Nothing arrives before the first request, which the constructed client sends.
     let client: UpstreamClient | undefined;
-    const socket = await connect(address, opts.connectTimeoutMs, (chunk) => client?.onData(chunk));
+    const reads = frameReads(
+      opts.maxFrameBytes,
+      (frame) => client?.onFrame(frame),
+      (err) => {
+        client?.fail(err);
+        client?.close();
+      },
+      (size, correlationId) => client?.inFlight.get(correlationId)?.frames?.take(size) ?? Buffer.allocUnsafe(size),
+    );
+    const socket = await connect(address, opts.connectTimeoutMs, reads);
     client = new UpstreamClient(socket, address, opts);
     try {
       await client.negotiate();
@@ -78,8 +79,12 @@ export class UpstreamClient {
     return max;
   }
 
+  /**
+   * With `frames`, the response is read into a buffer from there, and the decoded body's bytes
+   * and records are views of it: the caller gives it back (frames.give) once done with them.
+   */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  request(apiKey: number, version: number, body: Record<string, unknown>): Promise<any> {
+  request(apiKey: number, version: number, body: Record<string, unknown>, frames?: ReusedBuffers): Promise<any> {
     if (this.closedError) return Promise.reject(this.closedError);
     const correlationId = this.nextCorrelationId++ & 0x7fffffff;
     const frame = encodeRequestFrame({ apiKey, apiVersion: version, correlationId, clientId: this.opts.clientId }, body);
@@ -88,7 +93,7 @@ export class UpstreamClient {
         this.inFlight.delete(correlationId);
         reject(new Error(`upstream ${this.address.host}:${this.address.port} did not answer ${apiSchema(apiKey)?.name ?? apiKey} within ${this.opts.requestTimeoutMs} ms`));
       }, this.opts.requestTimeoutMs);
-      this.inFlight.set(correlationId, { apiKey, version, resolve, reject, timer });
+      this.inFlight.set(correlationId, { apiKey, version, resolve, reject, timer, frames });
       this.socket.write(frame);
     });
   }

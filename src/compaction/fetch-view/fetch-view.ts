@@ -176,40 +176,45 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
     const header = decodeResponseHeader(frame.subarray(4), responseHeaderVersion(ApiKey.Fetch, req.apiVersion));
     const body = decodeResponse<FetchResponseBody>(ApiKey.Fetch, req.apiVersion, frame, 4 + header.bodyOffset);
     const viewed: PartitionAnswer[] = [];
-    let otherBytes = 0;
-    let before = 0;
-    for (const t of body.responses) {
-      for (const p of t.partitions) {
-        const target = targets.get(targetKey(topicKey(t, byId), p.partitionIndex));
-        if (target) {
-          const answer = await PartitionAnswer.start(target, p, stats, request.maxBytes - before);
-          viewed.push(answer);
-          before += answer.size;
-        } else {
-          otherBytes += p.records?.length ?? 0;
-          before += p.records?.length ?? 0;
+    try {
+      let otherBytes = 0;
+      let before = 0;
+      for (const t of body.responses) {
+        for (const p of t.partitions) {
+          const target = targets.get(targetKey(topicKey(t, byId), p.partitionIndex));
+          if (target) {
+            const answer = await PartitionAnswer.start(target, p, stats, request.maxBytes - before);
+            viewed.push(answer);
+            before += answer.size;
+          } else {
+            otherBytes += p.records?.length ?? 0;
+            before += p.records?.length ?? 0;
+          }
         }
       }
-    }
-    for (const answer of viewed) {
-      if (!answer.wantsMore) continue;
-      const othersBytes = () => viewed.reduce((n, a) => (a === answer ? n : n + a.size), otherBytes);
-      try {
-        await answer.readOn(opts.upstream, deadline, request.maxBytes, othersBytes, clock);
-      } catch (err) {
-        log.debug('reading on failed; answering with what was read', { topic: answer.target.topic, partition: answer.target.partition, err });
+      for (const answer of viewed) {
+        if (!answer.wantsMore) continue;
+        const othersBytes = () => viewed.reduce((n, a) => (a === answer ? n : n + a.size), otherBytes);
+        try {
+          await answer.readOn(opts.upstream, deadline, request.maxBytes, othersBytes, clock);
+        } catch (err) {
+          log.debug('reading on failed; answering with what was read', { topic: answer.target.topic, partition: answer.target.partition, err });
+        }
       }
+      let changed = false;
+      for (const answer of viewed) {
+        const { records, abortedTransactions } = answer.data;
+        answer.data.records = await answer.finish(answers);
+        if (answer.data.records !== records || answer.data.abortedTransactions !== abortedTransactions) changed = true;
+        if (answer.corrupt) log.warn('a fetched batch could not be read; passed on unfiltered', { topic: answer.target.topic, partition: answer.target.partition, reason: answer.corrupt });
+      }
+      // A consumer reading past the cleaner's horizon gets the upstream's frame itself.
+      if (!changed) return frame;
+      return encodeResponseFrame(ApiKey.Fetch, req.apiVersion, req.correlationId, body);
+    } finally {
+      // Reads on are views until the response is encoded: only then is their memory free again.
+      for (const answer of viewed) answer.release();
     }
-    let changed = false;
-    for (const answer of viewed) {
-      const { records, abortedTransactions } = answer.data;
-      answer.data.records = await answer.finish(answers);
-      if (answer.data.records !== records || answer.data.abortedTransactions !== abortedTransactions) changed = true;
-      if (answer.corrupt) log.warn('a fetched batch could not be read; passed on unfiltered', { topic: answer.target.topic, partition: answer.target.partition, reason: answer.corrupt });
-    }
-    // A consumer reading past the cleaner's horizon gets the upstream's frame itself.
-    if (!changed) return frame;
-    return encodeResponseFrame(ApiKey.Fetch, req.apiVersion, req.correlationId, body);
   }
 
   return {

@@ -13,8 +13,9 @@ import type { PartitionIndexView } from '../index-view.js';
 import { mergeAbortedTransactions, visibleAbortedTransactions } from './aborted-transactions.js';
 import type { EmptyAnswers } from './empty-answers.js';
 import { nextReadable, type ReadPlan } from './read-plan.js';
-import type { PartitionRecords, UpstreamReads } from './upstream-reads.js';
-import { visibleRecords, type MarkerSeen, type VisibleRecords, type Visibility } from './visible-records.js';
+import { rawBytesFor } from './read-size.js';
+import type { PartitionRecords, UpstreamRead, UpstreamReads } from './upstream-reads.js';
+import { visibleRecords, type BatchesWalked, type MarkerSeen, type VisibleRecords, type Visibility } from './visible-records.js';
 
 export interface PartitionTarget {
   topic: string;
@@ -51,16 +52,16 @@ export class PartitionAnswer {
   private changed = false;
   /** Set once a read brought more than the limits take: the answer is as full as Kafka's. */
   private full = false;
-  /** Bytes of the raw log read for this answer, to size further reads by what survives. */
-  private rawBytes: number;
+  /** The complete raw batches seen so far, to size further reads by what an offset costs. */
+  private readonly walked: BatchesWalked = { bytes: 0, offsets: 0, batches: 0 };
+  /** The reads on made for this answer: parts of the answer are views of them until it goes out. */
+  private readonly reads: UpstreamRead[] = [];
 
   constructor(
     readonly target: PartitionTarget,
     readonly data: PartitionRecords,
     private readonly counters: ViewCounters,
-  ) {
-    this.rawBytes = data.records?.length ?? 0;
-  }
+  ) {}
 
   /**
    * The client's own read through the view; `responseRoom` is what the response's max bytes
@@ -111,8 +112,8 @@ export class PartitionAnswer {
    * client's max wait lasts; with nothing for the client yet, one read comes even past the wait.
    * Each read starts where the last complete batch ended, so the answer stays one run of batches
    * in offset order: the previous read's cut-off tail and emptied last batch give way to it.
-   * A read asks for as much of the raw log as should fill the room at the share of bytes that
-   * survived so far, and keeps whole batches up to the room.
+   * A read asks for as much of the raw log as should fill the room (read-size.ts), and keeps
+   * whole batches up to the room.
    * `othersBytes` is what the rest of the response holds: only with nothing at all in the
    * response may a batch larger than the limits come, as Kafka always returns one.
    */
@@ -126,17 +127,19 @@ export class PartitionAnswer {
       if (room <= 0 && !alone) return;
       reads++;
       this.counters.extraReads++;
+      const { view } = this.target;
+      const fetchOffset = nextReadable(view, this.end + 1, true);
       const read = await upstream.readPartition({
         topic: this.target.topic,
         partition: this.target.partition,
-        fetchOffset: nextReadable(this.target.view, this.end + 1, true),
+        fetchOffset,
         currentLeaderEpoch: this.target.currentLeaderEpoch,
-        maxBytes: room > 0 ? this.readSize(room) : 1,
+        maxBytes: room > 0 ? rawBytesFor(view, fetchOffset, room, this.walked) : 1,
         isolationLevel: this.target.isolationLevel,
       });
+      this.reads.push(read);
       if (read.errorCode !== 0) return;
-      this.rawBytes += read.records?.length ?? 0;
-      const seen = await visibleRecords(read.records, visibility(this.target.view), this.target.clientOffset, { maxBytes: room, oneAnyway: alone });
+      const seen = await visibleRecords(read.records, visibility(view), this.target.clientOffset, { maxBytes: room, oneAnyway: alone });
       // Beside other data, a first batch too big for the room waits for the client's next fetch.
       if (seen.end < 0 || (seen.full && seen.batches.length === 0)) return;
       // An unreadable batch goes out as read, uncut: when that is more than the room, the
@@ -175,11 +178,10 @@ export class PartitionAnswer {
     return Buffer.concat(parts);
   }
 
-  /** Raw bytes expected to give `room` bytes of survivors, at the share that survived so far. */
-  private readSize(room: number): number {
-    const kept = this.recordBytes;
-    const estimate = kept > 0 ? Math.ceil((room * this.rawBytes) / kept) : MAX_READ_BYTES;
-    return Math.max(room, Math.min(estimate, MAX_READ_BYTES));
+  /** Gives the memory of the reads on back: once the response holding this answer is encoded. */
+  release(): void {
+    for (const read of this.reads) read.release();
+    this.reads.length = 0;
   }
 
   private limit(): bigint {
@@ -188,6 +190,9 @@ export class PartitionAnswer {
   }
 
   private add(seen: VisibleRecords): void {
+    this.walked.bytes += seen.walked.bytes;
+    this.walked.offsets += seen.walked.offsets;
+    this.walked.batches += seen.walked.batches;
     this.batches.push(...seen.batches);
     // A later read starts where the earlier one's complete batches ended: its tail is read again.
     this.trailingEmpty = seen.trailingEmpty;
@@ -203,12 +208,6 @@ export class PartitionAnswer {
     if (seen.corrupt) this.counters.corruptBatches++;
   }
 }
-
-/**
- * The most raw log one read on asks for: the raw frame stays in memory while the answer is put
- * together, and what is read past the room is read again by the client's next fetch.
- */
-const MAX_READ_BYTES = 8 << 20;
 
 function bytesOf(seen: VisibleRecords): number {
   return seen.batches.reduce((n, b) => n + b.length, seen.truncatedTail.length + (seen.trailingEmpty?.length ?? 0));

@@ -9,8 +9,9 @@ import { ApiKey } from '../../protocol/messages.js';
 import type { HostPort } from '../../proxy/broker-map.js';
 import type { TopicIds } from '../../proxy/topic-ids.js';
 import { UpstreamClient, type UpstreamClientOptions } from '../../upstream/client.js';
+import { ReusedBuffers } from '../../upstream/reused-buffers.js';
 import { SESSIONLESS_EPOCH } from './fetch-session.js';
-import type { PartitionRead, PartitionRecords, UpstreamReads } from './upstream-reads.js';
+import type { PartitionRead, PartitionRecords, UpstreamRead, UpstreamReads } from './upstream-reads.js';
 
 export interface UpstreamPoolOptions {
   bootstrap: HostPort[];
@@ -51,6 +52,12 @@ const STALE_LEADER = new Set<number>([
 ]);
 
 const EARLIEST_TIMESTAMP = -2n;
+/**
+ * Read memory kept for reuse: what the reads of a few answers being put together at once hold
+ * (an answer keeps its reads until it has gone out), let go after a few idle seconds.
+ */
+const KEEP_READ_BYTES = 24 << 20;
+const KEEP_READS_IDLE_MS = 5_000;
 const FIRST_TOPIC_ID_FETCH_VERSION = 13;
 
 export class UpstreamPool implements UpstreamReads {
@@ -60,6 +67,7 @@ export class UpstreamPool implements UpstreamReads {
   private allTopics: Promise<void> | null = null;
   private allTopicsAt = -Infinity;
   private readonly clientOptions: UpstreamClientOptions;
+  private readonly frames = new ReusedBuffers({ keepBytes: KEEP_READ_BYTES, idleMs: KEEP_READS_IDLE_MS });
   private closed = false;
 
   constructor(private readonly opts: UpstreamPoolOptions) {
@@ -70,7 +78,7 @@ export class UpstreamPool implements UpstreamReads {
     };
   }
 
-  async readPartition(read: PartitionRead): Promise<PartitionRecords> {
+  async readPartition(read: PartitionRead): Promise<UpstreamRead> {
     const leader = await this.leader(read.topic, read.partition);
     const client = await this.client(leader);
     const version = client.version(ApiKey.Fetch);
@@ -101,12 +109,18 @@ export class UpstreamPool implements UpstreamReads {
       ],
       forgottenTopicsData: [],
       rackId: '',
-    });
+    }, this.frames);
     if (body.errorCode) throw new Error(`upstream refused a Fetch with error ${body.errorCode}`);
     const partition = body.responses?.[0]?.partitions?.[0] as PartitionRecords | undefined;
     if (!partition) throw new Error(`upstream answered a Fetch of ${read.topic}-${read.partition} without the partition`);
     if (STALE_LEADER.has(partition.errorCode)) this.leaders.delete(leaderKey(read.topic, read.partition));
-    return partition;
+    const { records } = partition;
+    return {
+      ...partition,
+      release: () => {
+        if (records) this.frames.give(records);
+      },
+    };
   }
 
   /** ListOffsets EARLIEST: what Kafka reports as a partition's log start offset. */

@@ -28,9 +28,15 @@ export interface PartitionRecords {
   records: Buffer | null;
 }
 
+/** A partition read on the proxy's own connection, in memory that goes back for later reads. */
+export interface UpstreamRead extends PartitionRecords {
+  /** Gives the memory `records` lies in back for later reads: once nothing refers to it any more. */
+  release(): void;
+}
+
 export interface UpstreamReads {
   /** A sessionless single-partition Fetch from the partition's leader that does not wait for data. */
-  readPartition(read: PartitionRead): Promise<PartitionRecords>;
+  readPartition(read: PartitionRead): Promise<UpstreamRead>;
   /** Teaches the proxy's topic id map the names of these ids, where the upstream knows them. */
   resolveTopicIds(ids: string[]): Promise<void>;
 }

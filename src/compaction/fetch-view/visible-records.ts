@@ -57,6 +57,14 @@ export interface VisibleRecords {
   changed: boolean;
   /** Whether a batch was left out for the byte budget, with everything after it. */
   full: boolean;
+  walked: BatchesWalked;
+}
+
+/** The complete upstream batches walked: their bytes, the offsets they span, how many. */
+export interface BatchesWalked {
+  bytes: number;
+  offsets: number;
+  batches: number;
 }
 
 export interface Budget {
@@ -196,6 +204,7 @@ export async function visibleRecords(records: Buffer | null, visibility: Visibil
     corrupt: null,
     changed: false,
     full: false,
+    walked: { bytes: 0, offsets: 0, batches: 0 },
   };
   if (!records || records.length === 0) return out;
   let walk: ReturnType<typeof iterateBatches>;
@@ -221,6 +230,9 @@ export async function visibleRecords(records: Buffer | null, visibility: Visibil
       return out;
     }
     if (goes) bytes += outcome.bytes.length;
+    out.walked.bytes += batch.bytes.length;
+    out.walked.offsets += batch.lastOffsetDelta + 1;
+    out.walked.batches++;
     out.end = lastOffset(batch);
     out.removedRecords += batch.recordCount - outcome.kept;
     out.progress += outcome.progress;

@@ -10,7 +10,7 @@ import { decodeRequestHeader, decodeResponseHeader, responseHeaderVersion } from
 import { interceptedRequest, type Interception, type RequestInterceptor } from '../../../../src/proxy/interceptor.js';
 import type { IndexView, PartitionIndexView } from '../../../../src/compaction/index-view.js';
 import type { TopicConfigView, TopicPolicy } from '../../../../src/compaction/policy.js';
-import type { AbortedTransaction, PartitionRead, PartitionRecords, UpstreamReads } from '../../../../src/compaction/fetch-view/upstream-reads.js';
+import type { AbortedTransaction, PartitionRead, PartitionRecords, UpstreamRead, UpstreamReads } from '../../../../src/compaction/fetch-view/upstream-reads.js';
 import { createLogger } from '../../../../src/ops/log.js';
 
 export const log = createLogger({ component: 'test' });
@@ -171,6 +171,8 @@ export function indexView(partitions: Record<string, FakeIndex>): IndexView {
 /** A fake upstream broker over FakeLogs keyed "topic-partition"; topic ids map to names. */
 export class FakeUpstream implements UpstreamReads {
   reads: PartitionRead[] = [];
+  /** Reads given back; their records are overwritten then, as a reused buffer would be. */
+  released = 0;
   forwarded: Record<string, any>[] = []; // eslint-disable-line @typescript-eslint/no-explicit-any
   resolved: string[][] = [];
 
@@ -192,9 +194,19 @@ export class FakeUpstream implements UpstreamReads {
     };
   }
 
-  async readPartition(read: PartitionRead): Promise<PartitionRecords> {
+  async readPartition(read: PartitionRead): Promise<UpstreamRead> {
     this.reads.push(read);
-    return this.partitionData(read.topic, read.partition, read.fetchOffset, read.maxBytes, true, read.isolationLevel);
+    const data = this.partitionData(read.topic, read.partition, read.fetchOffset, read.maxBytes, true, read.isolationLevel);
+    let given = false;
+    return {
+      ...data,
+      release: () => {
+        if (given) throw new Error(`the read at ${read.fetchOffset} was given back twice`);
+        given = true;
+        this.released++;
+        data.records?.fill(0xee);
+      },
+    };
   }
 
   async resolveTopicIds(ids: string[]): Promise<void> {

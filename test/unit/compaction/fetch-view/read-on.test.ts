@@ -196,6 +196,28 @@ describe('reading on past one upstream window', () => {
     assert.deepEqual(out.batches.map((x) => [x.base, x.last, x.count]), [[20, 29, 0]]);
   });
 
+  test('large answers of fetches served at once each come out whole: reads on go back only once their response is out', async () => {
+    const survivors = every(2, 3, 6000);
+    const b = await bed(async ({ c0 }) => {
+      for (let i = 0; i < 60; i++) await c0.append({ count: 100, valueSize: 300 });
+      return { c0: new FakeIndex(survivors, c0.end) };
+    });
+    const limit = 256 * 1024;
+    for (const round of ['first', 'second']) {
+      const positions = [0, 1500, 3000, 4500];
+      const results = await Promise.all(positions.map((position) => roundTrip(b.view, b.upstream, spec(position, {}, limit))));
+      for (const [i, { response }] of results.entries()) {
+        const records: Buffer = response.responses[0].partitions[0].records;
+        assert.ok(records.length > 64 * 1024 && records.length <= limit, `${round}: ${records.length} bytes at ${positions[i]}`);
+        const offsets = (await readBatches(records)).records.map((r) => r.offset).filter((o) => o >= positions[i]!);
+        assert.ok(offsets.length > 200, `${round}: ${offsets.length} records at ${positions[i]}`);
+        assert.deepEqual(offsets, survivors.filter((o) => o >= positions[i]!).slice(0, offsets.length), `${round}: the survivors from ${positions[i]}`);
+      }
+    }
+    assert.ok(b.upstream.reads.length > 0, 'the answers read on');
+    assert.equal(b.upstream.released, b.upstream.reads.length);
+  });
+
   test('an unreadable batch met reading on waits for the client’s own fetch, which brings it as read', async () => {
     const b = await bed(async ({ c0 }) => {
       await uncompressed(c0, 30);
@@ -291,6 +313,9 @@ async function randomReads(rng: Rng): Promise<void> {
       clean(r, r.position);
     }
     const { response } = await pending;
+    // Reads on are given back (and overwritten, see FakeUpstream) once the response is out: its
+    // batches must be copies by then, which the CRC checks of readBatches below confirm.
+    assert.equal(b.upstream.released, b.upstream.reads.length, 'every read on is given back once the response is encoded');
     const parts = response.responses[0].partitions as { partitionIndex: number; errorCode: number; records: Buffer | null }[];
     let total = 0;
     let batchCount = 0;
