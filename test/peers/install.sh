@@ -79,6 +79,28 @@ apicurio_registry() {
   echo "$want" >"$marker"
 }
 
+# Small Java programs of the test bed (test/peers/java/src, default package), compiled against
+# the Kafka jars; recompiled when a source or the jars change.
+java_programs() {
+  local out="$cache/java-classes" marker want sources
+  mapfile -t sources < <(find "$here/java/src" -name '*.java' | sort)
+  if [[ ${#sources[@]} -eq 0 ]]; then
+    echo none
+    return
+  fi
+  want=$(stamp "${sources[@]}" "$kafka_home/.complete")
+  marker="$out/.complete"
+  if [[ -f "$marker" && "$(cat "$marker")" == "$want" ]]; then
+    echo cached
+    return
+  fi
+  rm -rf "$out" "$out.partial"
+  mkdir -p "$out.partial"
+  javac -nowarn -encoding UTF-8 --release 17 -cp "$kafka_home/lib/*" -d "$out.partial" "${sources[@]}" >&2
+  mv "$out.partial" "$out"
+  echo "$want" >"$marker"
+}
+
 go_programs() {
   command -v go >&2 || { echo "go is not installed" >&2; return 1; }
   # go build is incremental (module and build caches), so this is cheap when nothing changed.
@@ -121,6 +143,7 @@ kcat_tool() {
 }
 
 step "kafka $kafka_version jars" kafka_jars
+step "java programs" java_programs
 step "apicurio registry $apicurio_version" apicurio_registry
 step "go kfake, franzclient" go_programs
 step "python venv" python_venv

@@ -3,7 +3,7 @@
  * install.sh collects (no Kafka distribution, no shell scripts).
  */
 import path from 'node:path';
-import { kafkaLibDir, log4jConfig } from './paths.js';
+import { javaClassesDir, kafkaLibDir, log4jConfig } from './paths.js';
 import { runProcess, tail, type RunOptions } from './processes.js';
 
 /** Main classes as found in the 4.4.0 jars (ConfigCommand, DumpLogSegments and the console tools moved since 4.2). */
@@ -39,7 +39,7 @@ export function jvmArgs(heapMb: number): string[] {
     '-Djava.awt.headless=true',
     `-Dlog4j2.configurationFile=${log4jConfig}`,
     '-cp',
-    path.join(kafkaLibDir, '*'),
+    `${path.join(kafkaLibDir, '*')}${path.delimiter}${javaClassesDir}`,
   ];
 }
 

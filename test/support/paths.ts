@@ -23,5 +23,7 @@ export const apicurioJar = path.join(apicurioHome, 'registry.jar');
 /** Written by install.sh once the registry is built. */
 export const apicurioCompleteMarker = path.join(apicurioHome, '.complete');
 export const binDir = path.join(cacheDir, 'bin');
+/** The test bed's own Java programs (test/peers/java/src), compiled by install.sh. */
+export const javaClassesDir = path.join(cacheDir, 'java-classes');
 export const venvPython = path.join(cacheDir, 'venv', 'bin', 'python');
 export const pythonScriptsDir = path.join(peersSourceDir, 'python');
