@@ -76,6 +76,11 @@ export interface Budget {
 const UNLIMITED: Budget = { maxBytes: Infinity, oneAnyway: true };
 
 const NO_SPANS: RecordSpan[] = [];
+/**
+ * Only batches below the cleaner's horizon are rebuilt, and the indexer has checked the CRC of
+ * every batch there (fetched-rows.ts): a corrupt one stops the index, and so the horizon, before it.
+ */
+const CRC_CHECKED = true;
 const NO_BYTES = Buffer.alloc(0);
 
 function lastOffset(batch: BatchHeader): number {
@@ -112,7 +117,7 @@ async function untouched(records: Buffer, batch: BatchHeader, from: number): Pro
  * Where each record lies in the payload (record i spans starts[i] to starts[i + 1]), from the
  * length prefixes alone: the fetch path sees every superseded record, and a full decode (an
  * object and key and value views per record) costs several times as much. The batch's CRC,
- * checked when it is rebuilt, vouches for the rest of each record.
+ * checked by the indexer, vouches for the rest of each record.
  */
 function recordStarts(payload: Buffer, batch: BatchHeader): Int32Array {
   const count = batch.recordCount;
@@ -182,12 +187,12 @@ async function viewBatch(records: Buffer, batch: BatchHeader, visibility: Visibi
   if (last < horizon) {
     // Survivors are offsets of real records, so a full count means every record of the batch.
     if (survivors.length === batch.recordCount) return untouched(records, batch, from);
-    if (survivors.length === 0) return { bytes: await rebuildBatch(batch, NO_BYTES, NO_SPANS), kept: 0, progress: 0, rebuilt: true };
+    if (survivors.length === 0) return { bytes: await rebuildBatch(batch, NO_BYTES, NO_SPANS, CRC_CHECKED), kept: 0, progress: 0, rebuilt: true };
   }
   const payload = await batchPayload(records, batch);
   const starts = recordStarts(payload, batch);
   const kept = (last < horizon && contiguous(batch) && byPosition(payload, starts, survivors, base, from)) || byOffset(payload, starts, survivors, base, horizon, from);
-  const bytes = await rebuildBatch(batch, payload, kept);
+  const bytes = await rebuildBatch(batch, payload, kept, CRC_CHECKED);
   return { bytes, kept: kept.length, progress: kept.length, rebuilt: bytes !== batch.bytes };
 }
 

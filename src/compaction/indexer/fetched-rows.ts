@@ -8,6 +8,10 @@
  * Each transaction marker becomes a row of its own, with the first offset of the transaction it
  * ends (tracked per producer across fetches, because the cleaner keeps a marker while any of its
  * transaction's data remains).
+ *
+ * Every batch's CRC is checked here, once: a batch that fails stops the partition's index before
+ * it (as a corrupt segment makes a partition uncleanable in Kafka), so everything the cleaner
+ * covers has been checked, and the fetch view rebuilds batches without checking them again.
  */
 import {
   BATCH_HEADER_SIZE,
@@ -16,6 +20,7 @@ import {
   batchPayload,
   iterateBatches,
   scanRecordKeys,
+  verifyCrc,
   type BatchHeader,
 } from '../../protocol/records/batch.js';
 import { KEY_DIGEST_BYTES } from '../index/key-digest.js';
@@ -64,6 +69,7 @@ export async function collectRows(
     const last = base + batch.lastOffsetDelta;
     if (last < next) continue;
     if (stableEnd >= 0 && last >= stableEnd) break;
+    if (!verifyCrc(records, batch)) throw new CorruptRecordError(`record batch at offset ${base} fails its CRC check`);
     const first = Math.max(base, next);
     out.pushBatch(first, last, batch.end - batch.start, Number(batch.maxTimestamp));
     const producerId = Number(batch.producerId);

@@ -124,14 +124,15 @@ export async function encodeBatch(
  * 61-byte empty batch Kafka's cleaner writes (DefaultRecordBatch.writeEmptyHeader).
  *
  * The original CRC is checked first: a corrupt batch must fail here rather than leave with a
- * fresh, valid CRC.
+ * fresh, valid CRC. A caller that has checked these very bytes before says so with `crcChecked`
+ * (the fetch view: the indexer checks every batch it covers).
  */
-export async function rebuildBatch(header: BatchHeader, payload: Buffer, kept: readonly RecordSpan[]): Promise<Buffer> {
+export async function rebuildBatch(header: BatchHeader, payload: Buffer, kept: readonly RecordSpan[], crcChecked = false): Promise<Buffer> {
   if (kept.length === header.recordCount) return header.bytes;
   if (kept.length > header.recordCount) {
     throw new RangeError(`kept ${kept.length} records of a batch holding ${header.recordCount}`);
   }
-  if (crc32c(header.bytes, Offsets.attributes) !== header.crc) {
+  if (!crcChecked && crc32c(header.bytes, Offsets.attributes) !== header.crc) {
     throw new CorruptRecordError(`record batch at offset ${header.baseOffset} fails its CRC check`);
   }
   if (kept.length === 0) return emptyBatch(header);

@@ -70,6 +70,17 @@ describe('collectRows', () => {
     assert.deepEqual(rows.batchFirst.slice(0, rows.batchCount), [11, 13]);
   });
 
+  it('a batch failing its CRC stops the index before it (the fetch view rebuilds only batches checked here)', async () => {
+    const good = await dataBatch({ baseOffset: 0 }, [{ key: 'a', value: '1' }]);
+    const bad = Buffer.from(await dataBatch({ baseOffset: 1 }, [{ key: 'b', value: 'value' }]));
+    // A value byte: the records still parse, only the CRC can tell.
+    bad[bad.length - 3]! ^= 0xff;
+    const rows = new RowBuffer();
+    await assert.rejects(collectRows(Buffer.concat([good, bad]), [], 0, -1, new Map(), rows), /record batch at offset 1 fails its CRC check/);
+    const alone = new RowBuffer();
+    assert.equal((await collectRows(good, [], 0, -1, new Map(), alone)).nextOffset, 1);
+  });
+
   it('flags aborted data as a READ_COMMITTED consumer does and indexes markers with their transaction start', async () => {
     // Producer 7 commits [0, 1] (marker 4); producer 8 aborts [2, 3] (marker 5); then producer 8
     // commits [6] (marker 7): the abort marker must end producer 8's aborted state.
