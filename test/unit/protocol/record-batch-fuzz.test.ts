@@ -12,16 +12,7 @@ import {
   verifyCrc,
   type RecordInput,
 } from "../../../src/protocol/records/batch.js";
-
-/** Deterministic PRNG (mulberry32) so a failure names a reproducible seed. */
-function prng(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seededRng } from "./sample-body.js";
 
 const MAX_BYTES = 4 * 1024 * 1024;
 
@@ -106,7 +97,7 @@ describe("random mutations decode or throw CorruptRecordError, never anything el
     test(`codec ${codec}: mutated batches and fetch blobs`, async () => {
       const batch = await encodeBatch(FIELDS, sampleRecords, codec);
       const blob = Buffer.concat([batch, batch]);
-      const random = prng(7 + codec);
+      const random = seededRng(7 + codec);
       const deadline = Date.now() + 20_000;
       let runs = 0;
       for (; runs < 1500 && Date.now() < deadline; runs++) {
@@ -118,7 +109,7 @@ describe("random mutations decode or throw CorruptRecordError, never anything el
     test(`codec ${codec}: mutated records inside a valid (re-compressed, CRC-correct) batch`, async () => {
       const batch = await encodeBatch(FIELDS, sampleRecords, 0);
       const plainRecords = batch.subarray(61);
-      const random = prng(1000 + codec);
+      const random = seededRng(1000 + codec);
       const deadline = Date.now() + 20_000;
       let runs = 0;
       for (; runs < 600 && Date.now() < deadline; runs++) {
@@ -132,7 +123,7 @@ describe("random mutations decode or throw CorruptRecordError, never anything el
   }
 
   test("random bytes", async () => {
-    const random = prng(99);
+    const random = seededRng(99);
     for (let i = 0; i < 2000; i++) {
       const data = Buffer.allocUnsafe(Math.floor(random() * 200));
       for (let j = 0; j < data.length; j++) data[j] = Math.floor(random() * 256);

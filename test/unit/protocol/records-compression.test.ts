@@ -5,6 +5,7 @@ import { gzipSync } from "node:zlib";
 import { compress as rawSnappy } from "snappy";
 import { Compression, compress, decompress } from "../../../src/protocol/records/compression.js";
 import { CorruptRecordError } from "../../../src/protocol/records/errors.js";
+import { seededRng } from "./sample-body.js";
 
 const fixtures = new URL("../../../../test/fixtures/batches/", import.meta.url);
 const fixture = (name: string) => readFileSync(new URL(name, fixtures));
@@ -12,16 +13,6 @@ const plain = fixture("payload.bin");
 
 const CODECS = [Compression.Gzip, Compression.Snappy, Compression.Lz4, Compression.Zstd] as const;
 const NAMES: Record<number, string> = { 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd" };
-
-/** Deterministic PRNG (mulberry32) so failures reproduce. */
-function prng(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function randomBytes(random: () => number, n: number): Buffer {
   const out = Buffer.allocUnsafe(n);
@@ -43,7 +34,7 @@ describe("compression round trips", () => {
   const inputs: [string, Buffer][] = [
     ["empty", Buffer.alloc(0)],
     ["one byte", Buffer.from([42])],
-    ["random 100 KiB", randomBytes(prng(1), 100 * 1024)],
+    ["random 100 KiB", randomBytes(seededRng(1), 100 * 1024)],
     ["foreign payload (224 KiB)", plain],
     ["1 MiB of zeros", Buffer.alloc(1024 * 1024)],
   ];
@@ -218,7 +209,7 @@ describe("bad input", () => {
   for (const codec of CODECS) {
     test(`${NAMES[codec]}: empty and garbage input throw CorruptRecordError`, async () => {
       await assert.rejects(decompress(codec, Buffer.alloc(0)), CorruptRecordError);
-      const random = prng(codec);
+      const random = seededRng(codec);
       for (let i = 0; i < 200; i++) {
         assert.equal(await decodesOrCorrupt(codec, randomBytes(random, 1 + Math.floor(random() * 300))), undefined);
       }
@@ -231,7 +222,7 @@ describe("bad input", () => {
         // A truncated stream may only "succeed" if it still yields a prefix (snappy/gzip never do).
         if (result !== undefined) assert.ok(plain.subarray(0, result.length).equals(result));
       }
-      const random = prng(100 + codec);
+      const random = seededRng(100 + codec);
       for (let i = 0; i < 300; i++) {
         const mutated = Buffer.from(original);
         const flips = 1 + Math.floor(random() * 4);

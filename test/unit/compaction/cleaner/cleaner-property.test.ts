@@ -20,22 +20,12 @@ import { createLogger } from '../../../../src/ops/log.js';
 import type { DataRecord } from '../indexer/batch-builder.js';
 import { DEFAULT_POLICY } from '../../../support/default-policy.js';
 import { FakeLog, type LogBatch, type LogRecord } from './fake-log.js';
+import { seededRng } from '../../protocol/sample-body.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kcompact-prop-'));
 after(() => fs.rmSync(dir, { recursive: true, force: true }));
 const SEEDS = Number(process.env.KCOMPACT_PROPERTY_SEEDS ?? 60);
 const quiet = { ...createLogger(), warn: () => {}, info: () => {}, debug: () => {} };
-
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /**
  * Kafka's rules, naively: every record is looked at in every clean, against the whole log.
@@ -118,7 +108,7 @@ function heldOffsets(store: PartitionStore): number[] {
 }
 
 async function runSeed(seed: number): Promise<{ cleans: number; records: number; removed: number }> {
-  const random = rng(seed);
+  const random = seededRng(seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
   const policy: TopicPolicy = {
     ...DEFAULT_POLICY,
