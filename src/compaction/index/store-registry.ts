@@ -7,6 +7,7 @@ import type { Logger } from '../../ops/log.js';
 import { listPartitionIndexes, partitionIndexFile, removeTopicIndex } from './index-files.js';
 import { PartitionStore, type PartitionId } from './partition-store.js';
 import { buildSnapshot, type SurvivorSnapshot } from './survivor-set.js';
+import { rawBytesPerOffset } from './segment-roller.js';
 
 export type SnapshotSink = (id: PartitionId, snapshot: SurvivorSnapshot | null, transfer: ArrayBuffer[]) => void;
 
@@ -92,7 +93,7 @@ export class StoreRegistry {
   publish(store: PartitionStore): void {
     const upTo = store.checkpoint.firstDirty;
     const { count, min, max } = store.offsetsBelowStats(upTo);
-    const snapshot = buildSnapshot(upTo, count, min, max, (visit) => store.eachOffsetBelow(upTo, visit));
+    const snapshot = buildSnapshot(upTo, count, min, max, (visit) => store.eachOffsetBelow(upTo, visit), rawBytesPerOffset(store.segments, upTo));
     this.sink(store.id, snapshot, [snapshot.data]);
   }
 
@@ -111,3 +112,4 @@ export class StoreRegistry {
     }
   }
 }
+

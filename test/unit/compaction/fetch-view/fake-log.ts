@@ -110,8 +110,12 @@ export class FakeLog {
 export class FakeIndex implements PartitionIndexView {
   private sorted: number[];
 
-  constructor(survivors: Iterable<number>, public horizon: number) {
+  constructor(survivors: Iterable<number>, public horizon: number, public rawCost = 0) {
     this.sorted = [...survivors].sort((a, b) => a - b);
+  }
+
+  rawBytesPerOffset(): number {
+    return this.rawCost;
   }
 
   setSurvivors(survivors: Iterable<number>): void {

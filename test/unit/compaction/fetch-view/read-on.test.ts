@@ -224,7 +224,9 @@ describe('reading on past one upstream window', () => {
       return { c0: new FakeIndex([5, 105, 205, 255], c0.end) };
     });
     const bad = b.logs['c-0']!.batches[20]!;
-    bad.bytes[BATCH_HEADER_SIZE + 3]! ^= 0xff;
+    // The first record's length, as a varint far past the batch's end.
+    bad.bytes[BATCH_HEADER_SIZE]! = 0xfe;
+    bad.bytes[BATCH_HEADER_SIZE + 1]! = 0x7f;
     const limit = 3000;
     const seen: number[] = [];
     let position = 0;

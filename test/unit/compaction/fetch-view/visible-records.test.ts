@@ -179,8 +179,9 @@ describe('visibleRecords', () => {
     const log = await logOf(5, 5, 5);
     const data = Buffer.from(log.read(0, 1 << 20, true));
     const second = log.batches[0]!.bytes.length;
-    // The first record's length varint of the second batch, made larger than the batch.
-    data[second + BATCH_HEADER_SIZE]! = 0x7e;
+    // The first record's length, as a varint far past the batch's end.
+    data[second + BATCH_HEADER_SIZE]! = 0xfe;
+    data[second + BATCH_HEADER_SIZE + 1]! = 0x7f;
     const seen = await visibleRecords(data, visibility(new FakeIndex([1, 7, 12], 15)), 0);
     assert.match(seen.corrupt ?? '', /does not fit its payload/);
     assert.equal(seen.batches.length, 2);
