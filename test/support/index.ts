@@ -22,6 +22,10 @@ export {
 } from './runners.js';
 export { kafkajsProduce, kafkajsConsume } from './kafkajs-client.js';
 export { startSchemaRegistry, registryMissing, type RunningSchemaRegistry } from './registry.js';
+export { startUncompactedUpstream, ecosystemUpstreams, type UpstreamKind, type UncompactedUpstream } from './uncompacted-upstream.js';
+export { startConnectWorker, type ConnectWorkerOptions, type RunningConnectWorker, type RestAnswer } from './connect.js';
+export { startStreamsApp, type StreamsAppOptions, type StreamsEvent, type RunningStreamsApp } from './streams-app.js';
+export { readTopics, readToEnd, allRecords, compactedView, type TopicRecord, type TopicContents } from './read-to-end.js';
 export { peersAvailable, missingPeers, requirePeers, kcatAvailable } from './peers.js';
 export {
   runProcess,

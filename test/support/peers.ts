@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { TestContext } from 'node:test';
-import { binDir, kafkaCompleteMarker, venvPython } from './paths.js';
+import { binDir, javaClassesDir, kafkaCompleteMarker, venvPython } from './paths.js';
 import { javaBin } from './java.js';
 
 function onPath(command: string, versionFlag: string): boolean {
@@ -23,6 +23,7 @@ function onPath(command: string, versionFlag: string): boolean {
 export function missingPeers(): string[] {
   const missing: string[] = [];
   if (!fs.existsSync(kafkaCompleteMarker)) missing.push('Kafka jars');
+  if (!fs.existsSync(path.join(javaClassesDir, '.complete'))) missing.push('java programs');
   if (!onPath(javaBin(), '-version')) missing.push('java');
   for (const b of ['kfake', 'franzclient']) if (!fs.existsSync(path.join(binDir, b))) missing.push(b);
   if (!fs.existsSync(venvPython)) missing.push('python venv');

@@ -1,0 +1,230 @@
+/**
+ * Kafka Connect 4.4 in distributed mode through kcompact in front of a store without compaction
+ * (Kafka 4.4 with its cleaner off; KCOMPACT_ECOSYSTEM_UPSTREAMS=kafka,kfake adds kfake). Connect
+ * creates its config, offset and status topics through the proxy as compacted, and on a restart
+ * checks them with DescribeConfigs (it refuses to start on anything but cleanup.policy=compact);
+ * the upstream topics keep everything forever and are never compacted. A FileStream source
+ * connector copies a file into a topic; the connector's config, its state and its source offsets
+ * are updated several times, kcompact cleans, and a restarted worker resumes from the compacted
+ * topics: the connector is back without being posted again, with its latest config, and it
+ * copies only the lines added while it was down.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { test, type TestContext } from 'node:test';
+import kafkajs from 'kafkajs';
+import {
+  allRecords,
+  compactedView,
+  ecosystemUpstreams,
+  makeTempDir,
+  pollUntil,
+  readToEnd,
+  readTopics,
+  requirePeers,
+  startConnectWorker,
+  startUncompactedUpstream,
+  type RunningConnectWorker,
+  type TopicContents,
+} from '../support/index.js';
+import { startCompactingProxy } from '../support/kcompact.js';
+
+/**
+ * segment.ms of the internal topics, set through the worker (config.storage.segment.ms, ...):
+ * virtual segments roll after a second, so earlier updates become cleanable.
+ */
+const SEGMENT_MS = 1000;
+const CONNECTOR = 'file-source';
+/** Kafka's FileStreamSourceConnector with a version() that runs on 4.4 (test/peers/java/src/FileStreamSourceShim.java). */
+const CONNECTOR_CLASS = 'FileStreamSourceShim';
+const LINES_TOPIC = 'file-lines';
+/** What Connect logs when it cannot trust an internal topic to be compacted. */
+const NOT_COMPACTED = /is required to have 'cleanup\.policy=compact'|Unable to use admin client to verify the cleanup policy/;
+
+function adminOf(bootstrap: string) {
+  return new kafkajs.Kafka({ clientId: 'connect-test', brokers: [bootstrap], logLevel: kafkajs.logLevel.NOTHING }).admin();
+}
+
+async function topicConfigs(bootstrap: string, topics: string[]): Promise<Map<string, Record<string, string>>> {
+  const admin = adminOf(bootstrap);
+  await admin.connect();
+  try {
+    const answer = await admin.describeConfigs({
+      includeSynonyms: false,
+      resources: topics.map((name) => ({ type: kafkajs.ConfigResourceTypes.TOPIC, name })),
+    });
+    return new Map(answer.resources.map((r) => [r.resourceName, Object.fromEntries(r.configEntries.map((e) => [e.configName, e.configValue]))]));
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+function appendLines(file: string, from: number, to: number): string[] {
+  const lines = Array.from({ length: to - from + 1 }, (_, i) => `line ${from + i}`);
+  fs.appendFileSync(file, lines.map((l) => `${l}\n`).join(''));
+  return lines;
+}
+
+async function linesThroughProxy(bootstrap: string, count: number): Promise<string[]> {
+  return pollUntil(`${count} lines in ${LINES_TOPIC}`, 60_000, async () => {
+    const values = allRecords(await readToEnd(bootstrap, LINES_TOPIC)).map((r) => r.value ?? '');
+    return values.length >= count ? values : undefined;
+  });
+}
+
+async function connectorState(worker: RunningConnectWorker, state: 'RUNNING' | 'PAUSED'): Promise<void> {
+  await pollUntil(`connector ${CONNECTOR} and its task ${state}`, 60_000, async () => {
+    const res = await worker.request<{ connector: { state: string }; tasks: { state: string }[] }>('GET', `/connectors/${CONNECTOR}/status`);
+    if (res.status !== 200) return undefined;
+    return res.body.connector.state === state && res.body.tasks.length === 1 && res.body.tasks[0]!.state === state ? true : undefined;
+  });
+}
+
+async function ok<T>(worker: RunningConnectWorker, method: string, urlPath: string, body?: unknown): Promise<T> {
+  const res = await worker.request<T>(method, urlPath, body);
+  assert.ok(res.status >= 200 && res.status < 300, `${method} ${urlPath}: HTTP ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body;
+}
+
+for (const kind of ecosystemUpstreams()) {
+  test(`Kafka Connect (distributed) through kcompact in front of ${kind} without compaction`, { timeout: 180_000 }, async (t: TestContext) => {
+    if (!requirePeers(t)) return;
+    const upstream = await startUncompactedUpstream(kind);
+    const proxy = await startCompactingProxy(upstream.bootstrap);
+    const dir = makeTempDir('kcompact-connect-');
+    const file = path.join(dir.path, 'source.txt');
+    const workerOptions = {
+      bootstrap: proxy.bootstrap,
+      dir: dir.path,
+      groupId: 'kcompact-connect',
+      properties: {
+        'offset.storage.partitions': 3,
+        'status.storage.partitions': 2,
+        // Source offsets are committed often, so the offsets topic gets several updates per key.
+        'offset.flush.interval.ms': 500,
+        'config.storage.segment.ms': SEGMENT_MS,
+        'offset.storage.segment.ms': SEGMENT_MS,
+        'status.storage.segment.ms': SEGMENT_MS,
+      },
+    };
+    let worker: RunningConnectWorker | undefined;
+    try {
+      const admin = adminOf(proxy.bootstrap);
+      await admin.connect();
+      await admin.createTopics({ waitForLeaders: true, topics: [{ topic: LINES_TOPIC, numPartitions: 1 }] });
+      await admin.disconnect();
+      const copied = appendLines(file, 1, 20);
+      worker = await startConnectWorker(workerOptions);
+      const internal = worker.topics;
+      const internalTopics = [internal.configs, internal.offsets, internal.status];
+
+      await t.test('the worker creates its internal topics compacted through the proxy, and its own check passes', async () => {
+        const viaProxy = await topicConfigs(proxy.bootstrap, internalTopics);
+        const stored = await topicConfigs(upstream.bootstrap, internalTopics);
+        for (const topic of internalTopics) {
+          assert.deepEqual([viaProxy.get(topic)?.['cleanup.policy'], viaProxy.get(topic)?.['segment.ms']], ['compact', String(SEGMENT_MS)], `${topic} through the proxy`);
+          // The store keeps every record forever and compacts nothing: the proxy does.
+          assert.deepEqual(
+            [stored.get(topic)?.['cleanup.policy'], stored.get(topic)?.['retention.ms'], stored.get(topic)?.['retention.bytes']],
+            ['delete', '-1', '-1'],
+            `${topic} upstream`,
+          );
+        }
+        const log = worker!.log();
+        for (const topic of internalTopics) assert.match(log, new RegExp(`Created topic \\(name=${topic},.*configs=\\{[^}]*cleanup\\.policy=compact`), topic);
+        assert.doesNotMatch(log, NOT_COMPACTED);
+        const root = await ok<{ version: string }>(worker!, 'GET', '/');
+        assert.equal(root.version, '4.4.0');
+      });
+
+      await t.test('a FileStream source connector copies the file into a topic', async () => {
+        await ok(worker!, 'POST', '/connectors', {
+          name: CONNECTOR,
+          config: { 'connector.class': CONNECTOR_CLASS, 'tasks.max': '1', file, topic: LINES_TOPIC },
+        });
+        await connectorState(worker!, 'RUNNING');
+        assert.deepEqual(await linesThroughProxy(proxy.bootstrap, copied.length), copied);
+      });
+
+      /** Config, target state, statuses and source offsets all get new values for the same keys. */
+      const updateRound = async (batchSize: number, from: number, to: number) => {
+        await ok(worker!, 'PUT', `/connectors/${CONNECTOR}/config`, {
+          'connector.class': CONNECTOR_CLASS,
+          'tasks.max': '1',
+          file,
+          topic: LINES_TOPIC,
+          'batch.size': String(batchSize),
+        });
+        await connectorState(worker!, 'RUNNING');
+        copied.push(...appendLines(file, from, to));
+        assert.deepEqual(await linesThroughProxy(proxy.bootstrap, copied.length), copied);
+        await ok(worker!, 'PUT', `/connectors/${CONNECTOR}/pause`);
+        await connectorState(worker!, 'PAUSED');
+        await ok(worker!, 'PUT', `/connectors/${CONNECTOR}/resume`);
+        await connectorState(worker!, 'RUNNING');
+      };
+
+      await t.test('after updates of every key a clean leaves the latest record of each, and the store keeps them all', async () => {
+        await updateRound(100, 21, 30);
+        // Past segment.ms, the next round's records start a new virtual segment: this round's become cleanable.
+        await new Promise((r) => setTimeout(r, SEGMENT_MS + 200));
+        await updateRound(200, 31, 40);
+        // Offsets are flushed on a timer: wait for the last lines' position to be stored.
+        await pollUntil('the source offset of line 40 stored', 30_000, async () => {
+          const offsets = allRecords(await readToEnd(upstream.bootstrap, internal.offsets));
+          const position = fs.statSync(file).size;
+          return offsets.some((r) => r.value === `{"position":${position}}`) ? true : undefined;
+        });
+        await pollUntil('the index caught up with the internal topics', 30_000, async () => {
+          const status = (await proxy.compaction.engine.status()).partitions.filter((p) => internalTopics.includes(p.topic));
+          const partitions = 1 + 3 + 2;
+          return status.length === partitions && status.every((p) => p.nextOffset === p.highWatermark) ? true : undefined;
+        });
+        for (const topic of internalTopics) assert.deepEqual((await proxy.compaction.engine.compactNow(topic)).failed, [], topic);
+        const view = await readTopics(proxy.bootstrap, internalTopics);
+        const raw = await readTopics(upstream.bootstrap, internalTopics);
+        let removed = 0;
+        for (const topic of internalTopics) {
+          for (const [p, { records: seen, endOffset }] of Object.entries(view.get(topic)!.partitions)) {
+            // The worker may have written more since the view was read.
+            const records = raw.get(topic)!.partitions[p]!.records.filter((r) => r.offset < endOffset);
+            const cleanedUpTo = proxy.compaction.engine.index.partition(topic, Number(p))?.cleanedUpTo() ?? 0;
+            t.diagnostic(`${topic}-${p}: ${records.length} records upstream, ${seen.length} through kcompact, cleaned up to ${cleanedUpTo}`);
+            assert.deepEqual(seen, compactedView(records, cleanedUpTo), `${topic}-${p}`);
+            removed += records.length - seen.length;
+          }
+        }
+        assert.ok(removed > 10, `${removed} superseded records hidden`);
+        const connectorConfigs = (of: Map<string, TopicContents>) => allRecords(of.get(internal.configs)!).filter((r) => r.key === `connector-${CONNECTOR}`);
+        assert.equal(connectorConfigs(raw).length, 3, 'the store holds every connector config written');
+        const left = connectorConfigs(view);
+        assert.ok(left.length < 3, `${left.length} connector configs left in the view`);
+        assert.match(left.at(-1)!.value!, /"batch.size":"200"/, 'the latest one among them');
+      });
+
+      await t.test('a restarted worker checks its topics, and resumes from the compacted configs and offsets', async () => {
+        const earlierLog = worker!.log().length;
+        await worker!.stop();
+        worker = undefined;
+        copied.push(...appendLines(file, 41, 50));
+        worker = await startConnectWorker(workerOptions);
+        // Connect checks the cleanup.policy of internal topics that already exist, and stops if it is not exactly compact.
+        const log = worker.log().slice(earlierLog);
+        for (const topic of internalTopics) assert.ok(log.includes(`Found cleanup.policy=compact for topic '${topic}'`), `Connect checked ${topic}:\n${log}`);
+        assert.doesNotMatch(log, NOT_COMPACTED);
+        assert.deepEqual(await ok<string[]>(worker, 'GET', '/connectors'), [CONNECTOR], 'the connector is back without being posted again');
+        const config = await ok<Record<string, string>>(worker, 'GET', `/connectors/${CONNECTOR}/config`);
+        assert.equal(config['batch.size'], '200', 'with its latest config');
+        await connectorState(worker, 'RUNNING');
+        // Exactly once each, in order: the restarted task started at the stored position.
+        assert.deepEqual(await linesThroughProxy(proxy.bootstrap, copied.length), copied);
+      });
+    } finally {
+      await worker?.stop();
+      await proxy.stop();
+      await upstream.stop();
+      dir.remove();
+    }
+  });
+}
