@@ -8,7 +8,9 @@ import { UpstreamReachability } from '../ops/health/upstream-reachability.js';
 import { ProxyServer } from '../proxy/server.js';
 import { TopicIds } from '../proxy/topic-ids.js';
 import { startCompaction, type Compaction } from '../compaction/compaction.js';
-import type { ProxyConfig } from '../config/settings.js';
+import { listenerTlsSettings, upstreamSecuritySettings, type ProxyConfig } from '../config/settings.js';
+import { reloadWatchedFiles } from '../config/watched-files.js';
+import { UpstreamConnector } from '../upstream/upstream-connector.js';
 
 /**
  * After the drain, how long checkpointing and closing the key index may take before the process
@@ -36,9 +38,17 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
   });
   let server: ProxyServer | undefined;
   let compaction: Compaction | undefined;
+  // One connector for every upstream connection of this thread; the worker builds its own.
+  const connector = new UpstreamConnector(upstreamSecuritySettings(config), log);
+  // From the start: SIGHUP's default action would end the process. The worker thread gets no
+  // signals; it sees changed files through its own file checks.
+  process.on('SIGHUP', () => {
+    log.info('SIGHUP: re-reading the TLS and password files');
+    reloadWatchedFiles();
+  });
   const health = new Health({
     listening: () => server?.listening ?? false,
-    upstream: new UpstreamReachability({ upstream: config.upstream, lastConnectMs: () => metrics.proxy.lastUpstreamConnectMs }),
+    upstream: new UpstreamReachability({ upstream: config.upstream, lastConnectMs: () => metrics.proxy.lastUpstreamConnectMs, connector }),
   });
   /** A route that needs the compaction engine, answered 503 while the index is being recovered. */
   const withCompaction =
@@ -51,7 +61,7 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
       const { contentType, body } = await metrics.scrape();
       return Reply.text(200, body, contentType);
     }],
-    ...adminRoutes({ config, server: () => server, withCompaction }),
+    ...adminRoutes({ config, server: () => server, withCompaction, connector }),
   ]);
   const management: ManagementServer = await startManagementServer(config.metricsListen, routes, log).catch((err: unknown) =>
     fail('cannot start the management endpoint', {
@@ -74,6 +84,7 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
     brokerConfigs: config.brokerConfigs,
     keyIdentity: config.keyIdentity,
     schemaRegistryUrl: config.schemaRegistryUrl,
+    upstreamConnector: connector,
   }).catch((err: unknown) => fail('cannot start compaction', { err, dataDir: config.dataDir, fix: 'check that the data directory is writable and the upstream reachable' }));
   compaction = engine;
   metrics.compaction.attach({ status: () => engine.engine.status(), filteredRecords: () => engine.fetchView.stats.removedRecords });
@@ -89,6 +100,8 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
     interceptors: engine.interceptors,
     topics: topicIds,
     meter: metrics.proxy,
+    tls: listenerTlsSettings(config),
+    connector,
   });
   server = proxy;
   await proxy.start().catch((err: unknown) =>
@@ -104,6 +117,9 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
     management: `http://${config.metricsListen.host}:${management.address.port}`,
     upstream: config.upstream.map((u) => `${u.host}:${u.port}`),
     dataDir: config.dataDir,
+    listenerTls: config.tlsCertFile === undefined ? 'off' : config.tlsClientCaFile === undefined ? 'on' : 'on, client certificates required',
+    upstreamTls: config.upstreamTls,
+    upstreamSasl: config.upstreamSaslMechanism === undefined ? 'off' : `${config.upstreamSaslMechanism} as ${config.upstreamSaslUsername}`,
   });
 
   // SIGTERM: fail readiness, stop accepting, drain, checkpoint and close SQLite, exit 0.

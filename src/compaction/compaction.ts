@@ -16,6 +16,7 @@ import { createProduceGuard } from './produce-guard/produce-guard.js';
 import { createFetchView, type FetchView } from './fetch-view/fetch-view.js';
 import { UpstreamPool } from './fetch-view/upstream-pool.js';
 import type { TopicPolicy } from './policy.js';
+import type { UpstreamConnector } from '../upstream/upstream-connector.js';
 
 export interface CompactionOptions {
   upstream: HostPort[];
@@ -37,6 +38,8 @@ export interface CompactionOptions {
   /** How keys compare per topic (the keyIdentity setting) and the schema registry "registry" decodes with. */
   keyIdentity?: KeyIdentityRules;
   schemaRegistryUrl?: string;
+  /** TLS and SASL of every upstream connection compaction makes (the worker builds its own from its settings). */
+  upstreamConnector?: UpstreamConnector;
 }
 
 export interface Compaction {
@@ -59,6 +62,7 @@ export async function startCompaction(opts: CompactionOptions): Promise<Compacti
     pollIntervalMs: opts.configPollIntervalMs,
     requestTimeoutMs: opts.requestTimeoutMs,
     maxFrameBytes: opts.maxFrameBytes,
+    connector: opts.upstreamConnector,
   });
   let engine: CompactionEngine;
   try {
@@ -72,6 +76,7 @@ export async function startCompaction(opts: CompactionOptions): Promise<Compacti
       indexer: opts.indexer,
       keyIdentity: opts.keyIdentity,
       schemaRegistryUrl: opts.schemaRegistryUrl,
+      upstreamSecurity: opts.upstreamConnector?.settings,
     });
   } catch (err) {
     await configs.close();
@@ -95,6 +100,7 @@ export async function startCompaction(opts: CompactionOptions): Promise<Compacti
     log: opts.log,
     maxFrameBytes: opts.maxFrameBytes,
     requestTimeoutMs: opts.requestTimeoutMs,
+    connector: opts.upstreamConnector,
   });
   const interceptors = new Map<number, RequestInterceptor>(configs.interceptors);
   interceptors.set(

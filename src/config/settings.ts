@@ -3,6 +3,7 @@
  * its config-file key are derived from the name, so the three can never drift apart.
  * Precedence: command line, then environment, then config file, then default.
  */
+import fs from 'node:fs';
 import { parseHostPort, parseHostPortList } from './host-port.js';
 import { createLogger, isLogLevel, type LogLevel } from '../ops/log.js';
 import type { HostPort } from '../proxy/broker-map.js';
@@ -13,6 +14,9 @@ import { TopicConfigError } from '../compaction/config/config-error.js';
 import { TopicIds } from '../proxy/topic-ids.js';
 import { checkKeyIdentityRules, registryPatterns, type KeyIdentityMode } from '../compaction/key-identity/key-identity-rules.js';
 import { checkRegistryUrl } from '../compaction/key-identity/registry-url.js';
+import { listenerContextOptions, type ListenerTlsSettings } from '../proxy/listener-tls.js';
+import { passwordOf, upstreamContext, type UpstreamSecurity, type UpstreamTlsSettings } from '../upstream/upstream-connector.js';
+import { SASL_MECHANISMS, type SaslMechanism } from '../upstream/sasl-client.js';
 
 export interface ProxyConfig {
   upstream: HostPort[];
@@ -34,6 +38,22 @@ export interface ProxyConfig {
   /** Base URL of a Confluent-compatible schema registry, credentials as user info; undefined: none. */
   schemaRegistryUrl: string | undefined;
   keyIdentity: Record<string, KeyIdentityMode>;
+  /** PEM files of the client listeners' TLS; both unset: plaintext listeners. */
+  tlsCertFile: string | undefined;
+  tlsKeyFile: string | undefined;
+  /** PEM CA file: clients must present a certificate it signed (mutual TLS). */
+  tlsClientCaFile: string | undefined;
+  upstreamTls: boolean;
+  upstreamTlsCaFile: string | undefined;
+  upstreamTlsCertFile: string | undefined;
+  upstreamTlsKeyFile: string | undefined;
+  upstreamTlsServerName: string | undefined;
+  upstreamTlsVerifyHostname: boolean;
+  /** SASL of the proxy's own upstream connections; unset: they do not authenticate. */
+  upstreamSaslMechanism: SaslMechanism | undefined;
+  upstreamSaslUsername: string | undefined;
+  upstreamSaslPassword: string | undefined;
+  upstreamSaslPasswordFile: string | undefined;
 }
 
 export class ConfigError extends Error {
@@ -85,6 +105,20 @@ const text = (raw: unknown) => {
   if (typeof raw !== 'string' || raw.trim() === '') throw new Error('expected a non-empty string');
   return raw.trim();
 };
+
+/** A path the proxy can read now (its contents are checked with the settings it goes with). */
+const readableFile = (raw: unknown) => {
+  const file = text(raw);
+  try {
+    fs.accessSync(file, fs.constants.R_OK);
+  } catch (err) {
+    throw new Error(`expected the path of a readable file (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
+  return file;
+};
+
+/** Never quoted back: a value that failed to parse may still be the real secret. */
+const hidden = () => '(value hidden)';
 
 /** A JSON value, given as text (flag, environment) or already parsed (config file). */
 function json(raw: unknown, expected: string): unknown {
@@ -239,6 +273,105 @@ export const SETTINGS: readonly Setting[] = [
     parse: (raw) => checkKeyIdentityRules(json(raw, 'a JSON object of topic names or globs to bytes, payload or registry')),
   },
   {
+    key: 'tlsCertFile',
+    arg: 'FILE',
+    description: 'PEM certificate chain the client listeners present; with --tls-key-file every listener (bootstrap and brokers) speaks TLS; re-read when it changes and on SIGHUP',
+    defaultText: 'none (plaintext listeners)',
+    parse: readableFile,
+  },
+  {
+    key: 'tlsKeyFile',
+    arg: 'FILE',
+    description: 'PEM private key (unencrypted) of --tls-cert-file',
+    defaultText: 'none',
+    parse: readableFile,
+  },
+  {
+    key: 'tlsClientCaFile',
+    arg: 'FILE',
+    description: 'PEM CA certificates: clients must present a certificate one of them signed (mutual TLS)',
+    defaultText: 'none (clients are not asked for a certificate)',
+    parse: readableFile,
+  },
+  {
+    key: 'upstreamTls',
+    arg: 'true|false',
+    description: 'connect to the upstream with TLS: every connection, clients\' and the proxy\'s own',
+    defaultText: 'false',
+    parse: boolean,
+  },
+  {
+    key: 'upstreamTlsCaFile',
+    arg: 'FILE',
+    description: "PEM CA certificates the upstream's certificate must chain to; re-read when it changes and on SIGHUP",
+    defaultText: "Node's bundled public CAs",
+    parse: readableFile,
+  },
+  {
+    key: 'upstreamTlsCertFile',
+    arg: 'FILE',
+    description: 'PEM client certificate chain for an upstream that requires mutual TLS (with --upstream-tls-key-file)',
+    defaultText: 'none',
+    parse: readableFile,
+  },
+  {
+    key: 'upstreamTlsKeyFile',
+    arg: 'FILE',
+    description: 'PEM private key (unencrypted) of --upstream-tls-cert-file',
+    defaultText: 'none',
+    parse: readableFile,
+  },
+  {
+    key: 'upstreamTlsServerName',
+    arg: 'HOST',
+    description: "name sent as SNI and checked in the upstream's certificates instead of each broker's host",
+    defaultText: "each broker's host",
+    parse: text,
+  },
+  {
+    key: 'upstreamTlsVerifyHostname',
+    arg: 'true|false',
+    description: "check that the upstream's certificate names the broker's host (or --upstream-tls-server-name); the chain is verified either way",
+    defaultText: 'true',
+    parse: boolean,
+  },
+  {
+    key: 'upstreamSaslMechanism',
+    arg: 'MECHANISM',
+    description: "SASL mechanism of the proxy's own upstream connections (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512); clients authenticate themselves through the proxy",
+    defaultText: 'none (the proxy does not authenticate)',
+    parse: (raw) => {
+      const v = String(raw).trim();
+      if (!(SASL_MECHANISMS as readonly string[]).includes(v)) throw new Error(`expected one of ${SASL_MECHANISMS.join(', ')}`);
+      return v;
+    },
+  },
+  {
+    key: 'upstreamSaslUsername',
+    arg: 'USER',
+    description: "user of the proxy's own upstream connections",
+    defaultText: 'none',
+    parse: text,
+  },
+  {
+    key: 'upstreamSaslPassword',
+    arg: 'PASSWORD',
+    description: 'password of --upstream-sasl-username; prefer the environment variable or --upstream-sasl-password-file to a flag or the config file; never logged',
+    defaultText: 'none',
+    parse: (raw) => {
+      if (typeof raw !== 'string' || raw === '') throw new Error('expected a non-empty string');
+      return raw;
+    },
+    quote: hidden,
+  },
+  {
+    key: 'upstreamSaslPasswordFile',
+    arg: 'FILE',
+    description: 'file holding the password of --upstream-sasl-username (one trailing line break ignored); re-read when it changes',
+    defaultText: 'none',
+    parse: readableFile,
+  },
+  {
     key: 'logLevel',
     arg: 'LEVEL',
     description: 'debug, info, warn or error',
@@ -316,6 +449,91 @@ function checkTopicSettings(topics: readonly StaticTopic[], brokerConfigs: Reado
   }
 }
 
+/** The files' contents, read for a check; an unreadable file is a ConfigError naming its key. */
+function readForCheck(files: readonly [key: keyof ProxyConfig, path: string][]): Buffer[] {
+  return files.map(([key, file]) => {
+    try {
+      return fs.readFileSync(file);
+    } catch (err) {
+      throw new ConfigError(`cannot read ${file} (${describeKey(key)}): ${(err as Error).message}`);
+    }
+  });
+}
+
+const keysOf = (keys: readonly (keyof ProxyConfig)[]) => keys.map(describeKey).join(', ');
+
+/**
+ * TLS and SASL settings that only work together: checked as a whole, and the files read and
+ * combined as the proxy will, so that a key not matching its certificate stops the start here.
+ */
+function checkSecurity(c: ProxyConfig): void {
+  if ((c.tlsCertFile === undefined) !== (c.tlsKeyFile === undefined)) {
+    throw new ConfigError(`${keysOf(['tlsCertFile', 'tlsKeyFile'])} go together: set both for TLS on the listeners, or neither`);
+  }
+  if (c.tlsClientCaFile !== undefined && c.tlsCertFile === undefined) {
+    throw new ConfigError(`${describeKey('tlsClientCaFile')} asks clients for certificates over TLS, which needs ${keysOf(['tlsCertFile', 'tlsKeyFile'])}`);
+  }
+  if (listenerTlsSettings(c)) {
+    const keys = (['tlsCertFile', 'tlsKeyFile', 'tlsClientCaFile'] as const).filter((k) => c[k] !== undefined);
+    try {
+      listenerContextOptions(readForCheck(keys.map((k) => [k, c[k]!])));
+    } catch (err) {
+      if (err instanceof ConfigError) throw err;
+      throw new ConfigError(`the listener TLS files of ${keysOf(keys)} cannot be used together: ${(err as Error).message}; give a PEM certificate chain, its unencrypted PEM key and PEM CA certificates`);
+    }
+  }
+  const upstreamTlsKeys = ['upstreamTlsCaFile', 'upstreamTlsCertFile', 'upstreamTlsKeyFile', 'upstreamTlsServerName'] as const;
+  if (!c.upstreamTls) {
+    const set = [...upstreamTlsKeys.filter((k) => c[k] !== undefined), ...(c.upstreamTlsVerifyHostname ? [] : (['upstreamTlsVerifyHostname'] as const))];
+    if (set.length > 0) throw new ConfigError(`${keysOf(set)} only apply with ${describeKey('upstreamTls')} set to true; set it or drop them`);
+  }
+  if ((c.upstreamTlsCertFile === undefined) !== (c.upstreamTlsKeyFile === undefined)) {
+    throw new ConfigError(`${keysOf(['upstreamTlsCertFile', 'upstreamTlsKeyFile'])} go together: set both for a client certificate, or neither`);
+  }
+  const upstream = upstreamSecuritySettings(c);
+  if (upstream.tls) {
+    const keys = (['upstreamTlsCaFile', 'upstreamTlsCertFile', 'upstreamTlsKeyFile'] as const).filter((k) => c[k] !== undefined);
+    try {
+      upstreamContext(upstream.tls, readForCheck(keys.map((k) => [k, c[k]!])));
+    } catch (err) {
+      if (err instanceof ConfigError) throw err;
+      throw new ConfigError(`the upstream TLS files of ${keysOf(keys)} cannot be used together: ${(err as Error).message}; give PEM CA certificates, a PEM client certificate chain and its unencrypted PEM key`);
+    }
+  }
+  const saslKeys = ['upstreamSaslUsername', 'upstreamSaslPassword', 'upstreamSaslPasswordFile'] as const;
+  if (c.upstreamSaslMechanism === undefined) {
+    const set = saslKeys.filter((k) => c[k] !== undefined);
+    if (set.length > 0) throw new ConfigError(`${keysOf(set)} only apply with ${describeKey('upstreamSaslMechanism')}; set it (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512) or drop them`);
+    return;
+  }
+  if (c.upstreamSaslUsername === undefined) throw new ConfigError(`${describeKey('upstreamSaslMechanism')} needs ${describeKey('upstreamSaslUsername')}`);
+  if ((c.upstreamSaslPassword === undefined) === (c.upstreamSaslPasswordFile === undefined)) {
+    throw new ConfigError(`${describeKey('upstreamSaslMechanism')} needs exactly one of ${keysOf(['upstreamSaslPassword', 'upstreamSaslPasswordFile'])}`);
+  }
+  if (c.upstreamSaslPasswordFile !== undefined && passwordOf(readForCheck([['upstreamSaslPasswordFile', c.upstreamSaslPasswordFile]])[0]!) === '') {
+    throw new ConfigError(`${describeKey('upstreamSaslPasswordFile')}: ${c.upstreamSaslPasswordFile} is empty; write the password into it`);
+  }
+}
+
+/** TLS of the client listeners, when configured. */
+export function listenerTlsSettings(c: ProxyConfig): ListenerTlsSettings | undefined {
+  if (c.tlsCertFile === undefined || c.tlsKeyFile === undefined) return undefined;
+  return { certFile: c.tlsCertFile, keyFile: c.tlsKeyFile, ...(c.tlsClientCaFile !== undefined ? { clientCaFile: c.tlsClientCaFile } : {}) };
+}
+
+/** TLS and SASL towards the upstream, as the connectors of both threads take them. */
+export function upstreamSecuritySettings(c: ProxyConfig): UpstreamSecurity {
+  const defined = <T extends object>(o: T) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+  const tls: UpstreamTlsSettings | undefined = c.upstreamTls
+    ? defined({ caFile: c.upstreamTlsCaFile, certFile: c.upstreamTlsCertFile, keyFile: c.upstreamTlsKeyFile, serverName: c.upstreamTlsServerName, verifyHostname: c.upstreamTlsVerifyHostname })
+    : undefined;
+  const sasl =
+    c.upstreamSaslMechanism !== undefined && c.upstreamSaslUsername !== undefined
+      ? defined({ mechanism: c.upstreamSaslMechanism, username: c.upstreamSaslUsername, password: c.upstreamSaslPassword, passwordFile: c.upstreamSaslPasswordFile })
+      : undefined;
+  return { ...(tls ? { tls } : {}), ...(sasl ? { sasl } : {}) };
+}
+
 /**
  * Builds the validated config. `cli` holds values given on the command line, `env` the
  * process environment, `file` the parsed config file. Fails on the first bad value, naming it.
@@ -345,7 +563,7 @@ export function resolveConfig(cli: Record<string, unknown>, env: NodeJS.ProcessE
       `invalid ${describeKey('keyIdentity')}: "registry" (for ${needRegistry.join(', ')}) decodes keys with the schema registry, but ${describeKey('schemaRegistryUrl')} is not set; set it or use "bytes" or "payload"`,
     );
   }
-  return {
+  const config: ProxyConfig = {
     upstream: values.upstream as HostPort[],
     listen,
     dataDir: (values.dataDir as string | undefined) ?? './kcompact-data',
@@ -364,5 +582,20 @@ export function resolveConfig(cli: Record<string, unknown>, env: NodeJS.ProcessE
     metricsTopicsExclude: (values.metricsTopicsExclude as string[] | undefined) ?? [],
     schemaRegistryUrl,
     keyIdentity,
+    tlsCertFile: values.tlsCertFile as string | undefined,
+    tlsKeyFile: values.tlsKeyFile as string | undefined,
+    tlsClientCaFile: values.tlsClientCaFile as string | undefined,
+    upstreamTls: (values.upstreamTls as boolean | undefined) ?? false,
+    upstreamTlsCaFile: values.upstreamTlsCaFile as string | undefined,
+    upstreamTlsCertFile: values.upstreamTlsCertFile as string | undefined,
+    upstreamTlsKeyFile: values.upstreamTlsKeyFile as string | undefined,
+    upstreamTlsServerName: values.upstreamTlsServerName as string | undefined,
+    upstreamTlsVerifyHostname: (values.upstreamTlsVerifyHostname as boolean | undefined) ?? true,
+    upstreamSaslMechanism: values.upstreamSaslMechanism as SaslMechanism | undefined,
+    upstreamSaslUsername: values.upstreamSaslUsername as string | undefined,
+    upstreamSaslPassword: values.upstreamSaslPassword as string | undefined,
+    upstreamSaslPasswordFile: values.upstreamSaslPasswordFile as string | undefined,
   };
+  checkSecurity(config);
+  return config;
 }

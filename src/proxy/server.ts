@@ -1,6 +1,7 @@
 /**
  * The proxy: a bootstrap listener that reaches any upstream broker, plus one listener per
- * upstream broker on a port derived from its node id, opened as brokers are discovered.
+ * upstream broker on a port derived from its node id, opened as brokers are discovered. With
+ * TLS settings every listener speaks TLS with the same certificate.
  */
 import net from 'node:net';
 import type { Logger } from '../ops/log.js';
@@ -11,6 +12,8 @@ import { BrokerMap, type HostPort } from './broker-map.js';
 import { ProxyConnection } from './connection.js';
 import { TopicIds } from './topic-ids.js';
 import type { Interceptors } from './interceptor.js';
+import { ListenerTls, type ListenerTlsSettings } from './listener-tls.js';
+import { UpstreamConnector } from '../upstream/upstream-connector.js';
 
 export interface ProxyOptions {
   listen: HostPort;
@@ -25,6 +28,10 @@ export interface ProxyOptions {
   topics?: TopicIds;
   /** Where traffic figures go (an unexported meter when omitted). */
   meter?: ProxyMeter;
+  /** TLS on the client listeners; plain TCP when omitted. */
+  tls?: ListenerTlsSettings;
+  /** How upstream connections are made (TLS, the discovery client's SASL); plain TCP when omitted. */
+  connector?: UpstreamConnector;
 }
 
 const DISCOVERY_RETRY_MS = 2_000;
@@ -35,6 +42,8 @@ export class ProxyServer {
   readonly meter: ProxyMeter;
   private readonly servers = new Map<number | 'bootstrap', net.Server>();
   private readonly connections = new Set<ProxyConnection>();
+  private readonly tls: ListenerTls | undefined;
+  private readonly connector: UpstreamConnector;
   private discovering: Promise<void> | null = null;
   private retryTimer: NodeJS.Timeout | null = null;
   private stopped = false;
@@ -45,6 +54,8 @@ export class ProxyServer {
   constructor(private readonly opts: ProxyOptions) {
     this.topics = opts.topics ?? new TopicIds();
     this.meter = opts.meter ?? new ProxyMeter();
+    this.tls = opts.tls ? new ListenerTls(opts.tls, opts.log) : undefined;
+    this.connector = opts.connector ?? UpstreamConnector.plaintext;
     this.brokers = new BrokerMap({
       advertisedHost: opts.advertisedHost,
       brokerPortBase: opts.brokerPortBase,
@@ -113,6 +124,7 @@ export class ProxyServer {
     for (const conn of this.connections) conn.close('proxy stopping');
     await closing;
     this.servers.clear();
+    this.tls?.close();
   }
 
   private stopAccepting(): Promise<void> {
@@ -139,6 +151,7 @@ export class ProxyServer {
           clientId: 'kcompact-discovery',
           maxFrameBytes: this.opts.maxFrameBytes,
           requestTimeoutMs: this.opts.requestTimeoutMs,
+          connector: this.connector,
         });
         const version = client.version(ApiKey.Metadata);
         const metadata = await client.request(ApiKey.Metadata, version, { topics: [], allowAutoTopicCreation: false });
@@ -196,7 +209,7 @@ export class ProxyServer {
   }
 
   private listen(key: number | 'bootstrap', port: number, upstream: () => Promise<HostPort[]>): Promise<void> {
-    const server = net.createServer((socket) => {
+    const onConnection = (socket: net.Socket) => {
       this.meter.connectionsOpen++;
       this.meter.connectionsTotal++;
       const conn = new ProxyConnection(socket, {
@@ -206,6 +219,7 @@ export class ProxyServer {
         upstream,
         interceptors: this.opts.interceptors,
         meter: this.meter,
+        connector: this.connector,
         onClose: (c) => {
           this.meter.connectionsOpen--;
           this.connections.delete(c);
@@ -213,7 +227,20 @@ export class ProxyServer {
         },
       });
       if (!conn.isClosed) this.connections.add(conn);
-    });
+    };
+    const server = this.tls ? this.tls.createServer(onConnection) : net.createServer(onConnection);
+    if (this.tls) {
+      server.on('tlsClientError', (err: NodeJS.ErrnoException, socket: net.Socket) => {
+        // A connection closed before any handshake (a TCP probe, a port scan) is not a client's problem to report.
+        const level = err.code === 'ECONNRESET' ? 'debug' : 'warn';
+        this.opts.log[level]('TLS handshake with a client failed', {
+          client: `${socket.remoteAddress}:${socket.remotePort}`,
+          local: port,
+          err,
+          fix: 'the client must speak TLS (security.protocol SSL or SASL_SSL), trust the CA of --tls-cert-file and, with --tls-client-ca-file, present a certificate that CA signed',
+        });
+      });
+    }
     this.servers.set(key, server);
     return new Promise((resolve, reject) => {
       server.once('error', (err) => {

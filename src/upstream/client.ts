@@ -1,23 +1,33 @@
 /**
  * The proxy's own connection to one upstream broker, for the requests it makes itself (broker
- * discovery now; index tailing and config storage later). It negotiates versions with
- * ApiVersions first and then correlates responses by id.
+ * discovery, index tailing, config storage, the fetch view's reads). It negotiates versions with
+ * ApiVersions first, authenticates with the proxy's own SASL credentials when the connector has
+ * them, and then correlates responses by id.
  */
 import type net from 'node:net';
 import { ApiKey, apiSchema, decodeResponse, encodeRequestFrame } from '../protocol/messages.js';
 import { decodeResponseHeader, responseHeaderVersion } from '../protocol/headers.js';
 import { ProtocolError } from '../protocol/errors.js';
-import { connect } from '../proxy/connection.js';
 import type { HostPort } from '../proxy/broker-map.js';
 import type { ReusedBuffers } from './reused-buffers.js';
 import { frameReads } from './frame-reads.js';
+import { saslAuthenticate } from './sasl-client.js';
+import { UpstreamConnector } from './upstream-connector.js';
 
 export interface UpstreamClientOptions {
   clientId: string;
   maxFrameBytes: number;
   requestTimeoutMs: number;
   connectTimeoutMs?: number;
+  /** TLS and SASL towards the upstream; plain TCP without SASL when omitted. */
+  connector?: UpstreamConnector;
 }
+
+/**
+ * Share of a SASL session's lifetime after which the connection takes no new requests (callers
+ * open a fresh one) so that it is never in use when the upstream ends the session.
+ */
+const RETIRE_AT_SESSION_SHARE = 0.8;
 
 interface InFlight {
   apiKey: number;
@@ -33,6 +43,9 @@ export class UpstreamClient {
   private readonly inFlight = new Map<number, InFlight>();
   private versions = new Map<number, { minVersion: number; maxVersion: number }>();
   private closedError: Error | null = null;
+  /** Epoch ms after which the connection counts as closed for new work (its SASL session is ending). */
+  private retireAtMs = Infinity;
+  private sessionTimer: NodeJS.Timeout | undefined;
 
   private constructor(private readonly socket: net.Socket, readonly address: HostPort, private readonly opts: UpstreamClientOptions) {
     socket.setNoDelay(true);
@@ -52,10 +65,13 @@ export class UpstreamClient {
       },
       (size, correlationId) => client?.inFlight.get(correlationId)?.frames?.take(size) ?? Buffer.allocUnsafe(size),
     );
-    const socket = await connect(address, opts.connectTimeoutMs, reads);
+    const connector = opts.connector ?? UpstreamConnector.plaintext;
+    const socket = await connector.connect(address, opts.connectTimeoutMs, reads);
     client = new UpstreamClient(socket, address, opts);
     try {
       await client.negotiate();
+      const credentials = connector.credentials();
+      if (credentials) client.keepSession(await saslAuthenticate(client, credentials));
     } catch (err) {
       client.close();
       throw err;
@@ -63,8 +79,9 @@ export class UpstreamClient {
     return client;
   }
 
+  /** True once the connection failed or was closed, and once its SASL session is about to end. */
   get closed(): boolean {
-    return this.closedError !== null;
+    return this.closedError !== null || (this.retireAtMs !== Infinity && Date.now() >= this.retireAtMs);
   }
 
   /** The newest version of an API both the proxy and this broker speak. */
@@ -99,8 +116,21 @@ export class UpstreamClient {
   }
 
   close(): void {
+    clearTimeout(this.sessionTimer);
     this.fail(new Error('upstream client closed'));
     this.socket.destroy();
+  }
+
+  /**
+   * A session the upstream ends after `lifetimeMs` (KIP-368 re-authentication): rather than
+   * re-authenticate in the middle of its traffic, the connection retires early and is closed
+   * when the session ends; callers open a new one, as after any failure.
+   */
+  private keepSession(lifetimeMs: number): void {
+    if (lifetimeMs <= 0) return;
+    this.retireAtMs = Date.now() + lifetimeMs * RETIRE_AT_SESSION_SHARE;
+    this.sessionTimer = setTimeout(() => this.close(), lifetimeMs);
+    this.sessionTimer.unref();
   }
 
   private async negotiate(): Promise<void> {

@@ -19,10 +19,13 @@ export interface KafkaOptions {
   /** Extra or overriding server.properties entries. */
   properties?: Record<string, string | number>;
   /**
-   * More plaintext listeners, each advertising another port: a relay listening there and
-   * forwarding to the listener keeps clients that bootstrapped through it on it.
+   * More listeners, each advertising its own port (or another one: a relay listening there and
+   * forwarding to the listener keeps clients that bootstrapped through it on it). A TLS or SASL
+   * listener takes its settings from `properties` (listener.name.<name>.ssl.*, sasl.jaas.config).
    */
   extraListeners?: ExtraListener[];
+  /** SCRAM credentials written at format time (the storage tool's --add-scram). */
+  scramUsers?: ScramUser[];
   /** How long to wait for the broker to serve metadata. */
   startTimeoutMs?: number;
 }
@@ -35,6 +38,13 @@ export interface RunningKafka {
   dir: string;
   /** The last lines the broker wrote to stderr. */
   stderrTail(lines?: number): string;
+  /**
+   * Ends the broker process, keeping its ports, config and log dir for restart(): SIGKILL (a
+   * crash) or SIGTERM (a controlled shutdown).
+   */
+  halt(signal: 'SIGKILL' | 'SIGTERM'): Promise<void>;
+  /** Starts the halted broker again on the same ports and log dir; resolves once it serves. */
+  restart(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -54,6 +64,14 @@ export interface ExtraListener {
   name: string;
   port: number;
   advertisedPort: number;
+  /** PLAINTEXT when omitted. */
+  securityProtocol?: 'PLAINTEXT' | 'SSL' | 'SASL_PLAINTEXT' | 'SASL_SSL';
+}
+
+export interface ScramUser {
+  mechanism: 'SCRAM-SHA-256' | 'SCRAM-SHA-512';
+  name: string;
+  password: string;
 }
 
 export function kafkaServerProperties(opts: {
@@ -74,7 +92,7 @@ export function kafkaServerProperties(opts: {
     'advertised.listeners': `PLAINTEXT://127.0.0.1:${opts.port},CONTROLLER://127.0.0.1:${opts.controllerPort}${more((l) => `${l.name}://127.0.0.1:${l.advertisedPort}`)}`,
     'controller.listener.names': 'CONTROLLER',
     'inter.broker.listener.name': 'PLAINTEXT',
-    'listener.security.protocol.map': `CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT${more((l) => `${l.name}:PLAINTEXT`)}`,
+    'listener.security.protocol.map': `CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT${more((l) => `${l.name}:${l.securityProtocol ?? 'PLAINTEXT'}`)}`,
     'log.dirs': opts.logDir,
     'num.partitions': 1,
     'offsets.topic.replication.factor': 1,
@@ -134,16 +152,19 @@ export async function startKafka(opts: KafkaOptions): Promise<RunningKafka> {
   );
   const stderrTail = (lines = 40) => tail(fs.existsSync(stderrFile) ? fs.readFileSync(stderrFile, 'utf8') : '', lines);
   try {
-    await javaToolOk('storage', ['format', '--standalone', '-t', clusterId(), '-c', configFile, '--ignore-formatted']);
+    const scram = (opts.scramUsers ?? []).flatMap((u) => ['--add-scram', `${u.mechanism}=[name=${u.name},password=${u.password}]`]);
+    await javaToolOk('storage', ['format', '--standalone', '-t', clusterId(), '-c', configFile, '--ignore-formatted', ...scram]);
   } catch (e) {
     temp.remove();
     throw e;
   }
-  const proc = startBackground(javaBin(), javaArgs(KAFKA_MAIN_CLASSES.server, [configFile], 512), {
-    cwd: dir,
-    stdoutFile: path.join(dir, 'stdout.log'),
-    stderrFile,
-  });
+  const launch = () =>
+    startBackground(javaBin(), javaArgs(KAFKA_MAIN_CLASSES.server, [configFile], 512), {
+      cwd: dir,
+      stdoutFile: path.join(dir, 'stdout.log'),
+      stderrFile,
+    });
+  let proc = launch();
   const bootstrap = `127.0.0.1:${port}`;
   const stop = async () => {
     try {
@@ -152,15 +173,30 @@ export async function startKafka(opts: KafkaOptions): Promise<RunningKafka> {
       temp.remove();
     }
   };
-  try {
-    await pollUntil(`kafka at ${bootstrap}`, opts.startTimeoutMs ?? 60_000, () => brokerServes(bootstrap), () => {
+  const serving = () =>
+    pollUntil(`kafka at ${bootstrap}`, opts.startTimeoutMs ?? 60_000, () => brokerServes(bootstrap), () => {
       const s = proc.exitStatus();
       return s ? `exited (code ${s.code}, signal ${s.signal}) while starting` : undefined;
     });
+  try {
+    await serving();
   } catch (e) {
     const message = `${(e as Error).message}\nbroker stderr tail:\n${stderrTail()}`;
     await stop();
     throw new Error(message);
   }
-  return { bootstrap, port, controllerPort, dir, stderrTail, stop };
+  const halt = async (signal: 'SIGKILL' | 'SIGTERM') => {
+    if (signal === 'SIGKILL') process.kill(-proc.pid, 'SIGKILL');
+    await proc.stop(15_000);
+  };
+  const restart = async () => {
+    if (!proc.exitStatus()) throw new Error(`kafka at ${bootstrap} is still running: halt() it first`);
+    proc = launch();
+    try {
+      await serving();
+    } catch (e) {
+      throw new Error(`${(e as Error).message}\nbroker stderr tail:\n${stderrTail()}`);
+    }
+  };
+  return { bootstrap, port, controllerPort, dir, stderrTail, halt, restart, stop };
 }

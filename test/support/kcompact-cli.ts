@@ -20,7 +20,12 @@ export interface CliProxyOptions {
   args?: string[];
   /** Broker ports to keep free after the bootstrap port (default 4). */
   brokerSlots?: number;
+  /** Bootstrap and management ports, for a restart that clients reconnect to (free ones when omitted). */
+  port?: number;
+  managementPort?: number;
   startTimeoutMs?: number;
+  /** More environment variables (KCOMPACT_* settings, secrets kept off the command line). */
+  env?: Record<string, string>;
 }
 
 export interface LogLine {
@@ -36,7 +41,7 @@ export interface CliProxy {
   management: string;
   dataDir: string;
   pid: number;
-  /** Every log line so far, parsed (a line that is not JSON fails the call). */
+  /** Every complete log line so far, parsed (a line that is not JSON fails the call). */
   logs(): LogLine[];
   exitStatus(): { code: number | null; signal: NodeJS.Signals | null } | undefined;
   /** Resolves with the exit status once the process has exited; rejects after the deadline. */
@@ -49,8 +54,8 @@ export interface CliProxy {
 
 export async function startCliProxy(opts: CliProxyOptions): Promise<CliProxy> {
   const slots = opts.brokerSlots ?? 4;
-  const port = await freePortRun(slots + 1);
-  const managementPort = await freePort();
+  const port = opts.port ?? (await freePortRun(slots + 1));
+  const managementPort = opts.managementPort ?? (await freePort());
   const temp: TempDir = makeTempDir('kcompact-cli-');
   const dataDir = opts.dataDir ?? path.join(temp.path, 'data');
   const stderrFile = path.join(temp.path, 'stderr.log');
@@ -67,7 +72,7 @@ export async function startCliProxy(opts: CliProxyOptions): Promise<CliProxy> {
     '--log-level', 'info',
     ...(opts.args ?? []),
   ];
-  const proc = startBackground(process.execPath, args, { stdoutFile: path.join(temp.path, 'stdout.log'), stderrFile });
+  const proc = startBackground(process.execPath, args, { stdoutFile: path.join(temp.path, 'stdout.log'), stderrFile, env: { ...process.env, ...opts.env } });
   const stderr = () => (fs.existsSync(stderrFile) ? fs.readFileSync(stderrFile, 'utf8') : '');
   const gone = () => {
     const s = proc.exitStatus();
@@ -85,6 +90,8 @@ export async function startCliProxy(opts: CliProxyOptions): Promise<CliProxy> {
     logs: () =>
       stderr()
         .split('\n')
+        // The last piece is unterminated: still being written, or cut short by a SIGKILL.
+        .slice(0, -1)
         .filter((l) => l.trim() !== '')
         .map((l) => JSON.parse(l) as LogLine),
     exitStatus: () => proc.exitStatus(),

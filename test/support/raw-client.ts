@@ -3,6 +3,7 @@
  * any correlation id) and hands back raw response frames, decoded only when asked.
  */
 import net from 'node:net';
+import tls from 'node:tls';
 import { FrameReader } from '../../src/proxy/frame-reader.js';
 import { decodeResponse, encodeRequestFrame } from '../../src/protocol/messages.js';
 import { decodeResponseHeader, responseHeaderVersion } from '../../src/protocol/headers.js';
@@ -33,6 +34,15 @@ export class RawConnection {
     const [host, port] = address.split(':');
     return new Promise((resolve, reject) => {
       const socket = net.connect({ host: host!, port: Number(port) }, () => resolve(new RawConnection(socket)));
+      socket.once('error', reject);
+    });
+  }
+
+  /** Over TLS: resolves once the handshake is done (a TLS 1.3 server may still refuse the client's certificate after it). */
+  static openTls(address: string, options: tls.ConnectionOptions): Promise<RawConnection> {
+    const [host, port] = address.split(':');
+    return new Promise((resolve, reject) => {
+      const socket = tls.connect({ host: host!, port: Number(port), ...options }, () => resolve(new RawConnection(socket)));
       socket.once('error', reject);
     });
   }

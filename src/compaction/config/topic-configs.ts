@@ -22,6 +22,7 @@ import { describeConfigsInterceptor } from './describe-configs.js';
 import { incrementalAlterConfigsInterceptor } from './incremental-alter-configs.js';
 import { TopicConfigState, type StaticTopic } from './topic-config-state.js';
 import { UpstreamLinks } from './upstream-links.js';
+import type { UpstreamConnector } from '../../upstream/upstream-connector.js';
 
 export type { StaticTopic } from './topic-config-state.js';
 export { TopicConfigError } from './config-error.js';
@@ -42,6 +43,8 @@ export interface TopicConfigsOptions {
   pollIntervalMs?: number;
   requestTimeoutMs?: number;
   maxFrameBytes?: number;
+  /** TLS and SASL of the config layer's upstream connections. */
+  connector?: UpstreamConnector;
 }
 
 export interface TopicConfigs {
@@ -70,6 +73,7 @@ export async function createTopicConfigs(opts: TopicConfigsOptions): Promise<Top
     clientId: 'kcompact-topic-configs',
     requestTimeoutMs,
     maxFrameBytes: opts.maxFrameBytes ?? 100 * 1024 * 1024,
+    connector: opts.connector,
   });
   const sync = new ConfigSync(
     new ConfigsTopic(links, log, requestTimeoutMs),

@@ -7,12 +7,14 @@ import { ApiKey } from '../../protocol/messages.js';
 import type { HostPort } from '../../proxy/broker-map.js';
 import { ZERO_UUID } from '../../proxy/topic-ids.js';
 import { UpstreamClient } from '../../upstream/client.js';
+import type { UpstreamConnector } from '../../upstream/upstream-connector.js';
 
 export interface UpstreamLinksOptions {
   upstream: readonly HostPort[];
   clientId: string;
   requestTimeoutMs: number;
   maxFrameBytes: number;
+  connector?: UpstreamConnector;
 }
 
 export interface MetadataTopic {
@@ -103,6 +105,7 @@ export class UpstreamLinks {
       clientId: this.opts.clientId,
       maxFrameBytes: this.opts.maxFrameBytes,
       requestTimeoutMs: this.opts.requestTimeoutMs,
+      connector: this.opts.connector,
     });
     this.clients.set(k, opening);
     opening.catch(() => {

@@ -9,6 +9,7 @@ import { ApiKey } from '../../protocol/messages.js';
 import type { HostPort } from '../../proxy/broker-map.js';
 import type { TopicIds } from '../../proxy/topic-ids.js';
 import { UpstreamClient, type UpstreamClientOptions } from '../../upstream/client.js';
+import type { UpstreamConnector } from '../../upstream/upstream-connector.js';
 import { ReusedBuffers } from '../../upstream/reused-buffers.js';
 import { SESSIONLESS_EPOCH } from './fetch-session.js';
 import type { PartitionRead, PartitionRecords, UpstreamRead, UpstreamReads } from './upstream-reads.js';
@@ -20,6 +21,7 @@ export interface UpstreamPoolOptions {
   maxFrameBytes: number;
   requestTimeoutMs: number;
   clientId?: string;
+  connector?: UpstreamConnector;
   /** A lookup of every topic's id runs at most this often (ids a client made up stay unknown). */
   topicLookupIntervalMs?: number;
 }
@@ -75,6 +77,7 @@ export class UpstreamPool implements UpstreamReads {
       clientId: opts.clientId ?? 'kcompact-reader',
       maxFrameBytes: opts.maxFrameBytes,
       requestTimeoutMs: opts.requestTimeoutMs,
+      connector: opts.connector,
     };
   }
 

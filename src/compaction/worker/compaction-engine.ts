@@ -17,6 +17,7 @@ import type { CleanReport } from '../cleaner/cleaner.js';
 import type { IndexerOptions } from '../indexer/indexer.js';
 import type { KeyIdentityRules } from '../key-identity/key-identity-rules.js';
 import { SurvivorIndex } from '../index/survivor-index.js';
+import type { UpstreamSecurity } from '../../upstream/upstream-connector.js';
 import type { FromWorker, RebuildingPartition, ToWorker, WorkerConfig } from './engine-protocol.js';
 import type { EngineStatus, PartitionDetail } from './engine-status.js';
 import { deserializeError, restoreFields } from './worker-log.js';
@@ -36,6 +37,8 @@ export interface CompactionEngineOptions {
   /** Key identity per topic (default: exact bytes everywhere) and the registry "registry" needs. */
   keyIdentity?: KeyIdentityRules;
   schemaRegistryUrl?: string;
+  /** TLS and SASL of the worker's upstream connections (plain TCP when omitted). */
+  upstreamSecurity?: UpstreamSecurity;
 }
 
 export interface CompactionEngine {
@@ -85,6 +88,7 @@ export async function startCompactionEngine(opts: CompactionEngineOptions): Prom
     logLevel: levelOf(opts.log),
     indexer: opts.indexer ?? {},
     keyIdentity: opts.keyIdentity ?? {},
+    upstreamSecurity: opts.upstreamSecurity ?? {},
     ...(opts.schemaRegistryUrl ? { schemaRegistryUrl: opts.schemaRegistryUrl } : {}),
   };
   const pending = new Map<number, Pending>();

@@ -8,6 +8,7 @@ import type { TopicPolicy } from '../policy.js';
 import type { IndexerOptions } from '../indexer/indexer.js';
 import type { SurvivorSnapshot } from '../index/survivor-set.js';
 import type { KeyIdentityRules } from '../key-identity/key-identity-rules.js';
+import type { UpstreamSecurity } from '../../upstream/upstream-connector.js';
 
 export interface WorkerConfig {
   upstream: HostPort[];
@@ -22,6 +23,8 @@ export interface WorkerConfig {
   /** How each topic's keys are compared (the keyIdentity setting) and the registry that "registry" needs. */
   keyIdentity: KeyIdentityRules;
   schemaRegistryUrl?: string;
+  /** TLS and SASL settings; the worker builds its own connector (and watches the files) from them. */
+  upstreamSecurity: UpstreamSecurity;
 }
 
 export type ToWorker =

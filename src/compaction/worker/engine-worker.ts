@@ -14,6 +14,7 @@ import { RegistrySchemas } from '../key-identity/registry-schemas.js';
 import type { FromWorker, RebuildingPartition, ToWorker, WorkerConfig } from './engine-protocol.js';
 import { engineStatus, inspectTopic } from './engine-status.js';
 import { serializeError, workerLogger } from './worker-log.js';
+import { UpstreamConnector } from '../../upstream/upstream-connector.js';
 
 if (!parentPort) throw new Error('engine-worker.js must run as a worker thread');
 const port = parentPort;
@@ -27,10 +28,12 @@ function send(message: FromWorker, transfer: ArrayBuffer[] = []): void {
 const registry = new StoreRegistry(config.dataDir, log, (id, snapshot, transfer) =>
   send({ type: 'snapshot', topic: id.topic, partition: id.partition, snapshot }, transfer),
 );
+const connector = new UpstreamConnector(config.upstreamSecurity, log);
 const cluster = new UpstreamCluster(config.upstream, {
   clientId: config.clientId,
   maxFrameBytes: config.maxFrameBytes,
   requestTimeoutMs: config.requestTimeoutMs,
+  connector,
 });
 // Fetch answers must fit the frame limit with room to spare (Kafka may exceed max_bytes by a batch).
 const fetchBytes = Math.min(32 * 1024 * 1024, Math.floor(config.maxFrameBytes / 2));
@@ -66,6 +69,7 @@ async function reply(id: number, work: () => unknown): Promise<void> {
 async function shutdown(): Promise<void> {
   const indexerDone = indexer.close();
   cluster.close();
+  connector.close();
   await indexerDone;
   await cleaner.close();
   registry.closeAll();

@@ -1,11 +1,13 @@
 /**
  * Whether the upstream was reachable recently, for readiness. Client traffic proves it for
  * free (the proxy's meter records each upstream connection made); when there was none lately,
- * a TCP connect to the bootstrap addresses answers instead, so an idle proxy stays ready while
- * its upstream is up and becomes unready when it is not.
+ * a connect to the bootstrap addresses answers instead (with its TLS handshake when the upstream
+ * speaks TLS), so an idle proxy stays ready while its upstream is up and becomes unready when it
+ * is not. It does not authenticate: clients bring their own credentials, so the proxy's own
+ * being refused is no reason to take the pod out of traffic.
  */
 import type { HostPort } from '../../proxy/broker-map.js';
-import { connect } from '../../proxy/connection.js';
+import { UpstreamConnector } from '../../upstream/upstream-connector.js';
 
 export interface Reachability {
   ok: boolean;
@@ -19,6 +21,8 @@ export interface UpstreamReachabilityOptions {
   /** How old a successful connection may be and still count. */
   recentMs?: number;
   probeTimeoutMs?: number;
+  /** TLS towards the upstream; plain TCP when omitted. */
+  connector?: UpstreamConnector;
 }
 
 const RECENT_MS = 10_000;
@@ -44,7 +48,8 @@ export class UpstreamReachability {
     const failures: string[] = [];
     for (const target of this.opts.upstream) {
       try {
-        (await connect(target, this.opts.probeTimeoutMs ?? PROBE_TIMEOUT_MS)).destroy();
+        const connector = this.opts.connector ?? UpstreamConnector.plaintext;
+        (await connector.connect(target, this.opts.probeTimeoutMs ?? PROBE_TIMEOUT_MS)).destroy();
         this.lastProbeOkMs = Date.now();
         return { ok: true, detail: `${target.host}:${target.port} accepted a connection` };
       } catch (err) {

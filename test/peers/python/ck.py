@@ -5,6 +5,10 @@ the format described in test/peers/README.md; exits 1 when the summary holds err
                 --tombstone-every M --compression C --create-partitions P --topic-config k=v]
   ck.py consume --brokers B --topic T --count N [--group G --isolation L --records]
   ck.py txn     --brokers B --topic T [--transactions N --per-txn M ...]
+  ck.py configs --brokers B --topic T [--partitions P] --topic-config k=v ... --alter k=v ...
+
+Every command takes --client-config k=v (repeatable): more librdkafka properties, such as
+security.protocol, sasl.mechanisms or ssl.ca.location.
 """
 
 import argparse
@@ -17,7 +21,7 @@ import uuid
 
 import confluent_kafka
 from confluent_kafka import Consumer, KafkaError, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
 
 ABORTED_MARK = b"aborted-"
 # syslog levels: warnings and worse only, so stderr tails show what went wrong.
@@ -88,8 +92,13 @@ def client_meta(**extra):
     return dict(name="librdkafka", version=confluent_kafka.libversion()[0], **extra)
 
 
+def client_config(args):
+    return dict(kv.split("=", 1) for kv in args.client_config)
+
+
 def producer_config(args, **extra):
     conf = {
+        **client_config(args),
         "bootstrap.servers": args.brokers,
         "acks": "all",
         "enable.idempotence": True,
@@ -105,7 +114,7 @@ def producer_config(args, **extra):
 
 def create_topic(args):
     configs = dict(kv.split("=", 1) for kv in args.topic_config)
-    admin = AdminClient({"bootstrap.servers": args.brokers, "log_level": QUIET})
+    admin = AdminClient({**client_config(args), "bootstrap.servers": args.brokers, "log_level": QUIET})
     futures = admin.create_topics(
         [NewTopic(args.topic, num_partitions=args.create_partitions, config=configs)],
         request_timeout=10,
@@ -174,6 +183,7 @@ def cmd_produce(args):
 def consume_records(args, count, isolation, errors):
     consumer = Consumer(
         {
+            **client_config(args),
             "bootstrap.servers": args.brokers,
             "group.id": args.group or "ck-" + uuid.uuid4().hex[:12],
             "auto.offset.reset": "earliest",
@@ -266,8 +276,33 @@ def cmd_txn(args):
     return out
 
 
-def parser():
-    ap = argparse.ArgumentParser(prog="ck.py")
+def described_configs(admin, topic, names):
+    """What DescribeConfigs says of the topic's configs `names` (None for one it lacks)."""
+    resource = ConfigResource(ResourceType.TOPIC, topic)
+    described = admin.describe_configs([resource], request_timeout=10)[resource].result(timeout=15)
+    return {n: described[n].value if n in described else None for n in names}
+
+
+def cmd_configs(args):
+    """Creates the topic with --topic-config, then sets --alter with IncrementalAlterConfigs;
+    reports what DescribeConfigs says of those configs after each step."""
+    create = dict(kv.split("=", 1) for kv in args.topic_config)
+    alter = dict(kv.split("=", 1) for kv in args.alter)
+    shown = sorted(set(create) | set(alter))
+    admin = AdminClient({**client_config(args), "bootstrap.servers": args.brokers, "log_level": QUIET})
+    for f in admin.create_topics([NewTopic(args.topic, num_partitions=args.partitions, config=create)], request_timeout=10).values():
+        f.result(timeout=15)
+    created = described_configs(admin, args.topic, shown)
+    entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in alter.items()]
+    resource = ConfigResource(ResourceType.TOPIC, args.topic, incremental_configs=entries)
+    for f in admin.incremental_alter_configs([resource], request_timeout=10).values():
+        f.result(timeout=15)
+    altered = described_configs(admin, args.topic, shown)
+    return {"api": "IncrementalAlterConfigs", "created": created, "altered": altered, "errors": [], "client": client_meta()}
+
+
+def parser(prog="ck.py"):
+    ap = argparse.ArgumentParser(prog=prog)
     sub = ap.add_subparsers(dest="cmd", required=True)
 
     def common(p):
@@ -276,6 +311,7 @@ def parser():
         p.add_argument("--timeout-ms", type=int, default=30000)
         p.add_argument("--group", default="")
         p.add_argument("--records", action="store_true", help="also list every consumed record")
+        p.add_argument("--client-config", action="append", default=[], help="librdkafka property k=v (repeatable)")
 
     def producing(p):
         p.add_argument("--start", type=int, default=0)
@@ -302,13 +338,19 @@ def parser():
     p.add_argument("--transactions", type=int, default=4)
     p.add_argument("--per-txn", type=int, default=10)
     p.add_argument("--transactional-id", default="")
+
+    p = sub.add_parser("configs")
+    common(p)
+    p.add_argument("--partitions", type=int, default=1)
+    p.add_argument("--topic-config", action="append", default=[], help="k=v to create the topic with (repeatable)")
+    p.add_argument("--alter", action="append", default=[], help="k=v to set afterwards (repeatable)")
     return ap
 
 
 def main():
     args = parser().parse_args()
     try:
-        out = {"produce": cmd_produce, "consume": cmd_consume, "txn": cmd_txn}[args.cmd](args)
+        out = {"produce": cmd_produce, "consume": cmd_consume, "txn": cmd_txn, "configs": cmd_configs}[args.cmd](args)
     except confluent_kafka.KafkaException as e:
         out = {"errors": [str(e)], "client": client_meta()}
     print(json.dumps(out, sort_keys=True))
