@@ -133,6 +133,16 @@ export function runProcess(command: string, args: readonly string[], opts: RunOp
   });
 }
 
+/**
+ * Starts a peer the test talks to over its stdin and stdout (stderr piped too), tracked like
+ * every other child so it dies with the test process.
+ */
+export function spawnPiped(command: string, args: readonly string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): ChildProcess {
+  const child = spawn(command, args, { cwd: opts.cwd, env: opts.env ?? process.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+  track(child);
+  return child;
+}
+
 export interface BackgroundProcess {
   readonly pid: number;
   /** Whether it has exited, and how. */

@@ -150,13 +150,19 @@ function parseKcatRecords(out: Buffer): ConsumedRecord[] {
 
 const KCAT_FORMAT = '%p\t%o\t%K\t%S\t%k%s\n';
 
+/** Runs a kcat consume (-C or -G mode, as `args` say) and returns the records it printed. */
+export async function kcatRecords(args: readonly string[], opts: RunOptions = {}): Promise<{ records: ConsumedRecord[]; run: RunResult }> {
+  const r = await kcat([...args, '-f', KCAT_FORMAT], opts);
+  return { records: parseKcatRecords(r.stdoutBytes), run: r };
+}
+
 /** Reads a topic from the beginning with kcat (no group) until `count` records or the end. */
 export async function kcatConsume(bootstrap: string, spec: ConsumeSpec, opts: RunOptions = {}): Promise<ConsumeSummary> {
-  const args = ['-C', '-q', '-b', bootstrap, '-t', spec.topic, '-o', 'beginning', '-e', '-c', String(spec.count), '-f', KCAT_FORMAT];
+  const args = ['-C', '-q', '-b', bootstrap, '-t', spec.topic, '-o', 'beginning', '-e', '-c', String(spec.count)];
   args.push('-X', 'check.crcs=true');
   if (spec.isolation) args.push('-X', `isolation.level=${spec.isolation}`);
-  const r = await kcat(args, timeoutFor(spec, opts));
-  const summary = summarize(parseKcatRecords(r.stdoutBytes), { name: 'kcat' }, { expected: spec.count, records: spec.records });
-  if (summary.errors.length) throw new Error(`kcat consume: ${summary.errors.join('; ')}; stderr tail:\n${tail(r.stderr)}`);
+  const { records, run } = await kcatRecords(args, timeoutFor(spec, opts));
+  const summary = summarize(records, { name: 'kcat' }, { expected: spec.count, records: spec.records });
+  if (summary.errors.length) throw new Error(`kcat consume: ${summary.errors.join('; ')}; stderr tail:\n${tail(run.stderr)}`);
   return summary;
 }

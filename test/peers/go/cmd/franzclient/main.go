@@ -13,8 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-const usage = `usage: franzclient produce|consume --brokers HOST:PORT[,...] --topic T [flags]
-run "franzclient produce -h" or "franzclient consume -h" for the flags`
+const usage = `usage: franzclient produce|consume|txn|configs --brokers HOST:PORT[,...] --topic T [flags]
+       franzclient version
+run "franzclient <command> -h" for the flags`
 
 func main() {
 	if len(os.Args) < 2 {
@@ -27,6 +28,12 @@ func main() {
 		out = produce(os.Args[2:])
 	case "consume":
 		out = consume(os.Args[2:])
+	case "txn":
+		out = txn(os.Args[2:])
+	case "configs":
+		out = configs(os.Args[2:])
+	case "version":
+		out = version()
 	default:
 		fmt.Fprintln(os.Stderr, usage)
 		os.Exit(2)

@@ -1,0 +1,266 @@
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.Config;
+import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.utils.internals.AppInfoParser;
+
+/**
+ * Drives Java's kafka-clients for the client matrix (test/integration/client-matrix.test.ts).
+ * One JVM serves a whole run: it reads one JSON request per stdin line and answers each, in
+ * order, with one JSON line on stdout ({"error": "..."} when the request failed); it exits at the
+ * end of its input. Keys and values are UTF-8 text, null for null. Every request has "op" and,
+ * but for "version", "bootstrap" and "topic":
+ *
+ *   version                                      -> {"kafkaClients"}
+ *   produce {records: [{key, value}], keylessValue}
+ *       -> {"partitions", "offsets", "keyless": the refusal of the keyless record, or null}
+ *   group   {group, count, timeoutMs}            -> {"records"}, read in the group, then committed
+ *   txn     {transactionalId, transactions: [{commit, records}], expected, idleMs, timeoutMs}
+ *       -> what "read" answers, at read_committed
+ *   configs {partitions, create: {k: v}, alter: {k: v}} -> {"api", "created": {k: v}, "altered": {k: v}}
+ *   read    {isolation?, expected, idleMs, timeoutMs} -> {"records", "position", "endOffset"}
+ */
+public final class JavaClient {
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final Duration CALL_TIMEOUT = Duration.ofSeconds(30);
+
+  public static void main(String[] args) throws Exception {
+    BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+    PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
+    for (String line; (line = in.readLine()) != null; ) {
+      if (line.isBlank()) continue;
+      ObjectNode answer;
+      try {
+        answer = handle(JSON.readTree(line));
+      } catch (Exception e) {
+        answer = JSON.createObjectNode();
+        answer.put("error", describe(e));
+      }
+      out.println(JSON.writeValueAsString(answer));
+    }
+  }
+
+  private static ObjectNode handle(JsonNode req) throws Exception {
+    String op = req.path("op").asText();
+    return switch (op) {
+      case "version" -> JSON.createObjectNode().put("kafkaClients", AppInfoParser.getVersion());
+      case "produce" -> produce(req);
+      case "group" -> group(req);
+      case "txn" -> txn(req);
+      case "configs" -> configs(req);
+      case "read" -> read(req, req.path("isolation").asText("read_uncommitted"));
+      default -> throw new IllegalArgumentException("unknown op " + op + " (version, produce, group, txn, configs, read)");
+    };
+  }
+
+  private static Properties common(JsonNode req) {
+    Properties p = new Properties();
+    p.put("bootstrap.servers", req.path("bootstrap").asText());
+    p.put("client.id", "kcompact-matrix-java");
+    return p;
+  }
+
+  private static Properties producerProps(JsonNode req) {
+    Properties p = common(req);
+    p.put(ProducerConfig.ACKS_CONFIG, "all");
+    p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "30000");
+    p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "30000");
+    p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "15000");
+    p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+    p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+    return p;
+  }
+
+  private static Properties consumerProps(JsonNode req, String isolation) {
+    Properties p = common(req);
+    p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+    p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+    p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);
+    p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+    p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+    return p;
+  }
+
+  private static ObjectNode produce(JsonNode req) throws Exception {
+    String topic = req.path("topic").asText();
+    ObjectNode answer = JSON.createObjectNode();
+    ArrayNode partitions = answer.putArray("partitions");
+    ArrayNode offsets = answer.putArray("offsets");
+    try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producerProps(req))) {
+      List<Future<RecordMetadata>> sent = new ArrayList<>();
+      for (JsonNode r : req.path("records")) {
+        sent.add(producer.send(new ProducerRecord<>(topic, bytes(r.get("key")), bytes(r.get("value")))));
+      }
+      for (Future<RecordMetadata> f : sent) {
+        RecordMetadata m = f.get(CALL_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+        partitions.add(m.partition());
+        offsets.add(m.offset());
+      }
+    }
+    // Its own producer: a refused record fails its whole batch, which must not hold the keyed ones.
+    try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producerProps(req))) {
+      producer.send(new ProducerRecord<>(topic, null, bytes(req.get("keylessValue")))).get(CALL_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+      answer.putNull("keyless");
+    } catch (ExecutionException e) {
+      answer.put("keyless", describe(e.getCause()));
+    }
+    return answer;
+  }
+
+  private static ObjectNode group(JsonNode req) {
+    String topic = req.path("topic").asText();
+    Properties p = consumerProps(req, "read_uncommitted");
+    p.put(ConsumerConfig.GROUP_ID_CONFIG, req.path("group").asText());
+    ObjectNode answer = JSON.createObjectNode();
+    ArrayNode records = answer.putArray("records");
+    try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(p)) {
+      consumer.subscribe(List.of(topic));
+      long deadline = System.currentTimeMillis() + req.path("timeoutMs").asLong(30_000);
+      int count = req.path("count").asInt();
+      while (records.size() < count && System.currentTimeMillis() < deadline) {
+        for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(200))) records.add(view(r));
+      }
+      consumer.commitSync(CALL_TIMEOUT);
+    }
+    return answer;
+  }
+
+  private static ObjectNode txn(JsonNode req) throws Exception {
+    String topic = req.path("topic").asText();
+    Properties p = producerProps(req);
+    p.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, req.path("transactionalId").asText());
+    try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p)) {
+      producer.initTransactions();
+      for (JsonNode t : req.path("transactions")) {
+        producer.beginTransaction();
+        for (JsonNode r : t.path("records")) producer.send(new ProducerRecord<>(topic, bytes(r.get("key")), bytes(r.get("value"))));
+        // Delivered before the abort too, so the log really holds the aborted records.
+        producer.flush();
+        if (t.path("commit").asBoolean()) producer.commitTransaction();
+        else producer.abortTransaction();
+      }
+    }
+    return read(req, "read_committed");
+  }
+
+  private static ObjectNode configs(JsonNode req) throws Exception {
+    String topic = req.path("topic").asText();
+    ConfigResource resource = new ConfigResource(ConfigResource.Type.TOPIC, topic);
+    Map<String, String> create = strings(req.path("create"));
+    Map<String, String> alter = strings(req.path("alter"));
+    Set<String> shown = new TreeSet<>(create.keySet());
+    shown.addAll(alter.keySet());
+    ObjectNode answer = JSON.createObjectNode();
+    answer.put("api", "IncrementalAlterConfigs");
+    try (Admin admin = Admin.create(common(req))) {
+      NewTopic created = new NewTopic(topic, Optional.of(req.path("partitions").asInt(1)), Optional.empty()).configs(create);
+      admin.createTopics(List.of(created)).all().get(CALL_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+      answer.set("created", describeConfigs(admin, resource, shown));
+      Collection<AlterConfigOp> ops = new ArrayList<>();
+      for (Map.Entry<String, String> e : alter.entrySet()) ops.add(new AlterConfigOp(new ConfigEntry(e.getKey(), e.getValue()), AlterConfigOp.OpType.SET));
+      admin.incrementalAlterConfigs(Map.of(resource, ops)).all().get(CALL_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+      answer.set("altered", describeConfigs(admin, resource, shown));
+    }
+    return answer;
+  }
+
+  private static ObjectNode describeConfigs(Admin admin, ConfigResource resource, Set<String> names) throws Exception {
+    Config config = admin.describeConfigs(List.of(resource)).all().get(CALL_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS).get(resource);
+    ObjectNode out = JSON.createObjectNode();
+    for (String name : names) {
+      ConfigEntry e = config.get(name);
+      if (e == null) out.putNull(name);
+      else out.put(name, e.value());
+    }
+    return out;
+  }
+
+  /**
+   * Reads partition 0 from offset 0 without a group until `expected` records are in and the
+   * position has reached the end offset, then polls on for idleMs (more records are an error for
+   * the caller to see).
+   */
+  private static ObjectNode read(JsonNode req, String isolation) {
+    TopicPartition tp = new TopicPartition(req.path("topic").asText(), 0);
+    ObjectNode answer = JSON.createObjectNode();
+    ArrayNode records = answer.putArray("records");
+    try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(consumerProps(req, isolation))) {
+      consumer.assign(List.of(tp));
+      consumer.seek(tp, 0);
+      long end = consumer.endOffsets(List.of(tp), CALL_TIMEOUT).get(tp);
+      long deadline = System.currentTimeMillis() + req.path("timeoutMs").asLong(30_000);
+      int expected = req.path("expected").asInt();
+      while ((records.size() < expected || consumer.position(tp) < end) && System.currentTimeMillis() < deadline) {
+        for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(200))) records.add(view(r));
+      }
+      long idleUntil = System.currentTimeMillis() + req.path("idleMs").asLong(0);
+      while (System.currentTimeMillis() < idleUntil) {
+        for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(200))) records.add(view(r));
+      }
+      answer.put("position", consumer.position(tp));
+      answer.put("endOffset", end);
+    }
+    return answer;
+  }
+
+  private static ObjectNode view(ConsumerRecord<byte[], byte[]> r) {
+    ObjectNode rec = JSON.createObjectNode();
+    rec.put("partition", r.partition());
+    rec.put("offset", r.offset());
+    rec.put("key", text(r.key()));
+    rec.put("value", text(r.value()));
+    return rec;
+  }
+
+  private static Map<String, String> strings(JsonNode object) {
+    Map<String, String> out = new HashMap<>();
+    for (Map.Entry<String, JsonNode> e : object.properties()) out.put(e.getKey(), e.getValue().asText());
+    return out;
+  }
+
+  private static byte[] bytes(JsonNode text) {
+    return text == null || text.isNull() ? null : text.asText().getBytes(StandardCharsets.UTF_8);
+  }
+
+  private static String text(byte[] bytes) {
+    return bytes == null ? null : new String(bytes, StandardCharsets.UTF_8);
+  }
+
+  private static String describe(Throwable e) {
+    Throwable cause = e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
+    return cause.getClass().getSimpleName() + ": " + String.valueOf(cause.getMessage()).replace('\n', ' ');
+  }
+}

@@ -1,0 +1,223 @@
+"""Drives kafka-python (a pure-Python client, no librdkafka) for tests, with ck.py's subcommands,
+flags, generated records and JSON summary (test/peers/README.md); exits 1 when the summary holds
+errors. --client-config is ck.py's librdkafka pass-through and is refused here.
+
+  kp.py produce --brokers B --topic T [--count N --start I --keys K --value-size S
+                --tombstone-every M --compression C --create-partitions P --topic-config k=v]
+  kp.py consume --brokers B --topic T --count N [--group G --isolation L --records]
+  kp.py txn     --brokers B --topic T [--transactions N --per-txn M --transactional-id X ...]
+  kp.py configs --brokers B --topic T [--partitions P] --topic-config k=v ... --alter k=v ...
+"""
+
+import json
+import logging
+import sys
+import time
+import uuid
+
+import kafka
+import kafka.errors
+from kafka import KafkaConsumer, KafkaProducer
+from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, KafkaAdminClient
+
+from ck import ABORTED_MARK, gen_record, list_records, parser, summarize
+
+CLIENT_ID = "kcompact-kp"
+
+
+def client_meta(**extra):
+    return dict(name="kafka-python", version=kafka.__version__, **extra)
+
+
+def remaining_ms(deadline):
+    return max(1, int((deadline - time.monotonic()) * 1000))
+
+
+def admin_client(args):
+    return KafkaAdminClient(bootstrap_servers=args.brokers, client_id=CLIENT_ID, request_timeout_ms=15000)
+
+
+def config_pairs(kvs):
+    return dict(kv.split("=", 1) for kv in kvs)
+
+
+def create_topic(args, partitions, configs):
+    admin = admin_client(args)
+    try:
+        admin.create_topics({args.topic: {"num_partitions": partitions, "configs": configs}}, timeout_ms=10000, raise_errors=False)
+    finally:
+        admin.close()
+
+
+def producer(args, **extra):
+    return KafkaProducer(
+        bootstrap_servers=args.brokers,
+        client_id=CLIENT_ID,
+        acks="all",
+        compression_type=None if args.compression == "none" else args.compression,
+        linger_ms=5,
+        **extra,
+    )
+
+
+def delivered(futures, deadline, errors):
+    """The produce summary's partitions from the records' futures; failures go to errors."""
+    parts = {}
+    for f in futures:
+        try:
+            md = f.get(timeout=max(0.1, deadline - time.monotonic()))
+        except kafka.errors.KafkaError as e:
+            errors.append("%s: %s" % (type(e).__name__, e))
+            continue
+        p = parts.setdefault(str(md.partition), {"count": 0, "firstOffset": md.offset, "lastOffset": md.offset})
+        p["count"] += 1
+        p["firstOffset"] = min(p["firstOffset"], md.offset)
+        p["lastOffset"] = max(p["lastOffset"], md.offset)
+    return parts
+
+
+def cmd_produce(args):
+    deadline = time.monotonic() + args.timeout_ms / 1000
+    if args.create_partitions > 0:
+        create_topic(args, args.create_partitions, config_pairs(args.topic_config))
+    p = producer(args)
+    futures = []
+    for i in range(args.start, args.start + args.count):
+        key, value = gen_record(i, args.keys, args.value_size, args.tombstone_every)
+        futures.append(p.send(args.topic, key=key, value=value))
+    p.flush(timeout=max(0.1, deadline - time.monotonic()))
+    errors = []
+    parts = delivered(futures, deadline, errors)
+    p.close()
+    return {
+        "count": sum(x["count"] for x in parts.values()),
+        "partitions": parts,
+        "errors": sorted(errors),
+        "client": client_meta(compression=args.compression),
+    }
+
+
+def consume_records(args, count, isolation, errors):
+    """Subscribes in a consumer group (a fresh one unless --group) from the earliest offset until
+    `count` records or the deadline; with --group, commits what it read."""
+    consumer = KafkaConsumer(
+        bootstrap_servers=args.brokers,
+        client_id=CLIENT_ID,
+        group_id=args.group or "kp-" + uuid.uuid4().hex[:12],
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        isolation_level=isolation,
+        check_crcs=True,
+    )
+    recs = []
+    deadline = time.monotonic() + args.timeout_ms / 1000
+    try:
+        consumer.subscribe([args.topic])
+        while len(recs) < count and time.monotonic() < deadline:
+            for tp, msgs in consumer.poll(timeout_ms=200).items():
+                recs.extend((tp.partition, m.offset, m.key, m.value) for m in msgs)
+        if len(recs) < count:
+            errors.append("saw %d of %d records before the deadline" % (len(recs), count))
+        if len(recs) > count:
+            errors.append("saw %d records, expected %d" % (len(recs), count))
+        if not errors and args.group:
+            consumer.commit(timeout_ms=remaining_ms(deadline + 10))
+    finally:
+        consumer.close(autocommit=False)
+    return recs
+
+
+def consume_summary(args, recs, errors, **client):
+    parts, dup_errors = summarize(recs)
+    out = {"count": len(recs), "partitions": parts, "errors": sorted(errors + dup_errors), "client": client_meta(**client)}
+    if args.records:
+        out["records"] = list_records(recs)
+    return out
+
+
+def cmd_consume(args):
+    errors = []
+    recs = consume_records(args, args.count, args.isolation, errors)
+    return consume_summary(args, recs, errors, isolation=args.isolation)
+
+
+def cmd_txn(args):
+    """As ck.py txn: even-numbered transactions commit, odd ones abort (values start with
+    'aborted-', delivered before the abort), then a read_committed consume of the committed."""
+    deadline = time.monotonic() + args.timeout_ms / 1000
+    if args.create_partitions > 0:
+        create_topic(args, args.create_partitions, config_pairs(args.topic_config))
+    p = producer(args, transactional_id=args.transactional_id or "kp-txn-" + uuid.uuid4().hex[:12])
+    p.init_transactions()
+    errors, futures = [], []
+    committed = aborted = 0
+    for t in range(args.transactions):
+        p.begin_transaction()
+        for j in range(args.per_txn):
+            i = args.start + t * args.per_txn + j
+            key, value = gen_record(i, args.keys, args.value_size, 0)
+            if t % 2 == 1:
+                value = ABORTED_MARK + value
+            futures.append(p.send(args.topic, key=key, value=value))
+        if t % 2 == 0:
+            p.commit_transaction()
+            committed += args.per_txn
+        else:
+            p.flush(timeout=max(0.1, deadline - time.monotonic()))
+            p.abort_transaction()
+            aborted += args.per_txn
+    delivered(futures, deadline, errors)
+    p.close()
+    recs = consume_records(args, committed, "read_committed", errors) if committed else []
+    leaked = sum(1 for r in recs if r[3] is not None and r[3].startswith(ABORTED_MARK))
+    if leaked:
+        errors.append("read_committed consumer saw %d aborted records" % leaked)
+    out = consume_summary(args, recs, errors, isolation="read_committed")
+    out["transactions"] = {"committed": committed, "aborted": aborted}
+    return out
+
+
+def described_configs(admin, topic, names):
+    resource = ConfigResource(ConfigResourceType.TOPIC, topic)
+    described = admin.describe_configs([resource], config_filter="all")["topic"][topic]
+    return {n: described[n]["value"] if n in described else None for n in names}
+
+
+def cmd_configs(args):
+    """Creates the topic with --topic-config, then sets --alter with IncrementalAlterConfigs;
+    reports what DescribeConfigs says of those configs after each step."""
+    create = config_pairs(args.topic_config)
+    alter = config_pairs(args.alter)
+    shown = sorted(set(create) | set(alter))
+    admin = admin_client(args)
+    try:
+        admin.create_topics({args.topic: {"num_partitions": args.partitions, "configs": create}}, timeout_ms=10000)
+        created = described_configs(admin, args.topic, shown)
+        resource = ConfigResource(ConfigResourceType.TOPIC, args.topic, {k: (AlterConfigOp.SET, v) for k, v in alter.items()})
+        result = admin.alter_configs([resource], incremental=True)["topic"][args.topic]
+        errors = [] if result == "OK" else ["IncrementalAlterConfigs: %s" % result]
+        altered = described_configs(admin, args.topic, shown)
+    finally:
+        admin.close()
+    return {"api": "IncrementalAlterConfigs", "created": created, "altered": altered, "errors": errors, "client": client_meta()}
+
+
+def main():
+    args = parser(prog="kp.py").parse_args()
+    if args.client_config:
+        print("kp.py: --client-config takes librdkafka properties (ck.py); kafka-python has its own", file=sys.stderr)
+        sys.exit(2)
+    # kafka-python logs through the logging module: warnings and worse only, on stderr.
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    try:
+        out = {"produce": cmd_produce, "consume": cmd_consume, "txn": cmd_txn, "configs": cmd_configs}[args.cmd](args)
+    except kafka.errors.KafkaError as e:
+        out = {"errors": ["%s: %s" % (type(e).__name__, e)], "client": client_meta()}
+    print(json.dumps(out, sort_keys=True))
+    if out["errors"]:
+        print("kp.py: " + "; ".join(out["errors"]), file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+/**
+ * The bed's command-line clients that share one set of subcommands, flags and JSON summaries
+ * (test/peers/README.md): franzclient (franz-go), ck.py (librdkafka through confluent-kafka) and
+ * kp.py (kafka-python). One driver serves all three.
+ */
+import path from 'node:path';
+import { runProcess, tail } from '../../processes.js';
+import { consumeFlags, produceFlags, type ConsumeSummary } from '../../summary.js';
+import type { ClientDriver, ConfigsRun, Operation } from '../types.js';
+
+interface Summary {
+  errors: string[];
+}
+
+/** How to run one subcommand of the client: its argv for `args`. */
+export type Argv = (args: readonly string[]) => [command: string, args: string[]];
+
+/** Room beyond the client's own deadline for starting up and shutting down. */
+const MARGIN_MS = 30_000;
+
+/** Runs a subcommand and returns its JSON summary whatever its exit status (which says only whether errors is empty). */
+async function summary<T extends Summary>(argv: Argv, args: readonly string[], clientTimeoutMs: number): Promise<T> {
+  const [command, full] = argv(args);
+  const r = await runProcess(command, full, { timeoutMs: clientTimeoutMs + MARGIN_MS });
+  const line = r.stdout.trimEnd().split('\n').pop() ?? '';
+  if (!line.startsWith('{')) throw new Error(`${path.basename(command)} ${args[0]} printed no summary (exit ${r.code}); stderr tail:\n${tail(r.stderr)}`);
+  return JSON.parse(line) as T;
+}
+
+async function ok<T extends Summary>(argv: Argv, args: readonly string[], clientTimeoutMs = 30_000): Promise<T> {
+  const s = await summary<T>(argv, args, clientTimeoutMs);
+  if (s.errors.length) throw new Error(`${args[0]}: ${s.errors.join('; ')}`);
+  return s;
+}
+
+export interface BedCliOptions {
+  id: string;
+  name: string;
+  argv: Argv;
+  version(): Promise<string>;
+  notes?: Partial<Record<Operation, string>>;
+}
+
+/** Time a compacted read keeps going after the survivors (it asks for one record more than exist). */
+const READ_DEADLINE_MS = 6_000;
+
+export function bedCliDriver(o: BedCliOptions): ClientDriver {
+  const { argv } = o;
+  return {
+    id: o.id,
+    name: o.name,
+    unsupported: {},
+    notes: o.notes ?? {},
+    version: o.version,
+    async produce(b, f) {
+      const produced = await ok<Summary & { partitions: Record<string, { count: number; firstOffset: number; lastOffset: number }> }>(argv, [
+        'produce',
+        ...produceFlags(b, { topic: f.topic, ...f.generated }),
+      ]);
+      const keyless = await summary(argv, ['produce', '--brokers', b, '--topic', f.topic, '--count', '1', '--keys', '0'], 30_000);
+      return { partitions: produced.partitions, keyless: keyless.errors.length ? keyless.errors.join('; ') : null };
+    },
+    async group(b, f) {
+      const s = await ok<Summary & ConsumeSummary>(argv, ['consume', ...consumeFlags(b, { topic: f.topic, count: f.count, group: f.group, records: true })]);
+      return { records: s.records! };
+    },
+    async transactions(b, f) {
+      const g = f.generated;
+      const s = await ok<Summary & ConsumeSummary>(argv, [
+        'txn', '--brokers', b, '--topic', f.topic, '--transactional-id', f.transactionalId, '--records',
+        '--start', String(g.start), '--keys', String(g.keys), '--value-size', String(g.valueSize),
+        '--transactions', String(g.transactions), '--per-txn', String(g.perTxn),
+      ]);
+      return { records: s.records! };
+    },
+    async configs(b, f) {
+      const flags = ['configs', '--brokers', b, '--topic', f.topic, '--partitions', String(f.partitions)];
+      for (const [k, v] of Object.entries(f.create)) flags.push('--topic-config', `${k}=${v}`);
+      for (const [k, v] of Object.entries(f.alter)) flags.push('--alter', `${k}=${v}`);
+      return ok<Summary & ConfigsRun>(argv, flags);
+    },
+    async compactedRead(b, f) {
+      const count = f.expected.length + 1;
+      const s = await summary<Summary & ConsumeSummary>(argv, ['consume', ...consumeFlags(b, { topic: f.topic, count, records: true, timeoutMs: READ_DEADLINE_MS })], READ_DEADLINE_MS);
+      const short = `saw ${f.expected.length} of ${count} records before the deadline`;
+      if (s.errors.length !== 1 || s.errors[0] !== short) throw new Error(`consume: ${s.errors.join('; ') || `read ${s.count} records, one more than exist`}`);
+      return { records: s.records ?? [] };
+    },
+  };
+}
