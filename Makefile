@@ -5,7 +5,7 @@
 SHELL := /bin/bash
 NODE_TEST := node --test --test-concurrency=1 --test-timeout=600000
 
-.PHONY: all deps build peers test test-unit test-integration run bench bench-compaction fuzz gen clean
+.PHONY: all deps build peers test test-unit test-integration run bench bench-compaction bench-scale fuzz gen clean
 
 all: build
 
@@ -39,6 +39,11 @@ bench: build peers
 
 bench-compaction: build peers
 	node dist/bench/compaction.js
+
+# 1,000 compacted partitions, 10M keys and a 30-minute soak (about 40 minutes);
+# SCALE_ARGS="--partitions 50 --keys 200000 --soak-minutes 1" for a run of a minute and a half.
+bench-scale: build peers
+	node dist/bench/scale.js $(SCALE_ARGS)
 
 # A million mutated and random frames through the decoders; FUZZ_ARGS="--seed N --frames N" to replay.
 fuzz: build

@@ -32,6 +32,27 @@ export async function createTopics(bootstrap: string, topics: TopicSpec[]): Prom
   }
 }
 
+/**
+ * Sets topics' configs (through the proxy for owned ones). kafkajs has only the whole-state
+ * AlterConfigs: every config the topic should keep must be listed, cleanup.policy included.
+ */
+export async function alterTopicConfigs(bootstrap: string, topics: string[], configs: Record<string, string>): Promise<void> {
+  const admin = new kafkajs.Kafka({ clientId: 'kcompact-bench', brokers: [bootstrap], logLevel: kafkajs.logLevel.NOTHING }).admin();
+  await admin.connect();
+  try {
+    await admin.alterConfigs({
+      validateOnly: false,
+      resources: topics.map((name) => ({
+        type: kafkajs.ConfigResourceTypes.TOPIC,
+        name,
+        configEntries: Object.entries(configs).map(([n, value]) => ({ name: n, value })),
+      })),
+    });
+  } finally {
+    await admin.disconnect();
+  }
+}
+
 /** Deletes topics (through the proxy, a compacted topic's configs go with it). */
 export async function deleteTopics(bootstrap: string, topics: string[]): Promise<void> {
   const admin = new kafkajs.Kafka({ clientId: 'kcompact-bench', brokers: [bootstrap], logLevel: kafkajs.logLevel.NOTHING }).admin();
@@ -56,22 +77,42 @@ export async function appendRecord(bootstrap: string, topic: string, key: string
   return (JSON.parse(line) as { offset: number }).offset;
 }
 
-/** Kafka's cleaner checkpoint for topic-0 (the first offset its next clean starts from), if any. */
-function kafkaCleanerCheckpoint(kafkaDataDir: string, topic: string): number | undefined {
+/**
+ * Appends one keyed record (`<keyPrefix>-<partition>`, 100 B value) to each of the first
+ * `partitions` partitions, in one produce, and returns their offsets by partition: the roll
+ * records of appendRecord for many partitions at once.
+ */
+export async function appendToEachPartition(bootstrap: string, topic: string, partitions: number, keyPrefix: string): Promise<number[]> {
+  const producer = new kafkajs.Kafka({ clientId: 'kcompact-bench', brokers: [bootstrap], logLevel: kafkajs.logLevel.NOTHING }).producer();
+  await producer.connect();
+  try {
+    const value = Buffer.alloc(100, 'r');
+    const meta = await producer.send({ topic, acks: -1, messages: Array.from({ length: partitions }, (_, p) => ({ partition: p, key: `${keyPrefix}-${p}`, value })) });
+    const offsets = new Array<number>(partitions).fill(-1);
+    for (const m of meta) offsets[m.partition] = Number(m.baseOffset);
+    if (offsets.includes(-1)) throw new Error(`appending to ${topic}: no offset for partition ${offsets.indexOf(-1)}`);
+    return offsets;
+  } finally {
+    await producer.disconnect();
+  }
+}
+
+/** Kafka's cleaner checkpoint for a partition (the first offset its next clean starts from), if any. */
+function kafkaCleanerCheckpoint(kafkaDataDir: string, topic: string, partition: number): number | undefined {
   const file = path.join(kafkaDataDir, 'cleaner-offset-checkpoint');
   if (!fs.existsSync(file)) return undefined;
   for (const line of fs.readFileSync(file, 'utf8').split('\n').slice(2)) {
     const [t, p, o] = line.trim().split(' ');
-    if (t === topic && p === '0') return Number(o);
+    if (t === topic && p === String(partition)) return Number(o);
   }
   return undefined;
 }
 
-/** Waits until Kafka's cleaner has cleaned topic-0 up to `offset`; resolves with the seconds it took. */
-export async function waitKafkaCleaned(kafkaDataDir: string, topic: string, offset: number, deadlineMs: number): Promise<number> {
+/** Waits until Kafka's cleaner has cleaned topic-partition up to `offset`; resolves with the seconds it took. */
+export async function waitKafkaCleaned(kafkaDataDir: string, topic: string, offset: number, deadlineMs: number, partition = 0): Promise<number> {
   const started = performance.now();
-  await pollUntil(`Kafka's cleaner to pass offset ${offset} of ${topic}-0`, deadlineMs, async () => {
-    const at = kafkaCleanerCheckpoint(kafkaDataDir, topic);
+  await pollUntil(`Kafka's cleaner to pass offset ${offset} of ${topic}-${partition}`, deadlineMs, async () => {
+    const at = kafkaCleanerCheckpoint(kafkaDataDir, topic, partition);
     return at !== undefined && at >= offset ? at : undefined;
   });
   return (performance.now() - started) / 1000;

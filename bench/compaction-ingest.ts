@@ -8,7 +8,7 @@
  */
 import type { RunningProxyProcess } from './proxy-process.js';
 import { createTopics } from './bench-topics.js';
-import { engineStatus, indexBytes, partitionsOf } from './engine-client.js';
+import { engineStatus, indexBytes } from './engine-client.js';
 import { kbench, startKbench, type KbenchResult } from './kbench.js';
 import { threadCpuSeconds } from './proc-stats.js';
 
@@ -42,7 +42,7 @@ export interface IngestResult {
   indexBytes: number;
 }
 
-interface Sample {
+export interface Sample {
   at: number;
   next: number;
   highWatermark: number;
@@ -55,21 +55,26 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-/** Samples the topic's indexing progress and the proxy's per-thread CPU until stopped. */
-function sampleIngest(proxy: RunningProxyProcess, topic: string): { samples: Sample[]; stop(): Promise<void> } {
+/**
+ * Samples the topics' indexing progress (summed over their partitions) and the proxy's
+ * per-thread CPU until stopped. Each sample is a GET /status, whose cost grows with the
+ * partitions indexed: many partitions want a longer interval.
+ */
+export function sampleIngest(proxy: RunningProxyProcess, topics: readonly string[], intervalMs = SAMPLE_MS): { samples: Sample[]; stop(): Promise<void> } {
+  const wanted = new Set(topics);
   const samples: Sample[] = [];
   let running = true;
   const loop = (async () => {
     while (running) {
       const started = performance.now();
-      const partitions = partitionsOf(await engineStatus(proxy.management), topic);
+      const partitions = (await engineStatus(proxy.management)).partitions.filter((p) => wanted.has(p.topic));
       samples.push({
         at: performance.now(),
         next: partitions.reduce((n, p) => n + p.nextOffset, 0),
         highWatermark: partitions.reduce((n, p) => n + p.highWatermark, 0),
         threads: threadCpuSeconds(proxy.proc.pid),
       });
-      await sleep(Math.max(0, SAMPLE_MS - (performance.now() - started)));
+      await sleep(Math.max(0, intervalMs - (performance.now() - started)));
     }
   })();
   return {
@@ -81,7 +86,8 @@ function sampleIngest(proxy: RunningProxyProcess, topic: string): { samples: Sam
   };
 }
 
-function cpuDeltas(first: Sample, last: Sample, mainTid: number): Pick<IngestResult, 'workerCpuSeconds' | 'mainCpuSeconds' | 'processCpuSeconds'> {
+/** CPU seconds between two samples: of the busiest thread besides the main one (the worker), of the main thread, of all. */
+export function cpuDeltas(first: Sample, last: Sample, mainTid: number): Pick<IngestResult, 'workerCpuSeconds' | 'mainCpuSeconds' | 'processCpuSeconds'> {
   if (last.threads.size === 0) return { workerCpuSeconds: null, mainCpuSeconds: null, processCpuSeconds: null };
   let worker = 0;
   let total = 0;
@@ -94,47 +100,23 @@ function cpuDeltas(first: Sample, last: Sample, mainTid: number): Pick<IngestRes
   return { workerCpuSeconds: worker, mainCpuSeconds: main, processCpuSeconds: total };
 }
 
-const topic = 'ingest-compacted';
-const trafficTopic = 'ingest-traffic';
-/** The upstream topics this phase creates. */
-export const INGEST_TOPICS = [topic, trafficTopic];
-
-export async function measureIngest(upstream: string, proxy: RunningProxyProcess, cfg: IngestConfig, log: (s: string) => void): Promise<IngestResult> {
-  await createTopics(proxy.bootstrap, [
-    { topic, partitions: cfg.partitions, configs: { 'cleanup.policy': 'compact' } },
-    { topic: trafficTopic, partitions: 2 },
-  ]);
-  log(`(a) filling ${trafficTopic} with ${cfg.trafficRecords} records of 1 KiB for the background consumer`);
-  await kbench('produce', upstream, trafficTopic, ['--count', String(cfg.trafficRecords), '--value-size', '1024']);
-
-  const traffic = startKbench('consume', proxy.bootstrap, trafficTopic, ['--duration', '60m', '--timeout', '61m']);
-  const sampler = sampleIngest(proxy, topic);
-  let produce: KbenchResult;
-  let trafficResult: KbenchResult;
-  try {
-    // The consumer is reading through the proxy before the first record arrives.
-    await sleep(1000);
-    log(`(a) producing ${cfg.records} records (${cfg.valueSize} B values, ${cfg.keys} random keys) straight to the upstream`);
-    produce = await kbench('produce', upstream, topic, [
-      '--count', String(cfg.records), '--keys', String(cfg.keys), '--key-order', 'random', '--value-size', String(cfg.valueSize),
-    ], 600_000);
-    const total = cfg.records + 1; // kbench's warm-up record
-    const deadline = Date.now() + 600_000;
-    while ((sampler.samples.at(-1)?.next ?? 0) < total) {
-      const why = proxy.crashed();
-      if (why) throw new Error(why);
-      if (Date.now() > deadline) throw new Error(`(a) the index reached ${sampler.samples.at(-1)?.next} of ${total} records in 10 minutes`);
-      await sleep(SAMPLE_MS);
-    }
-  } finally {
-    await sampler.stop();
-    trafficResult = await traffic.finish();
+/** Waits until the sampler has seen `total` records indexed (the proxy crashing ends the wait). */
+export async function waitSampled(samples: readonly Sample[], total: number, proxy: RunningProxyProcess, deadlineMs: number): Promise<void> {
+  const deadline = Date.now() + deadlineMs;
+  while ((samples.at(-1)?.next ?? 0) < total) {
+    const why = proxy.crashed();
+    if (why) throw new Error(why);
+    if (Date.now() > deadline) throw new Error(`the index reached ${samples.at(-1)?.next} of ${total} records in ${deadlineMs / 1000} s`);
+    await sleep(SAMPLE_MS);
   }
+}
 
-  const samples = sampler.samples;
-  // From the last sample before indexing began to the first that saw all of it.
+export type IngestFigures = Omit<IngestResult, 'config' | 'produce' | 'traffic' | 'indexBytes'>;
+
+/** What the samples say about indexing `total` records: from the last sample before indexing began to the first that saw all of it. */
+export function ingestFigures(samples: readonly Sample[], total: number, mainTid: number): IngestFigures {
   const begin = Math.max(0, samples.findIndex((s) => s.next > 0) - 1);
-  const end = samples.findIndex((s) => s.next >= cfg.records + 1);
+  const end = samples.findIndex((s) => s.next >= total);
   const first = samples[begin]!;
   const last = samples[end]!;
   let behindRecords = 0;
@@ -152,16 +134,50 @@ export async function measureIngest(upstream: string, proxy: RunningProxyProcess
   const seconds = (last.at - first.at) / 1000;
   const indexed = last.next - first.next;
   return {
-    config: cfg,
-    produce: produce!,
-    traffic: trafficResult,
     indexed,
     seconds,
     recordsPerSec: indexed / seconds,
     behindRecordsPerSec: behindMs > 0 ? behindRecords / (behindMs / 1000) : null,
     behindSeconds: behindMs / 1000,
     maxLag,
-    ...cpuDeltas(first, last, proxy.proc.pid),
+    ...cpuDeltas(first, last, mainTid),
+  };
+}
+
+const topic = 'ingest-compacted';
+const trafficTopic = 'ingest-traffic';
+/** The upstream topics this phase creates. */
+export const INGEST_TOPICS = [topic, trafficTopic];
+
+export async function measureIngest(upstream: string, proxy: RunningProxyProcess, cfg: IngestConfig, log: (s: string) => void): Promise<IngestResult> {
+  await createTopics(proxy.bootstrap, [
+    { topic, partitions: cfg.partitions, configs: { 'cleanup.policy': 'compact' } },
+    { topic: trafficTopic, partitions: 2 },
+  ]);
+  log(`(a) filling ${trafficTopic} with ${cfg.trafficRecords} records of 1 KiB for the background consumer`);
+  await kbench('produce', upstream, trafficTopic, ['--count', String(cfg.trafficRecords), '--value-size', '1024']);
+
+  const traffic = startKbench('consume', proxy.bootstrap, trafficTopic, ['--duration', '60m', '--timeout', '61m']);
+  const sampler = sampleIngest(proxy, [topic]);
+  let produce: KbenchResult;
+  let trafficResult: KbenchResult;
+  try {
+    // The consumer is reading through the proxy before the first record arrives.
+    await sleep(1000);
+    log(`(a) producing ${cfg.records} records (${cfg.valueSize} B values, ${cfg.keys} random keys) straight to the upstream`);
+    produce = await kbench('produce', upstream, topic, [
+      '--count', String(cfg.records), '--keys', String(cfg.keys), '--key-order', 'random', '--value-size', String(cfg.valueSize),
+    ], 600_000);
+    await waitSampled(sampler.samples, cfg.records + 1, proxy, 600_000); // kbench's warm-up record too
+  } finally {
+    await sampler.stop();
+    trafficResult = await traffic.finish();
+  }
+  return {
+    config: cfg,
+    produce: produce!,
+    traffic: trafficResult,
+    ...ingestFigures(sampler.samples, cfg.records + 1, proxy.proc.pid),
     indexBytes: indexBytes(proxy.dataDir, topic),
   };
 }

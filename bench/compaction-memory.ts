@@ -55,14 +55,14 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-function rssOf(proxy: RunningProxyProcess): Memory {
+export function rssOf(proxy: RunningProxyProcess): Memory {
   const m = memory(proxy.proc.pid);
   if (!m) throw new Error(proxy.crashed() ?? `cannot read /proc/${proxy.proc.pid}/status`);
   return m;
 }
 
 /** The largest RSS seen while `run` goes on. */
-async function withPeakRss<T>(proxy: RunningProxyProcess, run: () => Promise<T>): Promise<[T, number]> {
+export async function withPeakRss<T>(proxy: RunningProxyProcess, run: () => Promise<T>): Promise<[T, number]> {
   let peak = 0;
   const timer = setInterval(() => {
     peak = Math.max(peak, memory(proxy.proc.pid)?.rss ?? 0);

@@ -14,12 +14,15 @@
  * and, for the fixed cost of a reader (connect, metadata, ListOffsets, fetches that return at
  * once), a topic of one record, through the proxy and directly (context only).
  *
+ * The topics have one partition, or as many as the scale bench's sample asks (kgo hashes keys,
+ * so the same keys land in the same partitions of each); each partition is rolled.
+ *
  * Budget: view at least 10x faster than raw-proxy, and within 2x of kafka.
  */
 import type { RunningKafka } from '../test/support/index.js';
 import type { RunningProxyProcess } from './proxy-process.js';
-import { appendRecord, createTopics, waitKafkaCleaned } from './bench-topics.js';
-import { cleanUpTo, indexBytes, waitIndexed } from './engine-client.js';
+import { appendRecord, appendToEachPartition, createTopics, waitKafkaCleaned } from './bench-topics.js';
+import { cleanUpToAll, indexBytes, waitIndexedAll } from './engine-client.js';
 import { kbench, type KbenchResult } from './kbench.js';
 import { median } from './text-table.js';
 
@@ -30,6 +33,8 @@ export interface ReadConfig {
   batchRecords: number;
   rounds: number;
   segmentMs: number;
+  /** Partitions of each topic (default 1); the same keys land in the same partitions of each. */
+  partitions?: number;
 }
 
 export type ReadTarget = 'view' | 'kafka' | 'raw-proxy' | 'raw-direct' | 'one-proxy' | 'one-direct';
@@ -44,7 +49,8 @@ export interface ReadResult {
   config: ReadConfig;
   /** What each topic was written with (one kbench produce each). */
   produced: { target: 'kcompact' | 'raw' | 'kafka'; result: KbenchResult }[];
-  rollOffset: { kcompact: number; kafka: number };
+  /** Per partition, the offset of the record that rolled it. */
+  rollOffset: { kcompact: number[]; kafka: number[] };
   /** Seconds from the roll until the index held it, and until each side had cleaned up to it. */
   fromRoll: { kcompactIndexed: number; kcompactCleaned: number; kafkaCleaned: number };
   /** Seconds of each clean-now call it took, as the engine reports them. */
@@ -88,14 +94,15 @@ export function batchBytesFor(n: number, valueSize: number): number {
 }
 
 export async function measureReads(upstream: string, proxy: RunningProxyProcess, kafka: RunningKafka, cfg: ReadConfig, log: (s: string) => void): Promise<ReadResult> {
+  const partitions = cfg.partitions ?? 1;
   const compactConfigs = { 'cleanup.policy': 'compact', 'segment.ms': String(cfg.segmentMs), 'min.cleanable.dirty.ratio': '0.01' };
   await createTopics(proxy.bootstrap, [
-    { topic: TOPICS.compacted, partitions: 1, configs: compactConfigs },
-    { topic: TOPICS.raw, partitions: 1 },
+    { topic: TOPICS.compacted, partitions, configs: compactConfigs },
+    { topic: TOPICS.raw, partitions },
     { topic: TOPICS.one, partitions: 1 },
   ]);
   await appendRecord(upstream, TOPICS.one, 'one');
-  await createTopics(kafka.bootstrap, [{ topic: TOPICS.kafka, partitions: 1, configs: compactConfigs }]);
+  await createTopics(kafka.bootstrap, [{ topic: TOPICS.kafka, partitions, configs: compactConfigs }]);
 
   // One seed: every topic gets the same keys in the same order.
   const produceFlags = [
@@ -114,15 +121,15 @@ export async function measureReads(upstream: string, proxy: RunningProxyProcess,
   const rolled = performance.now();
   const since = () => (performance.now() - rolled) / 1000;
   const rollOffset = {
-    kcompact: await appendRecord(upstream, TOPICS.compacted, 'roll'),
-    kafka: await appendRecord(kafka.bootstrap, TOPICS.kafka, 'roll'),
+    kcompact: await appendToEachPartition(upstream, TOPICS.compacted, partitions, 'roll'),
+    kafka: await appendToEachPartition(kafka.bootstrap, TOPICS.kafka, partitions, 'roll'),
   };
-  log(`(b) rolled at ${rollOffset.kcompact} (kcompact) and ${rollOffset.kafka} (Kafka); waiting for the index and both cleaners`);
-  const kafkaCleaned = waitKafkaCleaned(`${kafka.dir}/data`, TOPICS.kafka, rollOffset.kafka, 300_000).then(since);
-  await waitIndexed(proxy.management, TOPICS.compacted, rollOffset.kcompact + 1, 300_000, proxy.crashed);
+  log(`(b) rolled at ${rollOffset.kcompact.join(',')} (kcompact) and ${rollOffset.kafka.join(',')} (Kafka); waiting for the index and both cleaners`);
+  const kafkaCleaned = Promise.all(rollOffset.kafka.map((o, p) => waitKafkaCleaned(`${kafka.dir}/data`, TOPICS.kafka, o, 300_000, p))).then(since);
+  await waitIndexedAll(proxy.management, TOPICS.compacted, rollOffset.kcompact.map((o) => o + 1), 300_000, proxy.crashed);
   const kcompactIndexed = since();
   const indexedBytes = indexBytes(proxy.dataDir, TOPICS.compacted);
-  const cleanCalls = await cleanUpTo(proxy.management, TOPICS.compacted, rollOffset.kcompact, 300_000);
+  const cleanCalls = await cleanUpToAll(proxy.management, TOPICS.compacted, rollOffset.kcompact, 300_000);
   const fromRoll = { kcompactIndexed, kcompactCleaned: since(), kafkaCleaned: await kafkaCleaned };
   const cleanedBytes = indexBytes(proxy.dataDir, TOPICS.compacted);
 

@@ -1,13 +1,13 @@
 /**
  * The benchmarks' view of a running proxy's compaction engine: its management endpoint
- * (`GET /status`, `POST /compact`, as `kcompact status` and `kcompact compact` use them) and the
+ * (`GET /status`, `GET /inspect`, `POST /compact`, as the `kcompact` admin verbs use them) and the
  * index files in its data directory.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import type { CleanReport } from '../src/compaction/cleaner/cleaner.js';
-import { topicIndexDir } from '../src/compaction/index/index-files.js';
-import type { EngineStatus, PartitionStatus } from '../src/compaction/worker/engine-status.js';
+import { indexRoot, topicIndexDir } from '../src/compaction/index/index-files.js';
+import type { EngineStatus, PartitionDetail, PartitionStatus } from '../src/compaction/worker/engine-status.js';
 import { pollUntil } from '../test/support/index.js';
 
 export async function engineStatus(management: string): Promise<EngineStatus> {
@@ -23,29 +23,52 @@ export async function compactNow(management: string, topic: string): Promise<Cle
   return (await res.json()) as CleanReport;
 }
 
+/** The topic's indexed partitions in detail (GET /inspect, as `kcompact inspect` asks). */
+export async function inspectTopic(management: string, topic: string): Promise<PartitionDetail[]> {
+  const res = await fetch(`http://${management}/inspect?topic=${encodeURIComponent(topic)}`);
+  if (!res.ok) throw new Error(`GET /inspect: ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { partitions: PartitionDetail[] }).partitions;
+}
+
 export function partitionsOf(status: EngineStatus, topic: string): PartitionStatus[] {
   return status.partitions.filter((p) => p.topic === topic);
 }
 
 /** Waits until the engine has indexed the topic's partition 0 up to `offset` (exclusive). */
 export async function waitIndexed(management: string, topic: string, offset: number, deadlineMs: number, gone?: () => string | undefined): Promise<PartitionStatus> {
-  return pollUntil(`${topic}-0 indexed up to ${offset}`, deadlineMs, async () => {
-    const p = partitionsOf(await engineStatus(management), topic).find((s) => s.partition === 0);
-    return p && p.nextOffset >= offset ? p : undefined;
+  return (await waitIndexedAll(management, topic, [offset], deadlineMs, gone))[0]!;
+}
+
+/** Waits until the engine has indexed each partition p of the topic up to offsets[p] (exclusive). */
+export async function waitIndexedAll(management: string, topic: string, offsets: number[], deadlineMs: number, gone?: () => string | undefined): Promise<PartitionStatus[]> {
+  const what = offsets.length === 1 ? `${topic}-0 indexed up to ${offsets[0]}` : `${offsets.length} partitions of ${topic} indexed`;
+  return pollUntil(what, deadlineMs, async () => {
+    const ps = partitionsOf(await engineStatus(management), topic);
+    const at = offsets.map((o, p) => ps.find((s) => s.partition === p && s.nextOffset >= o));
+    return at.every((s) => s !== undefined) ? (at as PartitionStatus[]) : undefined;
   }, gone);
 }
 
 /**
  * Cleans the topic's partition 0 until the cleaner's first dirty offset reaches `offset` (the
- * start of the active segment after a roll); resolves with the seconds each clean took.
+ * start of the active segment after a roll); resolves with the seconds each clean-now call spent on it.
  */
 export async function cleanUpTo(management: string, topic: string, offset: number, deadlineMs: number): Promise<number[]> {
+  return cleanUpToAll(management, topic, [offset], deadlineMs);
+}
+
+/**
+ * Cleans the topic until each partition p's first dirty offset reaches offsets[p]; resolves with
+ * the seconds each clean-now call spent cleaning those partitions.
+ */
+export async function cleanUpToAll(management: string, topic: string, offsets: number[], deadlineMs: number): Promise<number[]> {
   const calls: number[] = [];
-  await pollUntil(`${topic}-0 cleaned up to ${offset}`, deadlineMs, async () => {
+  const what = offsets.length === 1 ? `${topic}-0 cleaned up to ${offsets[0]}` : `${offsets.length} partitions of ${topic} cleaned`;
+  await pollUntil(what, deadlineMs, async () => {
     const report = await compactNow(management, topic);
-    calls.push(...report.cleaned.filter((c) => c.partition === 0).map((c) => c.durationMs / 1000));
-    const p = partitionsOf(await engineStatus(management), topic).find((s) => s.partition === 0);
-    return p && p.cleanedUpTo >= offset ? p : undefined;
+    calls.push(report.cleaned.filter((c) => c.partition < offsets.length).reduce((n, c) => n + c.durationMs / 1000, 0));
+    const ps = partitionsOf(await engineStatus(management), topic);
+    return offsets.every((o, p) => ps.some((s) => s.partition === p && s.cleanedUpTo >= o)) ? true : undefined;
   });
   return calls;
 }
@@ -56,4 +79,45 @@ export function indexBytes(dataDir: string, topic: string): number {
   if (!fs.existsSync(dir)) return 0;
   // The -shm file is a memory map the size of the WAL index, not data.
   return fs.readdirSync(dir).filter((f) => !f.endsWith('-shm')).reduce((n, f) => n + fs.statSync(path.join(dir, f)).size, 0);
+}
+
+export interface IndexFiles {
+  /** Index files (one per partition). */
+  files: number;
+  /** Bytes of the SQLite databases, of their write-ahead logs, of their shared-memory (-shm) maps. */
+  db: number;
+  wal: number;
+  shm: number;
+}
+
+/** The sizes of every index file under the data directory. */
+export function indexFiles(dataDir: string): IndexFiles {
+  const out: IndexFiles = { files: 0, db: 0, wal: 0, shm: 0 };
+  const root = indexRoot(dataDir);
+  if (!fs.existsSync(root)) return out;
+  // Files and directories may go between listing and stat (a topic's index dropped).
+  const list = (dir: string) => {
+    try {
+      return fs.readdirSync(dir);
+    } catch {
+      return [];
+    }
+  };
+  for (const dir of list(root)) {
+    for (const f of list(path.join(root, dir))) {
+      let size: number;
+      try {
+        size = fs.statSync(path.join(root, dir, f)).size;
+      } catch {
+        continue;
+      }
+      if (f.endsWith('-wal')) out.wal += size;
+      else if (f.endsWith('-shm')) out.shm += size;
+      else {
+        out.db += size;
+        out.files++;
+      }
+    }
+  }
+  return out;
 }

@@ -2,7 +2,7 @@
  * Runs kbench, the benchmarks' franz-go load generator (test/peers/go/cmd/kbench), and reads
  * the JSON line it prints.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { binDir } from '../test/support/paths.js';
@@ -22,6 +22,8 @@ export interface KbenchResult {
   requests: { produce: number; fetch: number };
   /** Record batches produced or fetched. */
   batches: number;
+  /** Distinct keys read (consume --count-keys). */
+  distinctKeys?: number;
   settings: Record<string, unknown>;
 }
 
@@ -48,7 +50,15 @@ export async function kbench(mode: KbenchMode, bootstrap: string, topic: string,
 export interface BackgroundKbench {
   /** Ends the run (SIGTERM, which kbench answers by reporting what it did so far). */
   finish(): Promise<KbenchResult>;
+  /** Waits for a run that ends by itself (a --duration), without signalling it. */
+  done(): Promise<KbenchResult>;
 }
+
+/** Background runs still going; one exit hook ends them all if the bench dies first. */
+const running = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+});
 
 /** A kbench run that goes on until finish(), e.g. `consume --duration` as background traffic. */
 export function startKbench(mode: KbenchMode, bootstrap: string, topic: string, flags: string[]): BackgroundKbench {
@@ -70,12 +80,15 @@ export function startKbench(mode: KbenchMode, bootstrap: string, topic: string, 
   });
   // A crash before finish() is reported by finish(); this keeps it from being unhandled meanwhile.
   exited.catch(() => undefined);
-  const killOnExit = () => child.kill('SIGKILL');
-  process.once('exit', killOnExit);
+  running.add(child);
+  const forget = () => running.delete(child);
   return {
     finish() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-      return exited.finally(() => process.removeListener('exit', killOnExit));
+      return exited.finally(forget);
+    },
+    done() {
+      return exited.finally(forget);
     },
   };
 }

@@ -51,10 +51,20 @@ interface Statements {
 }
 
 const prepared = new WeakMap<Database.Database, Statements>();
+const IDLE_TEMP_CACHE_PAGES = 2;
+/** The dirty map's cache during a clean: some 100k keys before it spills to its temp file. */
+const DIRTY_MAP_CACHE_KIB = 4096;
 
 function statements(db: Database.Database): Statements {
   let s = prepared.get(db);
   if (s) return s;
+  // The map of the dirty part lives in the connection's temp database, whose page cache stays
+  // at two pages except while a clean fills the map. SQLite gives a page cache an initial block
+  // of pages (~90 KiB, held for good) when it caches its first page, unless the cache is that
+  // small then: a thousand partitions would hold a thousand blocks. So a clean touches the map
+  // (clearLatest) before it raises the cache to DIRTY_MAP_CACHE_KIB, past which the map spills
+  // to a temp file.
+  db.pragma(`temp.cache_size = ${IDLE_TEMP_CACHE_PAGES}`);
   db.exec('CREATE TEMP TABLE IF NOT EXISTS dirty_latest (key BLOB PRIMARY KEY, offset INTEGER NOT NULL) WITHOUT ROWID');
   s = {
     markers: db.prepare(`SELECT offset, pid, txn_first, horizon FROM records WHERE ${PENDING_TERM} AND flags & ${CONTROL} <> 0 AND offset < ?`),
@@ -93,7 +103,7 @@ export function cleanPartition(store: PartitionStore, firstDirty: number, end: n
   let removed = 0;
   let markersRemoved = 0;
   let tombstonesRemoved = 0;
-  store.db.transaction(() => {
+  store.write(() => {
     // Markers first, on the state before this clean: a transaction's batches that this very
     // clean removes were still read by it, so they keep the marker for one more round.
     for (const [offset, pid, txnFirst, markerHorizon] of s.markers.raw().all(end) as [number, number, number, number | null][]) {
@@ -107,18 +117,23 @@ export function cleanPartition(store: PartitionStore, firstDirty: number, end: n
       }
     }
     s.clearLatest.run();
-    if (end > firstDirty) s.fillLatest.run(firstDirty, end);
-    removed += s.reapSuperseded.run().changes;
-    if (end > firstDirty) removed += s.reapDirty.run(firstDirty, end).changes;
-    s.keepLatest.run();
-    s.clearLatest.run();
+    store.db.pragma(`temp.cache_size = -${DIRTY_MAP_CACHE_KIB}`);
+    try {
+      if (end > firstDirty) s.fillLatest.run(firstDirty, end);
+      removed += s.reapSuperseded.run().changes;
+      if (end > firstDirty) removed += s.reapDirty.run(firstDirty, end).changes;
+      s.keepLatest.run();
+      s.clearLatest.run();
+    } finally {
+      store.db.pragma(`temp.cache_size = ${IDLE_TEMP_CACHE_PAGES}`);
+    }
     s.forgetExpiredKeys.run(end, now);
     tombstonesRemoved = s.reapExpired.run(end, now).changes;
     s.setTombstoneHorizons.run(horizon, end);
     removed += tombstonesRemoved + markersRemoved;
     store.rowsDeleted(removed);
     store.updateCheckpoint({ firstDirty: end, cleanBytes: store.bytesBelow(end), lastCleanMs: now });
-  })();
+  });
   store.vacuumIfWorthIt();
   return { firstDirty, endOffset: end, removed, tombstonesRemoved, markersRemoved, durationMs: performance.now() - started };
 }

@@ -4,7 +4,8 @@
  * compact,delete retention, then sleeps the backoff (log.cleaner.backoff.ms). compactNow()
  * cleans the asked partitions whether or not they qualify (an empty dirty part still lets
  * expired tombstones and markers go). A partition whose clean fails is marked uncleanable, as
- * in Kafka, until the engine restarts or its index is rebuilt.
+ * in Kafka, until the engine restarts or its index is rebuilt; unless the storage failed it (a
+ * full disk): that clean is tried again next round, and a damaged file is rebuilt.
  *
  * compact,delete retention moves the log start: the cleaner asks the upstream to delete the
  * records (DeleteRecords, so every replica and every client agrees, and storage is freed) and
@@ -16,6 +17,7 @@ import type { TopicPolicy } from '../policy.js';
 import type { PartitionStore } from '../index/partition-store.js';
 import type { Segment } from '../index/segment-roller.js';
 import type { StoreRegistry } from '../index/store-registry.js';
+import { isDamagedFile, isStorageFailure, storageFix } from '../index/storage-errors.js';
 import { Wakeup } from '../worker/wakeup.js';
 import { cleanableRange, needsCleaning, type CleanableRange } from './cleanable-range.js';
 import { cleanPartition, type CleanOutcome } from './clean-partition.js';
@@ -102,6 +104,8 @@ export class Cleaner {
   private loop: Promise<void> | undefined;
   private running = false;
   private readonly uncleanable = new Map<string, { topic: string; partition: number }>();
+  /** Partitions whose last clean the storage failed (logged once, until one succeeds). */
+  private readonly storageFailed = new Set<string>();
   private readonly stats: CleanerStats = {
     lastRunMs: 0,
     maxDirtyRatio: 0,
@@ -182,11 +186,13 @@ export class Cleaner {
     this.stats.lastRunMs = this.now();
     this.stats.maxCleanTimeMs = 0;
     let first = true;
+    // A partition whose clean the storage failed stays the filthiest: once a round is enough.
+    const failed = new Set<string>();
     for (;;) {
-      const next = this.filthiest(first);
+      const next = this.filthiest(first, failed);
       first = false;
       if (!next) break;
-      this.cleanOne(next.store, next.range, next.policy, report);
+      if (this.cleanOne(next.store, next.range, next.policy, report) === undefined) failed.add(idOf(next.store));
       await yieldToLoop();
     }
     await this.applyRetention(report);
@@ -194,7 +200,7 @@ export class Cleaner {
   }
 
   /** The cleanable partition with the highest dirty ratio (Kafka's grabFilthiestCompactedLog). */
-  private filthiest(recordStats: boolean): { store: PartitionStore; range: CleanableRange; policy: TopicPolicy } | undefined {
+  private filthiest(recordStats: boolean, skip: ReadonlySet<string>): { store: PartitionStore; range: CleanableRange; policy: TopicPolicy } | undefined {
     const policies = this.deps.policies();
     const now = this.now();
     let best: { store: PartitionStore; range: CleanableRange; policy: TopicPolicy } | undefined;
@@ -202,7 +208,7 @@ export class Cleaner {
     let maxDelay = 0;
     for (const store of this.deps.registry.all()) {
       const policy = policies.get(store.id.topic);
-      if (!policy || this.uncleanable.has(idOf(store))) continue;
+      if (!policy || this.uncleanable.has(idOf(store)) || skip.has(idOf(store)) || !store.db.open) continue;
       const range = cleanableRange(store.segments, { ...store.checkpoint }, policy, now);
       if (range.cleanBytes + range.cleanableBytes <= 0) continue;
       maxRatio = Math.max(maxRatio, range.dirtyRatio);
@@ -227,13 +233,18 @@ export class Cleaner {
       this.stats.maxCleanTimeMs = Math.max(this.stats.maxCleanTimeMs, outcome.durationMs);
       report.cleaned.push({ topic, partition, dirtyRatio: range.dirtyRatio, ...outcome });
       this.deps.log.debug('cleaned partition', { topic, partition, ...outcome });
+      if (this.storageFailed.delete(idOf(store))) this.deps.log.info('cleaning resumed: the index file is writable again', { topic, partition });
       this.deps.registry.publish(store);
+      // The clean and the survivor snapshot read much of the file: the pages they leave cached
+      // would stay, a full cache share per partition cleaned.
+      store.db.pragma('shrink_memory');
       return end;
     } catch (err) {
-      const code = (err as { code?: string }).code;
       report.failed.push({ topic, partition, error: (err as Error).message });
-      if (code === 'SQLITE_CORRUPT' || code === 'SQLITE_NOTADB') {
-        this.deps.registry.reset(store, `${code} while cleaning`);
+      if (isDamagedFile(err)) {
+        this.deps.registry.reset(store, `${(err as { code: string }).code} while cleaning`);
+      } else if (isStorageFailure(err)) {
+        this.storageFailedOnce(store, err, 'cleaning waits for the storage of its index: reads through the proxy show the partition as before this clean (more records than a clean would leave, never fewer)');
       } else {
         this.uncleanable.set(idOf(store), { topic, partition });
         this.deps.log.error('cleaning failed; partition marked uncleanable', { topic, partition, err });
@@ -244,6 +255,7 @@ export class Cleaner {
 
   private async applyRetention(report: CleanReport, onlyTopic?: string): Promise<void> {
     const policies = this.deps.policies();
+    const moves: { topic: string; partition: number; start: number }[] = [];
     for (const store of [...this.deps.registry.all()]) {
       const policy = policies.get(store.id.topic);
       if (!policy?.delete || !store.db.open || (onlyTopic !== undefined && store.id.topic !== onlyTopic)) continue;
@@ -261,12 +273,35 @@ export class Cleaner {
         },
         policy,
       );
-      if (start === undefined || start <= cp.logStartOffset) continue;
-      const { topic, partition } = store.id;
-      const upstream = await this.deps.deleteRecords(topic, partition, start);
+      if (start !== undefined && start > cp.logStartOffset) moves.push({ ...store.id, start });
+    }
+    // All at once: the requests share the worker's connection to each leader, where every one
+    // would otherwise wait out the indexer's long-polling fetch in turn (minutes, over a
+    // thousand partitions).
+    const accepted = await Promise.all(moves.map((m) => this.deps.deleteRecords(m.topic, m.partition, m.start)));
+    for (const [i, { topic, partition, start }] of moves.entries()) {
+      const upstream = accepted[i]!;
       const current = this.deps.registry.get(topic, partition);
-      if (current && current.dropBelow(start)) this.deps.registry.publish(current);
+      try {
+        if (current && current.dropBelow(start)) this.deps.registry.publish(current);
+      } catch (err) {
+        if (!isStorageFailure(err) || !current) throw err;
+        report.failed.push({ topic, partition, error: (err as Error).message });
+        this.storageFailedOnce(current, err, 'retention waits for the storage of its index: reads through the proxy may still show records past retention');
+        continue;
+      }
       report.retention.push({ topic, partition, logStartOffset: start, upstream });
     }
+  }
+
+  private storageFailedOnce(store: PartitionStore, err: unknown, what: string): void {
+    if (this.storageFailed.has(idOf(store))) return;
+    this.storageFailed.add(idOf(store));
+    this.deps.log.error(`the storage of a partition index failed; ${what}; retried every round`, {
+      topic: store.id.topic,
+      partition: store.id.partition,
+      err,
+      fix: storageFix(err, store.file),
+    });
   }
 }

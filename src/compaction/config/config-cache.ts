@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import type { Logger } from '../../ops/log.js';
+import { isStorageFailure, storageFix } from '../index/storage-errors.js';
 import type { StoredEntry } from './topic-config-state.js';
 
 export const CONFIG_CACHE_FILE = 'topic-configs.sqlite';
@@ -68,6 +69,12 @@ export class ConfigCache {
     try {
       return new ConfigCache(openDb(file));
     } catch (err) {
+      // A full or failing disk says nothing about the file: it stays, and this run keeps the
+      // configs in memory (they are in the upstream; the cache only spares a full read at start).
+      if (isStorageFailure(err)) {
+        log.error('topic config cache cannot be opened: its storage failed; configs are kept in memory for this run and read again from the upstream', { file, err, fix: storageFix(err, file) });
+        return new ConfigCache(openDb(':memory:'));
+      }
       log.warn('topic config cache is unreadable; starting a new one (configs are read again from the upstream)', { file, err });
       for (const suffix of ['', '-wal', '-shm']) fs.rmSync(file + suffix, { force: true });
       return new ConfigCache(openDb(file));

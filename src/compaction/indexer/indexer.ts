@@ -14,16 +14,17 @@ import { ApiKey } from '../../protocol/messages.js';
 import { ZERO_UUID } from '../../protocol/wire/uuid.js';
 import type { Logger } from '../../ops/log.js';
 import type { TopicPolicy } from '../policy.js';
-import type { PartitionStore } from '../index/partition-store.js';
+import type { PartitionStore, UpstreamPosition } from '../index/partition-store.js';
 import { KeyIdentities } from '../key-identity/key-identities.js';
 import { SchemaUnavailableError } from '../key-identity/registry-schemas.js';
 import { RowBuffer } from '../index/row-buffer.js';
+import { isDamagedFile, isStorageFailure, storageFix } from '../index/storage-errors.js';
 import { rollPolicy, type RollPolicy } from '../index/segment-roller.js';
 import type { StoreRegistry } from '../index/store-registry.js';
 import { Wakeup } from '../worker/wakeup.js';
 import { CatchUpProgress } from './catch-up-progress.js';
 import { collectRows, type AbortedTransaction } from './fetched-rows.js';
-import { deleteRecordsBefore, lastStableOffset, logBounds } from './partition-requests.js';
+import { deleteRecordsBefore, lastStableOffsets, logBounds } from './partition-requests.js';
 import type { UpstreamCluster } from './upstream-cluster.js';
 
 /** Errors that mean "ask the metadata who leads this partition now". */
@@ -46,6 +47,12 @@ const FETCH_TOPIC_IDS_VERSION = 13;
 export interface IndexerOptions {
   /** Long-poll wait of each fetch (default 500 ms; also how soon a new partition joins a loop). */
   maxWaitMs?: number;
+  /**
+   * Bytes a fetch waits for, up to maxWaitMs (default 1 MiB). Each partition with news costs a
+   * write transaction of its own: with many partitions trickling, a fetch that answered at the
+   * first byte would come back at once with a record or two in each, over and over.
+   */
+  minBytes?: number;
   /** Bytes per fetch answer (default 32 MiB) and per partition (default 8 MiB). */
   maxBytes?: number;
   partitionMaxBytes?: number;
@@ -73,6 +80,8 @@ interface Tail {
   retryAt: number;
   /** Fetched answers in a row whose key schemas the registry did not give (the backoff grows with them). */
   schemaFailures: number;
+  /** Attempts in a row that the storage of the index failed (the backoff grows with them). */
+  storageFailures: number;
   lastError?: string;
 }
 
@@ -99,9 +108,8 @@ function message(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-function sqliteCode(err: unknown): string | undefined {
-  const code = (err as { code?: unknown }).code;
-  return typeof code === 'string' && code.startsWith('SQLITE_') ? code : undefined;
+function samePosition(a: UpstreamPosition, b: UpstreamPosition): boolean {
+  return a.nextOffset === b.nextOffset && a.logStartOffset === b.logStartOffset && a.lastStableOffset === b.lastStableOffset && a.highWatermark === b.highWatermark;
 }
 
 export class Indexer {
@@ -131,6 +139,7 @@ export class Indexer {
     this.identities = identities ?? KeyIdentities.exactBytes(log);
     this.opts = {
       maxWaitMs: options.maxWaitMs ?? 500,
+      minBytes: options.minBytes ?? 1024 * 1024,
       maxBytes: options.maxBytes ?? 32 * 1024 * 1024,
       partitionMaxBytes: options.partitionMaxBytes ?? 8 * 1024 * 1024,
       metadataIntervalMs: options.metadataIntervalMs ?? 10_000,
@@ -148,15 +157,25 @@ export class Indexer {
     const deadline = Date.now() + deadlineMs;
     // Partitions created since the last metadata round (a topic auto-created by its first produce) count too.
     await this.refreshMetadata().catch((err) => this.log.debug('catch-up: metadata refresh failed', { err }));
-    const targets: { topic: string; partition: number; offset: number }[] = [];
+    const byLeader = new Map<number, Tail[]>();
     for (const tail of this.tails.values()) {
-      if (topic !== undefined && tail.topic !== topic) continue;
-      try {
-        targets.push({ topic: tail.topic, partition: tail.partition, offset: await lastStableOffset(await this.cluster.broker(tail.leader), tail.topic, tail.partition) });
-      } catch (err) {
-        this.log.debug('catch-up: no last stable offset; cleaning what is indexed', { topic: tail.topic, partition: tail.partition, err });
-      }
+      if (topic === undefined || tail.topic === topic) byLeader.set(tail.leader, [...(byLeader.get(tail.leader) ?? []), tail]);
     }
+    const answers = await Promise.all(
+      [...byLeader].map(([leader, tails]) =>
+        this.cluster
+          .broker(leader)
+          .then((client) => lastStableOffsets(client, tails))
+          .catch((err: unknown) => {
+            this.log.debug('catch-up: no last stable offsets from the leader; cleaning what is indexed', { leader, partitions: tails.length, err });
+            return [];
+          }),
+      ),
+    );
+    const targets = answers.flat().filter((a) => {
+      if (a.errorCode !== 0) this.log.debug('catch-up: no last stable offset; cleaning what is indexed', { topic: a.topic, partition: a.partition, errorCode: a.errorCode });
+      return a.errorCode === 0;
+    });
     for (const t of targets) {
       for (;;) {
         const store = this.registry.get(t.topic, t.partition);
@@ -271,11 +290,16 @@ export class Indexer {
         const key = tailKey(t.name, p.partition);
         let tail = this.tails.get(key);
         if (!tail) {
-          tail = { topic: t.name, partition: p.partition, leader: -1, roll: rollPolicy(policy), busy: false, retryAt: 0, schemaFailures: 0 };
+          tail = { topic: t.name, partition: p.partition, leader: -1, roll: rollPolicy(policy), busy: false, retryAt: 0, schemaFailures: 0, storageFailures: 0 };
           this.tails.set(key, tail);
         }
-        const store = this.storeOf(tail);
-        if (store.checkpoint.topicId === '' && t.topicId !== ZERO_UUID) store.setTopicId(t.topicId);
+        try {
+          const store = this.storeOf(tail);
+          if (store.checkpoint.topicId === '' && t.topicId !== ZERO_UUID) store.setTopicId(t.topicId);
+        } catch (err) {
+          // The fetch loop opens it again; this partition's index must not stop the others.
+          this.storeFailed(tail, err);
+        }
         tail.leader = p.errorCode === 0 ? p.leaderId : -1;
         if (tail.leader >= 0) this.ensureLoop(tail.leader);
       }
@@ -321,7 +345,7 @@ export class Indexer {
       const mine = this.tailsOf(nodeId);
       if (mine.length === 0) return;
       const now = Date.now();
-      const ready = mine.filter((t) => !t.busy && t.retryAt <= now);
+      const ready = mine.filter((t) => !t.busy && t.retryAt <= now && this.opened(t));
       if (ready.length === 0) {
         const soonest = Math.min(...mine.map((t) => (t.busy ? now + 50 : t.retryAt)));
         await wake.sleep(Math.max(10, soonest - now));
@@ -396,7 +420,7 @@ export class Indexer {
     const body: FetchBody = await client.request(ApiKey.Fetch, version, {
       replicaId: -1,
       maxWaitMs: this.opts.maxWaitMs,
-      minBytes: 1,
+      minBytes: this.opts.minBytes,
       maxBytes: this.opts.maxBytes,
       isolationLevel: READ_COMMITTED,
       sessionId: 0,
@@ -449,27 +473,31 @@ export class Indexer {
       // The index may have been dropped or reset while the batches decompressed.
       if (this.tails.get(tailKey(tail.topic, tail.partition)) !== tail || this.registry.get(tail.topic, tail.partition) !== store) return;
       if (store.checkpoint.nextOffset !== from) return;
-      this.log.debug('indexed', { topic: tail.topic, partition: tail.partition, from, to: collected.nextOffset, rows: rows.length, logStart, highWatermark, lastStable });
-      store.ingest(
-        rows,
-        {
-          nextOffset: collected.nextOffset,
-          logStartOffset: Math.max(store.checkpoint.logStartOffset, logStart),
-          lastStableOffset: lastStable,
-          highWatermark,
-        },
-        tail.roll,
-        collected.transactionsChanged,
-      );
+      const position = {
+        nextOffset: collected.nextOffset,
+        logStartOffset: Math.max(store.checkpoint.logStartOffset, logStart),
+        lastStableOffset: lastStable,
+        highWatermark,
+      };
+      // Most partitions of a fetch over many bring nothing new: a write transaction for each
+      // would cost the worker far more than the records that did arrive.
+      if (rows.length > 0 || collected.transactionsChanged || !samePosition(store.checkpoint, position)) {
+        this.log.debug('indexed', { topic: tail.topic, partition: tail.partition, from, to: collected.nextOffset, rows: rows.length, logStart, highWatermark, lastStable });
+        store.ingest(rows, position, tail.roll, collected.transactionsChanged);
+      }
       this.progress.indexed(tail.topic, tail.partition, from, collected.nextOffset, lastStable, highWatermark);
       tail.lastError = undefined;
       if (tail.schemaFailures > 0) {
         this.log.info('key schemas available again; indexing resumed', { topic: tail.topic, partition: tail.partition, after: tail.schemaFailures });
         tail.schemaFailures = 0;
       }
+      if (tail.storageFailures > 0) {
+        this.log.info('the index file is writable again; indexing resumed', { topic: tail.topic, partition: tail.partition, after: tail.storageFailures });
+        tail.storageFailures = 0;
+      }
     } catch (err) {
       if (err instanceof SchemaUnavailableError) this.schemaUnavailable(tail, err);
-      else this.storeFailed(tail, store, err);
+      else this.storeFailed(tail, err, store);
     }
   }
 
@@ -516,19 +544,50 @@ export class Indexer {
     tail.lastError = err.message;
   }
 
-  /** A write failed: a corrupt file starts over; anything else reopens it from what was committed. */
-  private storeFailed(tail: Tail, store: PartitionStore, err: unknown): void {
-    const code = sqliteCode(err);
+  /** Whether the tail's index is open (opening it if need be); one that will not open waits. */
+  private opened(tail: Tail): boolean {
+    try {
+      this.storeOf(tail);
+      return true;
+    } catch (err) {
+      this.storeFailed(tail, err);
+      return false;
+    }
+  }
+
+  /**
+   * Opening or writing the index failed. A damaged file starts over. A failed storage (a full
+   * disk) leaves the file as committed (PartitionStore.write) and the partition waits with a
+   * growing backoff, said once with what to do; its records past the index stay visible,
+   * unfiltered. Anything else reopens the file, so that its state follows what was committed.
+   */
+  private storeFailed(tail: Tail, err: unknown, store?: PartitionStore): void {
     const repeated = tail.lastError === message(err);
     tail.lastError = message(err);
     tail.retryAt = Date.now() + 1000;
-    if (code === 'SQLITE_CORRUPT' || code === 'SQLITE_NOTADB') {
-      this.registry.reset(store, `${code}: ${message(err)}`);
+    if (isDamagedFile(err)) {
+      if (store) this.registry.reset(store, `${(err as { code: string }).code}: ${message(err)}`);
+      return;
+    }
+    if (isStorageFailure(err)) {
+      tail.storageFailures++;
+      const wait = Math.min(this.opts.maxBackoffMs, 500 * 2 ** Math.min(tail.storageFailures - 1, 10));
+      tail.retryAt = Date.now() + wait;
+      if (tail.storageFailures === 1) {
+        const file = store?.file ?? this.registry.fileOf(tail.topic, tail.partition);
+        this.log.error('the storage of a partition index failed; indexing of the partition waits for it (its records past the index are served unfiltered, like the uncleaned head of a log)', {
+          topic: tail.topic,
+          partition: tail.partition,
+          err,
+          retryInMs: wait,
+          fix: storageFix(err, file),
+        });
+      }
       return;
     }
     // A batch the upstream keeps sending fails the same way each second: say so once.
     if (!repeated) this.log.error('indexing a partition failed; retrying', { topic: tail.topic, partition: tail.partition, err });
-    this.registry.reopen(store);
+    if (store) this.registry.reopen(store);
   }
 
   /** The fetch offset is outside the upstream log: moved log start, or an index ahead of it. */

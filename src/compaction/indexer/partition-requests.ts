@@ -1,6 +1,6 @@
 /**
- * The worker's requests about one partition, other than Fetch: where the upstream log starts
- * and ends (ListOffsets), and moving its start for compact,delete retention (DeleteRecords).
+ * The worker's requests about partitions, other than Fetch: where the upstream log starts and
+ * ends (ListOffsets), and moving its start for compact,delete retention (DeleteRecords).
  */
 import { ApiKey } from '../../protocol/messages.js';
 import type { UpstreamClient } from '../../upstream/client.js';
@@ -26,17 +26,40 @@ export async function logBounds(client: UpstreamClient, topic: string, partition
   return [await ask(EARLIEST_TIMESTAMP), await ask(LATEST_TIMESTAMP)];
 }
 
-/** The partition's last stable offset now (ListOffsets LATEST at READ_COMMITTED). */
-export async function lastStableOffset(client: UpstreamClient, topic: string, partition: number): Promise<number> {
-  const body = await client.request(ApiKey.ListOffsets, client.version(ApiKey.ListOffsets), {
+export interface PartitionOffset {
+  topic: string;
+  partition: number;
+  /** 0 when the offset is known. */
+  errorCode: number;
+  offset: number;
+}
+
+interface ListOffsetsBody {
+  topics?: { name: string; partitions?: { partitionIndex: number; errorCode: number; offset: bigint }[] }[];
+}
+
+/**
+ * The last stable offsets now (ListOffsets LATEST at READ_COMMITTED) of partitions the client's
+ * broker leads, in one request: a broker answers a connection's requests in order, and the
+ * indexer's Fetch on it long-polls, so one request per partition would wait that out each time
+ * (minutes for a thousand partitions). A partition left out of the answer comes back with
+ * UNKNOWN_SERVER_ERROR (-1).
+ */
+export async function lastStableOffsets(client: UpstreamClient, partitions: readonly { topic: string; partition: number }[]): Promise<PartitionOffset[]> {
+  const byTopic = new Map<string, number[]>();
+  for (const p of partitions) byTopic.set(p.topic, [...(byTopic.get(p.topic) ?? []), p.partition]);
+  const body: ListOffsetsBody = await client.request(ApiKey.ListOffsets, client.version(ApiKey.ListOffsets), {
     replicaId: -1,
     isolationLevel: 1,
-    topics: [{ name: topic, partitions: [{ partitionIndex: partition, currentLeaderEpoch: -1, timestamp: LATEST_TIMESTAMP }] }],
+    topics: [...byTopic].map(([name, ps]) => ({ name, partitions: ps.map((partitionIndex) => ({ partitionIndex, currentLeaderEpoch: -1, timestamp: LATEST_TIMESTAMP })) })),
     timeoutMs: TIMEOUT_MS,
   });
-  const p = body.topics?.[0]?.partitions?.[0];
-  if (!p || p.errorCode !== 0) throw new Error(`ListOffsets for ${topic}-${partition} failed with error ${p?.errorCode ?? 'none'}`);
-  return Number(p.offset);
+  const answered = new Map<string, { errorCode: number; offset: bigint }>();
+  for (const t of body.topics ?? []) for (const p of t.partitions ?? []) answered.set(`${p.partitionIndex}\u0000${t.name}`, p);
+  return partitions.map(({ topic, partition }) => {
+    const p = answered.get(`${partition}\u0000${topic}`);
+    return { topic, partition, errorCode: p ? p.errorCode : -1, offset: p && p.errorCode === 0 ? Number(p.offset) : -1 };
+  });
 }
 
 /** Moves the partition's log start to `offset`; throws when the upstream refuses or cannot. */

@@ -104,15 +104,18 @@ function liveStates(indexer: Indexer, cleaner: Cleaner): (store: PartitionStore)
   };
 }
 
+/** The open indexes: one whose file failed under it is closed until the indexer reopens it. */
+const openStores = (registry: StoreRegistry) => [...registry.all()].filter((store) => store.db.open);
+
 export function engineStatus(registry: StoreRegistry, indexer: Indexer, cleaner: Cleaner): EngineStatus {
   const live = liveStates(indexer, cleaner);
-  const partitions = [...registry.all()].map((store) => partitionStatus(store, cleaner.rangeOf(store), live(store)));
+  const partitions = openStores(registry).map((store) => partitionStatus(store, cleaner.rangeOf(store), live(store)));
   return { partitions: partitions.sort(byTopicPartition), cleaner: cleaner.status() };
 }
 
 /** Every indexed partition of the topic, in detail. */
 export function inspectTopic(registry: StoreRegistry, indexer: Indexer, cleaner: Cleaner, topic: string): PartitionDetail[] {
   const live = liveStates(indexer, cleaner);
-  const partitions = [...registry.all()].filter((s) => s.id.topic === topic).map((store) => partitionDetail(store, cleaner.rangeOf(store), live(store)));
+  const partitions = openStores(registry).filter((s) => s.id.topic === topic).map((store) => partitionDetail(store, cleaner.rangeOf(store), live(store)));
   return partitions.sort(byTopicPartition);
 }

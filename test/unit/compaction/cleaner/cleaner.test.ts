@@ -107,6 +107,37 @@ describe('Cleaner', () => {
     registry.closeAll();
   });
 
+  it('retries a clean the disk refused next round instead of marking the partition uncleanable', async () => {
+    const clock = { now: 0 };
+    const policy = { ...SMALL, minCleanableDirtyRatio: 0.01 };
+    const { registry, cleaner, published } = setup(new Map([['full', policy]]), clock);
+    // Distinct keys: a first clean deletes nothing and must add every key to the keys table.
+    await fill(registry, 'full', policy, 500, 500);
+    const store = registry.get('full', 0)!;
+    store.db.pragma('wal_checkpoint(TRUNCATE)');
+    // The file may not grow: SQLite answers SQLITE_FULL, as on a full filesystem.
+    store.db.pragma(`max_page_count = ${store.db.pragma('page_count', { simple: true }) as number}`);
+    const before = { checkpoint: { ...store.checkpoint }, rows: store.rowCount };
+    published.length = 0;
+    errors.length = 0;
+    for (let i = 0; i < 2; i++) {
+      const report = await cleaner.compactNow('full');
+      assert.match(report.failed[0]?.error ?? '', /full/);
+    }
+    assert.deepEqual(cleaner.status().uncleanable, [], 'not uncleanable: the file is fine');
+    assert.deepEqual({ checkpoint: store.checkpoint, rows: store.rowCount }, before, 'nothing of the failed clean is taken for done');
+    assert.deepEqual(published, [], 'nor shown');
+    assert.equal(errors.filter((e) => /storage of a partition index failed/.test(e)).length, 1, 'said once');
+
+    store.db.pragma('max_page_count = 1000000');
+    cleaner.start();
+    const deadline = Date.now() + 5000;
+    while (published.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    await cleaner.close();
+    assert.ok(store.checkpoint.firstDirty > 0, 'the next round cleaned it');
+    registry.closeAll();
+  });
+
   it('applies compact,delete retention: asks the upstream to delete and drops the records from the view', async () => {
     const clock = { now: 100_000 };
     const policy = { ...SMALL, delete: true, retentionMs: 50_000 };

@@ -47,3 +47,23 @@ test('a file SQLite cannot read is replaced by an empty cache', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('a file the storage cannot open is kept, and the cache runs in memory for this run', () => {
+  const dir = tempDir();
+  try {
+    // A directory where the file should be: SQLite cannot open it (SQLITE_CANTOPEN), as on a
+    // full or failing disk.
+    const where = path.join(dir, CONFIG_CACHE_FILE);
+    fs.mkdirSync(where);
+    const errors: unknown[] = [];
+    const cache = ConfigCache.open(dir, { ...log, error: (_msg: string, fields?: object) => errors.push(fields) });
+    cache.reset('STORE');
+    assert.equal(cache.load().storeTopicId, 'STORE');
+    cache.close();
+    assert.equal(errors.length, 1);
+    assert.match(String((errors[0] as { fix?: string }).fix), /check the filesystem/);
+    assert.ok(fs.statSync(where).isDirectory(), 'nothing was deleted');
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
+import { cleanPartition } from '../../../../src/compaction/cleaner/clean-partition.js';
 import { PartitionStore } from '../../../../src/compaction/index/partition-store.js';
 import { keyDigest, keyDigestInto, KEY_DIGEST_BYTES } from '../../../../src/compaction/index/key-digest.js';
 import { RowBuffer } from '../../../../src/compaction/index/row-buffer.js';
@@ -120,6 +121,59 @@ describe('PartitionStore', () => {
     assert.equal(store.db.prepare('SELECT MIN(offset) FROM records').pluck().get(), 150);
     assert.equal(store.dropBelow(120), false, 'an older log start changes nothing');
     store.close();
+  });
+
+  it('keeps its in-memory state at what was committed when a transaction fails at its commit', () => {
+    const { store } = PartitionStore.open(freshFile(), ID);
+    store.ingest(rowsFor(0, 100, 7), position(100), ROLL, false);
+    const committed = { checkpoint: { ...store.checkpoint }, rows: store.rowCount, segments: store.segments.map((s) => ({ ...s })) };
+    // A deferred foreign key fails the COMMIT itself, after every statement ran, as a full disk does.
+    store.db.exec('CREATE TABLE nowhere (id INTEGER PRIMARY KEY); CREATE TABLE trap (id INTEGER REFERENCES nowhere (id) DEFERRABLE INITIALLY DEFERRED)');
+    store.db.exec('CREATE TEMP TRIGGER spring AFTER UPDATE ON main.checkpoint BEGIN INSERT INTO trap VALUES (1); END');
+    store.db.pragma('foreign_keys = ON');
+    store.openTransactions.set(9, 100);
+    assert.throws(() => store.ingest(rowsFor(100, 50, 7), position(150), ROLL, true), /FOREIGN KEY/);
+    assert.deepEqual(store.checkpoint, committed.checkpoint);
+    assert.equal(store.rowCount, committed.rows);
+    assert.deepEqual(store.segments, committed.segments);
+    assert.deepEqual([...store.openTransactions], [], 'the open transactions read back too');
+    store.db.exec('DROP TRIGGER spring');
+    store.ingest(rowsFor(100, 50, 7), position(150), ROLL, false);
+    assert.equal(store.rowCount, 150);
+    assert.deepEqual(store.segments.map((s) => s.base), [0, 100]);
+    store.close();
+  });
+
+  it('keeps a file the storage will not let it open, and says why', () => {
+    // A directory where the file should be: SQLite cannot open it (SQLITE_CANTOPEN), as on a
+    // filesystem that refuses to create the WAL's side files.
+    const file = freshFile();
+    fs.mkdirSync(file);
+    assert.throws(() => PartitionStore.open(file, ID), (err: { code?: string }) => err.code === 'SQLITE_CANTOPEN');
+    assert.ok(fs.statSync(file).isDirectory(), 'left as it was');
+  });
+
+  it('starts over when its tables disagree with the checkpoint or with each other', () => {
+    const file = freshFile();
+    const { store } = PartitionStore.open(file, ID);
+    store.ingest(rowsFor(0, 100, 7), position(100), ROLL, false);
+    cleanPartition(store, 0, 100, 0, 0);
+    store.close();
+    assert.equal(PartitionStore.open(file, ID).rebuiltBecause, undefined, 'a cleaned index is consistent');
+    PartitionStore.open(file, ID).store.close();
+
+    const damage = (sql: string) => {
+      const copy = freshFile();
+      fs.copyFileSync(file, copy);
+      const db = new Database(copy);
+      db.exec(sql);
+      db.close();
+      return PartitionStore.open(copy, ID).rebuiltBecause;
+    };
+    assert.match(damage('DELETE FROM records WHERE offset = (SELECT MAX(offset) FROM records)') ?? '', /does not agree/);
+    assert.match(damage('DELETE FROM keys WHERE offset = (SELECT MIN(offset) FROM keys)') ?? '', /does not agree/);
+    assert.match(damage('UPDATE checkpoint SET next_offset = 50') ?? '', /indexed up to 50/);
+    assert.match(damage('UPDATE checkpoint SET first_dirty = 101') ?? '', /out of order/);
   });
 
   it('gives reaped pages back to the filesystem', () => {

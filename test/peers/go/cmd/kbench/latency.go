@@ -50,16 +50,16 @@ func latency(args []string) result {
 	for i := 0; i < total; {
 		due := min(int(time.Since(start)/interval)+1, total)
 		for ; i < due; i++ {
-			n, key := i, keys.key(i)
+			n, key, v := i, keys.key(i), p.valueOf(i, value)
 			intended := start.Add(time.Duration(i) * interval)
-			cl.Produce(ctx, &kgo.Record{Key: key, Value: value}, func(_ *kgo.Record, err error) {
+			cl.Produce(ctx, &kgo.Record{Key: key, Value: v}, func(_ *kgo.Record, err error) {
 				lat[n] = time.Since(intended)
 				if err != nil {
 					errs.add(err)
 				}
 				wg.Done()
 			})
-			r.Bytes += int64(len(key) + len(value))
+			r.Bytes += int64(len(key) + len(v))
 		}
 		// Sleeping between bursts keeps the generator off the CPU the broker and proxy need;
 		// records due meanwhile go out together on the next pass, as an application's would.

@@ -2,7 +2,7 @@
 // `make bench-compaction` (bench/compaction.ts): a fast franz-go client, so the client is not
 // what limits the figures, run once per round against an upstream directly or through the proxy. Each run prints one JSON line on stdout:
 //
-//	{"mode","topic","records","bytes","seconds","mbPerSec","recordsPerSec","latencyMs"?,"requests","batches","settings","errors"}
+//	{"mode","topic","records","bytes","seconds","mbPerSec","recordsPerSec","latencyMs"?,"requests","batches","distinctKeys"?,"settings","errors"}
 //
 // where bytes counts key plus value bytes, MB is 10^6 bytes, latencyMs holds p50, p90, p99,
 // p999 and max of the per-record produce acknowledgement latency, and requests counts the
@@ -35,6 +35,7 @@ type result struct {
 	LatencyMs     *percentiles     `json:"latencyMs,omitempty"`
 	Requests      map[string]int64 `json:"requests"`
 	Batches       int64            `json:"batches"`
+	DistinctKeys  *int             `json:"distinctKeys,omitempty"`
 	Settings      map[string]any   `json:"settings"`
 	Errors        []string         `json:"errors"`
 }

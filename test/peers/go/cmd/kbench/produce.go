@@ -41,16 +41,16 @@ func produce(args []string) result {
 	wg.Add(*count)
 	start := time.Now()
 	for i := range *count {
-		key := keys.key(i)
+		key, v := keys.key(i), p.valueOf(i, value)
 		sent := time.Now()
-		cl.Produce(ctx, &kgo.Record{Key: key, Value: value}, func(_ *kgo.Record, err error) {
+		cl.Produce(ctx, &kgo.Record{Key: key, Value: v}, func(_ *kgo.Record, err error) {
 			lat[i] = time.Since(sent)
 			if err != nil {
 				errs.add(err)
 			}
 			wg.Done()
 		})
-		r.Bytes += int64(len(key) + len(value))
+		r.Bytes += int64(len(key) + len(v))
 	}
 	wg.Wait()
 	r.Seconds = time.Since(start).Seconds()

@@ -24,6 +24,7 @@ type producerSettings struct {
 	keyOrder   string
 	seed       uint64
 	valueSize  int
+	tombstones int
 }
 
 func producerFlags(fs *flag.FlagSet, linger time.Duration, valueSize int) *producerSettings {
@@ -36,6 +37,7 @@ func producerFlags(fs *flag.FlagSet, linger time.Duration, valueSize int) *produ
 	fs.StringVar(&p.keyOrder, "key-order", "cycle", "cycle: every key in turn; random: uniformly at random (seeded)")
 	fs.Uint64Var(&p.seed, "seed", 1, "seed of --key-order random")
 	fs.IntVar(&p.valueSize, "value-size", valueSize, "value bytes")
+	fs.IntVar(&p.tombstones, "tombstone-every", 0, "every Nth record is a tombstone (null value); 0: none")
 	return p
 }
 
@@ -46,6 +48,14 @@ func (p *producerSettings) keySource() *keySource {
 		os.Exit(2)
 	}
 	return newKeySource(p.keys, p.keyBase, p.keyOrder == "random", p.seed)
+}
+
+// valueOf is the value of the i-th record written: the payload, or nil for a tombstone.
+func (p *producerSettings) valueOf(i int, payload []byte) []byte {
+	if p.tombstones > 0 && i%p.tombstones == p.tombstones-1 {
+		return nil
+	}
+	return payload
 }
 
 func (p *producerSettings) options(c *common, counter *requestCounter) []kgo.Opt {
@@ -64,7 +74,7 @@ func (p *producerSettings) options(c *common, counter *requestCounter) []kgo.Opt
 
 func (p *producerSettings) describe() map[string]any {
 	return map[string]any{"client": "franz-go", "acks": "all", "idempotent": p.idempotent, "compression": "none",
-		"lingerMs": float64(p.linger) / 1e6, "batchBytes": p.batchBytes, "keys": p.keys, "keyBase": p.keyBase, "keyOrder": p.keyOrder, "seed": p.seed, "valueSize": p.valueSize}
+		"lingerMs": float64(p.linger) / 1e6, "batchBytes": p.batchBytes, "keys": p.keys, "keyBase": p.keyBase, "keyOrder": p.keyOrder, "seed": p.seed, "valueSize": p.valueSize, "tombstoneEvery": p.tombstones}
 }
 
 // warmUp sends one record and waits for it, so connections, metadata and the producer id are in
