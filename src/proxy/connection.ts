@@ -21,6 +21,7 @@ import { largeReads } from './large-reads.js';
 import { decodeRequestHeader } from '../protocol/headers.js';
 import { interceptedRequest, type Interception, type Interceptors, type ResponseTransform } from './interceptor.js';
 import { UpstreamConnector } from '../upstream/upstream-connector.js';
+import type { LogThrottle } from '../ops/log-throttle.js';
 
 export interface ConnectionDeps {
   log: Logger;
@@ -32,6 +33,8 @@ export interface ConnectionDeps {
   meter: ProxyMeter;
   /** How the upstream connection is made (TLS or not); plain TCP when omitted. */
   connector?: UpstreamConnector;
+  /** Holds back the warnings an outage makes every connection raise (each one logged otherwise). */
+  throttle?: LogThrottle;
   onClose?: (conn: ProxyConnection) => void;
 }
 
@@ -195,6 +198,11 @@ export class ProxyConnection {
     this.close(reason, err);
   }
 
+  private warn(kind: string, msg: string, fields: Record<string, unknown>): void {
+    if (this.deps.throttle) this.deps.throttle.warn(this.log, kind, msg, fields);
+    else this.log.warn(msg, fields);
+  }
+
   private slot(apiKey: number): Slot {
     const api = this.meter.api(apiKey);
     api.requests++;
@@ -207,7 +215,7 @@ export class ProxyConnection {
     this.closed = true;
     if (!this.clientGone) for (const slot of this.out) slot.api.errors++;
     const fields = err ? { reason, err } : { reason };
-    if (err) this.log.warn('connection closed', fields);
+    if (err) this.warn(`connection closed: ${reason}: ${err instanceof Error ? err.message : String(err)}`, 'connection closed', fields);
     else this.log.debug('connection closed', fields);
     this.client.destroy();
     if (flushUpstream) this.upstreamSocket?.end();
@@ -240,7 +248,8 @@ export class ProxyConnection {
       } catch (err) {
         lastErr = err;
         this.meter.upstreamError('connect');
-        this.log.warn('upstream connect failed', { upstream: `${target.host}:${target.port}`, err });
+        const upstream = `${target.host}:${target.port}`;
+        this.warn(`upstream connect failed: ${upstream}`, 'upstream connect failed', { upstream, err });
       }
     }
     this.close('could not reach any upstream broker', lastErr);

@@ -14,6 +14,7 @@ import { TopicIds } from './topic-ids.js';
 import type { Interceptors } from './interceptor.js';
 import { ListenerTls, type ListenerTlsSettings } from './listener-tls.js';
 import { UpstreamConnector } from '../upstream/upstream-connector.js';
+import { LogThrottle } from '../ops/log-throttle.js';
 
 export interface ProxyOptions {
   listen: HostPort;
@@ -44,6 +45,7 @@ export class ProxyServer {
   private readonly connections = new Set<ProxyConnection>();
   private readonly tls: ListenerTls | undefined;
   private readonly connector: UpstreamConnector;
+  private readonly throttle = new LogThrottle();
   private discovering: Promise<void> | null = null;
   private retryTimer: NodeJS.Timeout | null = null;
   private stopped = false;
@@ -220,6 +222,7 @@ export class ProxyServer {
         interceptors: this.opts.interceptors,
         meter: this.meter,
         connector: this.connector,
+        throttle: this.throttle,
         onClose: (c) => {
           this.meter.connectionsOpen--;
           this.connections.delete(c);
