@@ -13,11 +13,6 @@ export interface PartitionIndexView {
   survivors(from: number, to: number): Float64Array;
   /** The first surviving offset >= offset, or cleanedUpTo() when none remains below it. */
   nextVisible(offset: number): number;
-  /**
-   * What an offset of the cleaned range costs in the upstream's raw log, in bytes, on average
-   * (superseded records included); 0 when not known.
-   */
-  rawBytesPerOffset(): number;
 }
 
 export interface IndexView {

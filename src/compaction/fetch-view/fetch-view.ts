@@ -16,7 +16,6 @@ import { EmptyAnswers } from './empty-answers.js';
 import { isIncremental, isSessionless, sessionFields, sessionlessFrame, sessionNotFound, SESSIONLESS_EPOCH } from './fetch-session.js';
 import { PartitionAnswer, type PartitionTarget, type ViewCounters } from './partition-view.js';
 import { planRead } from './read-plan.js';
-import { firstReadBytes } from './read-size.js';
 import type { PartitionRecords, UpstreamReads } from './upstream-reads.js';
 
 export interface FetchViewOptions {
@@ -107,13 +106,10 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
   const topicKey = (t: { topic?: string; topicId?: string }, byId: boolean) => (byId ? t.topicId ?? '' : t.topic ?? '');
   const topicName = (t: { topic?: string; topicId?: string }, byId: boolean) => (byId ? opts.topicIds.name(t.topicId ?? '') : t.topic);
 
-  /**
-   * Plans each compacted partition's read, moving its fetch offset and sizing its upstream read
-   * in the body; `rewritten` says whether the body changed.
-   */
-  function plan(req: InterceptedRequest, body: FetchRequestBody, byId: boolean): { targets: Map<string, PartitionTarget>; rewritten: boolean } {
+  /** Plans each compacted partition's read, moving its fetch offset in the body. */
+  function plan(req: InterceptedRequest, body: FetchRequestBody, byId: boolean): { targets: Map<string, PartitionTarget>; moved: boolean } {
     const targets = new Map<string, PartitionTarget>();
-    let rewritten = false;
+    let moved = false;
     for (const t of body.topics) {
       const name = topicName(t, byId);
       if (name === undefined || !opts.config.compacted(name)) continue;
@@ -123,16 +119,10 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
         const clientOffset = Number(p.fetchOffset);
         const answerKey = EmptyAnswers.key(req.header.clientId, name, p.partition, clientOffset);
         const read = planRead(view, clientOffset, answers.recall(answerKey));
-        const clientMaxBytes = p.partitionMaxBytes;
         if (read.fetchOffset !== clientOffset) {
           p.fetchOffset = BigInt(read.fetchOffset);
           stats.seeks++;
-          rewritten = true;
-        }
-        const upstreamMaxBytes = firstReadBytes(view, read.fetchOffset, clientMaxBytes);
-        if (upstreamMaxBytes !== clientMaxBytes) {
-          p.partitionMaxBytes = upstreamMaxBytes;
-          rewritten = true;
+          moved = true;
         }
         targets.set(targetKey(topicKey(t, byId), p.partition), {
           topic: name,
@@ -141,24 +131,24 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
           clientOffset,
           plan: read,
           currentLeaderEpoch: p.currentLeaderEpoch,
-          partitionMaxBytes: clientMaxBytes,
+          partitionMaxBytes: p.partitionMaxBytes,
           isolationLevel: body.isolationLevel,
           answerKey,
         });
       }
     }
-    return { targets, rewritten };
+    return { targets, moved };
   }
 
   function view(req: InterceptedRequest, body: FetchRequestBody, byId: boolean): Interception {
     const session = sessionFields(req);
-    const { targets, rewritten } = plan(req, body, byId);
+    const { targets, moved } = plan(req, body, byId);
     const sessionless = isSessionless(session);
     if (targets.size === 0) return sessionless ? FORWARD : { forward: true, frame: sessionlessFrame(req) };
     stats.viewedRequests++;
     const started = clock();
     let frame: Buffer | undefined;
-    if (rewritten) {
+    if (moved) {
       if (session) {
         body.sessionId = 0;
         body.sessionEpoch = SESSIONLESS_EPOCH;

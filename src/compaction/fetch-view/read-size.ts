@@ -22,26 +22,7 @@ export const MAX_READ_BYTES = 16 << 20;
  */
 export function rawBytesFor(view: PartitionIndexView, from: number, room: number, walked: BatchesWalked): number {
   if (walked.offsets === 0) return MAX_READ_BYTES;
-  return Math.max(room, Math.min(rawSpan(view, from, room, walked.bytes / walked.offsets) + (2 * walked.bytes) / walked.batches, MAX_READ_BYTES));
-}
-
-/**
- * What the client's own fetch of a compacted partition asks the upstream for, when its offset
- * lies below the horizon: as much of the raw log as should fill its partition limit, by the
- * index's figure of what an offset costs, so one upstream read brings what Kafka's cleaned log
- * would answer rather than a window of it that a read on then has to continue. The client's
- * limit stays when it suffices or the cost is not known; a limit's worth more covers the batch
- * edges the index cannot see.
- */
-export function firstReadBytes(view: PartitionIndexView, from: number, room: number): number {
-  const perOffset = view.rawBytesPerOffset();
-  if (!(perOffset > 0) || from >= view.cleanedUpTo()) return room;
-  const span = rawSpan(view, from, room, perOffset);
-  return span <= room ? room : Math.min(span + room, MAX_READ_BYTES);
-}
-
-/** Raw bytes from `from` up to the survivor that fills `room`, at `perOffset` bytes an offset. */
-function rawSpan(view: PartitionIndexView, from: number, room: number, perOffset: number): number {
+  const perOffset = walked.bytes / walked.offsets;
   const wanted = Math.ceil(room / perOffset);
   const horizon = view.cleanedUpTo();
   let last = from + wanted - 1;
@@ -51,5 +32,6 @@ function rawSpan(view: PartitionIndexView, from: number, room: number, perOffset
     if (survivors.length >= wanted) last = survivors[wanted - 1]!;
     else last = to === horizon ? horizon + wanted - survivors.length - 1 : to;
   }
-  return Math.ceil((last - from + 1) * perOffset);
+  const estimate = Math.ceil((last - from + 1) * perOffset + (2 * walked.bytes) / walked.batches);
+  return Math.max(room, Math.min(estimate, MAX_READ_BYTES));
 }

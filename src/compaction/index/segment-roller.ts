@@ -65,15 +65,3 @@ export function appendToSegment(
   if (maxTimestamp > open.maxTimestamp) open.maxTimestamp = maxTimestamp;
   return open;
 }
-
-/**
- * The raw log's bytes per offset over the segments below `upTo` (whole segments: the cleaned
- * range ends at a segment's base), for the fetch view to size its upstream reads.
- */
-export function rawBytesPerOffset(segments: readonly Segment[], upTo: number): number {
-  let bytes = 0;
-  let i = 0;
-  while (i + 1 < segments.length && segments[i + 1]!.base <= upTo) bytes += segments[i++]!.bytes;
-  const offsets = i > 0 ? segments[i]!.base - segments[0]!.base : 0;
-  return offsets > 0 ? bytes / offsets : 0;
-}

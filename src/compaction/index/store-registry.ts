@@ -8,7 +8,6 @@ import { listPartitionIndexes, partitionIndexFile, removeTopicIndex } from './in
 import { PartitionStore, type PartitionId } from './partition-store.js';
 import { isStorageFailure, storageFix } from './storage-errors.js';
 import { buildSnapshot, type SurvivorSnapshot } from './survivor-set.js';
-import { rawBytesPerOffset } from './segment-roller.js';
 
 export type SnapshotSink = (id: PartitionId, snapshot: SurvivorSnapshot | null, transfer: ArrayBuffer[]) => void;
 
@@ -128,7 +127,7 @@ export class StoreRegistry {
   publish(store: PartitionStore): void {
     const upTo = store.checkpoint.firstDirty;
     const { count, min, max } = store.offsetsBelowStats(upTo);
-    const snapshot = buildSnapshot(upTo, count, min, max, (visit) => store.eachOffsetBelow(upTo, visit), rawBytesPerOffset(store.segments, upTo));
+    const snapshot = buildSnapshot(upTo, count, min, max, (visit) => store.eachOffsetBelow(upTo, visit));
     this.sink(store.id, snapshot, [snapshot.data]);
   }
 

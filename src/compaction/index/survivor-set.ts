@@ -24,8 +24,6 @@ export interface SurvivorSnapshot {
    * bitmap: Uint32Array words, bit i (word i >> 5, bit i & 31) set when base + i survives.
    */
   data: ArrayBuffer;
-  /** PartitionIndexView.rawBytesPerOffset of the cleaned range (0 when not known). */
-  rawBytesPerOffset: number;
 }
 
 /** Bitmaps index bits with 32-bit arithmetic. */
@@ -35,14 +33,7 @@ const MAX_BITMAP_BITS = 2 ** 31;
  * Packs `count` ascending offsets from min to max (all below cleanedUpTo), handed over one by one
  * by `each`, straight into the smaller encoding: no intermediate list, however many keys survive.
  */
-export function buildSnapshot(
-  cleanedUpTo: number,
-  count: number,
-  min: number,
-  max: number,
-  each: (visit: (offset: number) => void) => void,
-  rawBytesPerOffset = 0,
-): SurvivorSnapshot {
+export function buildSnapshot(cleanedUpTo: number, count: number, min: number, max: number, each: (visit: (offset: number) => void) => void): SurvivorSnapshot {
   const base = count > 0 ? min : 0;
   const span = count > 0 ? max - base + 1 : 0;
   const wide = span > 2 ** 32;
@@ -68,7 +59,7 @@ export function buildSnapshot(
     encoding = wide ? 'f64' : 'u32';
   }
   if (seen !== count) throw new Error(`expected ${count} survivors, got ${seen}`);
-  return { cleanedUpTo, base, count, encoding, data, rawBytesPerOffset };
+  return { cleanedUpTo, base, count, encoding, data };
 }
 
 /** A snapshot of ascending offsets already in memory. */
@@ -91,11 +82,9 @@ export class SurvivorSet implements PartitionIndexView {
   readonly size: number;
   private readonly upTo: number;
   private readonly offsets: OffsetSet;
-  private readonly rawCost: number;
 
   constructor(snapshot: SurvivorSnapshot) {
     this.upTo = snapshot.cleanedUpTo;
-    this.rawCost = snapshot.rawBytesPerOffset;
     this.size = snapshot.count;
     const { base, data } = snapshot;
     if (snapshot.encoding === 'bitmap') this.offsets = new OffsetBitmap(base, new Uint32Array(data));
@@ -115,10 +104,6 @@ export class SurvivorSet implements PartitionIndexView {
     if (offset >= this.upTo) return offset;
     const next = this.offsets.firstFrom(offset);
     return next < 0 ? this.upTo : next;
-  }
-
-  rawBytesPerOffset(): number {
-    return this.rawCost;
   }
 }
 

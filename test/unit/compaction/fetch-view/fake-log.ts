@@ -110,12 +110,8 @@ export class FakeLog {
 export class FakeIndex implements PartitionIndexView {
   private sorted: number[];
 
-  constructor(survivors: Iterable<number>, public horizon: number, public rawCost = 0) {
+  constructor(survivors: Iterable<number>, public horizon: number) {
     this.sorted = [...survivors].sort((a, b) => a - b);
-  }
-
-  rawBytesPerOffset(): number {
-    return this.rawCost;
   }
 
   setSurvivors(survivors: Iterable<number>): void {

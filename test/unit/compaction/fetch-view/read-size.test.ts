@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { firstReadBytes, MAX_READ_BYTES, rawBytesFor } from '../../../../src/compaction/fetch-view/read-size.js';
+import { MAX_READ_BYTES, rawBytesFor } from '../../../../src/compaction/fetch-view/read-size.js';
 import { FakeIndex } from './fake-log.js';
 
 // Batches of 100 offsets at 100 bytes an offset.
@@ -33,15 +33,4 @@ test('never less than the room, even past the most one read asks for', () => {
   const view = new FakeIndex([0, 1, 2, 3, 4], 1000);
   const room = MAX_READ_BYTES + 1000;
   assert.equal(rawBytesFor(view, 0, room, walked), room);
-});
-
-test("the client's own fetch asks for the raw bytes that should fill its limit, by the index's cost of an offset", () => {
-  // 100 bytes an offset; 50 survivors fill 5000 bytes.
-  const survivors = [10, 500, ...Array.from({ length: 1000 }, (_, i) => 5000 + i)];
-  const view = new FakeIndex(survivors, 100_000, 100);
-  assert.equal(firstReadBytes(view, 10, 5000), (survivors[49]! - 10 + 1) * 100 + 5000, 'up to the survivor that fills the limit, and a limit more for batch edges');
-  assert.equal(firstReadBytes(view, 5000, 5000), 5000, 'where every offset survives the client\'s limit suffices');
-  assert.equal(firstReadBytes(view, 100_000, 5000), 5000, 'past the horizon nothing is filtered');
-  assert.equal(firstReadBytes(new FakeIndex(survivors, 100_000), 10, 5000), 5000, 'without a known cost');
-  assert.equal(firstReadBytes(new FakeIndex([1, 1_000_000], 2_000_000, 100), 1, 5000), MAX_READ_BYTES, 'never more than one read asks for');
 });

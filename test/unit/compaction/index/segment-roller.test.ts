@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { appendToSegment, rawBytesPerOffset, rollPolicy, type Segment } from '../../../../src/compaction/index/segment-roller.js';
+import { appendToSegment, rollPolicy, type Segment } from '../../../../src/compaction/index/segment-roller.js';
 import { DEFAULT_POLICY } from '../../../support/default-policy.js';
 
 const POLICY = DEFAULT_POLICY;
@@ -40,14 +40,5 @@ describe('virtual segments', () => {
     const roll = { segmentBytes: 1e9, maxSegmentMs: 10 };
     const a = appendToSegment(undefined, 0, 0, 10, -1, roll);
     assert.equal(appendToSegment(a, 1, 1, 10, 1e12, roll), a);
-  });
-
-  it('the raw cost of an offset is taken over the whole segments below the cleaned horizon', () => {
-    const seg = (base: number, bytes: number): Segment => ({ base, rollingTimestamp: 0, maxTimestamp: 0, bytes });
-    const segments = [seg(100, 10_000), seg(200, 30_000), seg(300, 99_999)];
-    assert.equal(rawBytesPerOffset(segments, 300), 200, '40,000 bytes over offsets 100 to 300');
-    assert.equal(rawBytesPerOffset(segments, 250), 100, 'only the first segment lies wholly below');
-    assert.equal(rawBytesPerOffset(segments, 150), 0, 'nothing cleaned yet');
-    assert.equal(rawBytesPerOffset([], 1000), 0);
   });
 });
