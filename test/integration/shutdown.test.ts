@@ -101,6 +101,8 @@ test('SIGTERM mid-traffic drains, loses no acknowledged record, closes the index
     await consumer.subscribe({ topic: TOPIC, fromBeginning: true });
     await consumer.run({ eachBatch: async ({ batch }) => void (consumed += batch.messages.length) });
     await pollUntil('traffic flows', 30_000, async () => (acked.size >= 500 && consumed >= 100 ? true : undefined));
+    // The indexer's fetches wait up to 500 ms for a MiB: progress to checkpoint must exist first.
+    await pollUntil('the index takes records in', 30_000, async () => ((await partitionStatus(cli!))?.nextOffset ?? 0) > 0 || undefined);
 
     process.kill(cli.pid, 'SIGTERM');
     const exit = await cli.waitExit(DRAIN_MS + CLOSE_MS);
