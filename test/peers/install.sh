@@ -131,6 +131,16 @@ apt_install() {
   "${sudo[@]}" apt-get install -y -q "$1" || { "${sudo[@]}" apt-get update -q && "${sudo[@]}" apt-get install -y -q "$1"; }
 }
 
+# The TLS tests make their certificates with openssl (Debian's package where it is missing).
+openssl_tool() {
+  if command -v openssl >/dev/null; then
+    echo present
+    return
+  fi
+  apt_install openssl >&2
+  command -v openssl >/dev/null
+}
+
 kcat_tool() {
   if command -v kcat >/dev/null; then
     echo present
@@ -147,6 +157,7 @@ step "java programs" java_programs
 step "apicurio registry $apicurio_version" apicurio_registry
 step "go kfake, franzclient" go_programs
 step "python venv" python_venv
+step "openssl (debian)" openssl_tool
 step "kcat (debian)" kcat_tool
 if ! command -v kcat >/dev/null; then
   echo "install: WARNING: kcat is not installed (Debian package kcat unavailable); tests that need it will skip" >&2
