@@ -24,6 +24,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { printHelpAndExit } from './bench-help.js';
 import { makeTempDir, missingPeers, startKafka, type RunningKafka } from '../test/support/index.js';
 import { kworkloadMissing } from '../test/support/differential.js';
 import { deleteTopics } from './bench-topics.js';
@@ -85,14 +86,7 @@ const HELP: Record<keyof typeof OPTIONS, string> = {
 
 const { values: args } = parseArgs({ options: OPTIONS });
 
-if (args.help) {
-  const flag = (k: keyof typeof OPTIONS) => {
-    const o: { type: string; default?: string | boolean } = OPTIONS[k];
-    return `  --${k.padEnd(20)} ${HELP[k]}${o.type === 'string' && o.default !== undefined ? ` (default ${o.default})` : ''}`;
-  };
-  process.stdout.write(['node dist/bench/compaction.js [flags]', ...(Object.keys(OPTIONS) as (keyof typeof OPTIONS)[]).map(flag)].join('\n') + '\n');
-  process.exit(0);
-}
+if (args.help) printHelpAndExit('node dist/bench/compaction.js [flags]', OPTIONS, HELP);
 
 function positive(name: keyof typeof args): number {
   const n = Number(args[name]);
