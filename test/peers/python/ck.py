@@ -216,13 +216,14 @@ def consume_records(args, count, isolation, errors):
     return recs
 
 
-def consume_summary(args, recs, errors, **client):
+def consume_summary(args, recs, errors, client):
+    """The consume summary (README): `client` is the calling script's client_meta(...)."""
     parts, dup_errors = summarize(recs)
     out = {
         "count": len(recs),
         "partitions": parts,
         "errors": sorted(errors + dup_errors),
-        "client": client_meta(**client),
+        "client": client,
     }
     if args.records:
         out["records"] = list_records(recs)
@@ -232,7 +233,7 @@ def consume_summary(args, recs, errors, **client):
 def cmd_consume(args):
     errors = []
     recs = consume_records(args, args.count, args.isolation, errors)
-    return consume_summary(args, recs, errors, isolation=args.isolation)
+    return consume_summary(args, recs, errors, client_meta(isolation=args.isolation))
 
 
 def cmd_txn(args):
@@ -271,7 +272,7 @@ def cmd_txn(args):
     leaked = sum(1 for r in recs if r[3] is not None and r[3].startswith(ABORTED_MARK))
     if leaked:
         errors.append("read_committed consumer saw %d aborted records" % leaked)
-    out = consume_summary(args, recs, errors, isolation="read_committed")
+    out = consume_summary(args, recs, errors, client_meta(isolation="read_committed"))
     out["transactions"] = {"committed": committed, "aborted": aborted}
     return out
 

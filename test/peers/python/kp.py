@@ -20,7 +20,7 @@ import kafka.errors
 from kafka import KafkaConsumer, KafkaProducer
 from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, KafkaAdminClient
 
-from ck import ABORTED_MARK, gen_record, list_records, parser, summarize
+from ck import ABORTED_MARK, consume_summary, gen_record, parser
 
 CLIENT_ID = "kcompact-kp"
 
@@ -127,18 +127,10 @@ def consume_records(args, count, isolation, errors):
     return recs
 
 
-def consume_summary(args, recs, errors, **client):
-    parts, dup_errors = summarize(recs)
-    out = {"count": len(recs), "partitions": parts, "errors": sorted(errors + dup_errors), "client": client_meta(**client)}
-    if args.records:
-        out["records"] = list_records(recs)
-    return out
-
-
 def cmd_consume(args):
     errors = []
     recs = consume_records(args, args.count, args.isolation, errors)
-    return consume_summary(args, recs, errors, isolation=args.isolation)
+    return consume_summary(args, recs, errors, client_meta(isolation=args.isolation))
 
 
 def cmd_txn(args):
@@ -172,7 +164,7 @@ def cmd_txn(args):
     leaked = sum(1 for r in recs if r[3] is not None and r[3].startswith(ABORTED_MARK))
     if leaked:
         errors.append("read_committed consumer saw %d aborted records" % leaked)
-    out = consume_summary(args, recs, errors, isolation="read_committed")
+    out = consume_summary(args, recs, errors, client_meta(isolation="read_committed"))
     out["transactions"] = {"committed": committed, "aborted": aborted}
     return out
 
