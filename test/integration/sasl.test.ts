@@ -52,6 +52,18 @@ const jaasPlain = (users: Record<string, string>) =>
   `org.apache.kafka.common.security.plain.PlainLoginModule required ${Object.entries(users).map(([u, p]) => `user_${u}="${p}"`).join(' ')};`;
 const JAAS_SCRAM = 'org.apache.kafka.common.security.scram.ScramLoginModule required;';
 
+/** The proxy's TLS listener, and TLS and SCRAM-SHA-512 as user kcompact to the upstream. */
+function proxySecurityArgs(): string[] {
+  return [
+    '--tls-cert-file', listenerCert.certFile,
+    '--tls-key-file', listenerCert.keyFile,
+    '--upstream-tls', 'true',
+    '--upstream-tls-ca-file', ca.caFile,
+    '--upstream-sasl-mechanism', 'SCRAM-SHA-512',
+    '--upstream-sasl-username', 'kcompact',
+  ];
+}
+
 before(async () => {
   if (skip) return;
   temp = makeTempDir('kcompact-sasl-');
@@ -89,14 +101,7 @@ before(async () => {
     upstream: saslSsl,
     dataDir,
     env: { KCOMPACT_UPSTREAM_SASL_PASSWORD: PROXY_PASSWORD },
-    args: [
-      '--tls-cert-file', listenerCert.certFile,
-      '--tls-key-file', listenerCert.keyFile,
-      '--upstream-tls', 'true',
-      '--upstream-tls-ca-file', ca.caFile,
-      '--upstream-sasl-mechanism', 'SCRAM-SHA-512',
-      '--upstream-sasl-username', 'kcompact',
-    ],
+    args: proxySecurityArgs(),
   });
 });
 
@@ -254,15 +259,7 @@ test('the proxy\'s own wrong password is a clear error in its log; clients still
   cli = await startCliProxy({
     upstream: saslSsl,
     dataDir,
-    args: [
-      '--tls-cert-file', listenerCert.certFile,
-      '--tls-key-file', listenerCert.keyFile,
-      '--upstream-tls', 'true',
-      '--upstream-tls-ca-file', ca.caFile,
-      '--upstream-sasl-mechanism', 'SCRAM-SHA-512',
-      '--upstream-sasl-username', 'kcompact',
-      '--upstream-sasl-password-file', passwordFile,
-    ],
+    args: [...proxySecurityArgs(), '--upstream-sasl-password-file', passwordFile],
   });
   const authError = /upstream 127\.0\.0\.1:\d+ refused SASL authentication of user "kcompact" with SCRAM-SHA-512: Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512; check upstreamSaslMechanism, upstreamSaslUsername and the password/;
   await pollUntil('the refusal is logged', 30_000, async () => (cli.logs().some((l) => authError.test(String((l.err as { message?: string } | undefined)?.message))) ? true : undefined));
