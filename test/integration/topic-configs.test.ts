@@ -476,6 +476,35 @@ for (const upstream of upstreams) {
       assert.equal(proxy.configs.view.compacted(byId), undefined);
     });
 
+    test('DeleteTopics refuses the configs topic, by name or by id, and deletes the other topics it names', async () => {
+      const other = t('e-beside');
+      await createTopics(proxy.bootstrap, [[other, { 'cleanup.policy': 'compact' }]]);
+      const byName = await ask(await controller(proxy.bootstrap), ApiKey.DeleteTopics, 5, { topicNames: [CONFIGS_TOPIC, other], timeoutMs: 30_000 });
+      const result = (name: string) => byName.responses.find((r: { name: string }) => r.name === name);
+      assert.equal(byName.responses.length, 2);
+      assert.equal(result(other).errorCode, 0);
+      assert.equal(result(CONFIGS_TOPIC).errorCode, 44, 'POLICY_VIOLATION');
+      assert.match(result(CONFIGS_TOPIC).errorMessage, /holds kcompact's topic configs.*delete it on the upstream directly/);
+      assert.equal(proxy.configs.view.compacted(other), undefined);
+
+      const meta = await ask(proxy.bootstrap, ApiKey.Metadata, 12, { topics: [{ name: CONFIGS_TOPIC, topicId: ZERO_UUID }], allowAutoTopicCreation: false });
+      const id = meta.topics[0].topicId;
+      const alone = await ask(await controller(proxy.bootstrap), ApiKey.DeleteTopics, 6, { topics: [{ name: null, topicId: id }], timeoutMs: 30_000 });
+      assert.deepEqual(
+        alone.responses.map((r: { name: string; topicId: string; errorCode: number }) => [r.name, r.topicId, r.errorCode]),
+        [[CONFIGS_TOPIC, id, 44]],
+      );
+      const kafkajsAdmin = admin(proxy.bootstrap);
+      await kafkajsAdmin.connect();
+      try {
+        await assert.rejects(kafkajsAdmin.deleteTopics({ topics: [CONFIGS_TOPIC], timeout: 5_000 }), /policy/i);
+      } finally {
+        await kafkajsAdmin.disconnect();
+      }
+      assert.ok(await topicExists(upstream.bootstrap(), CONFIGS_TOPIC));
+      await eventually(async () => assert.equal(await topicExists(upstream.bootstrap(), other), false));
+    });
+
     test('a topic deleted and re-created behind the proxy does not inherit its configs once its new id is seen', async () => {
       const topic = t('o-oob');
       await createTopics(proxy.bootstrap, [[topic, { 'cleanup.policy': 'compact' }]]);

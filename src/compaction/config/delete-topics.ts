@@ -2,19 +2,33 @@
  * DeleteTopics: once the upstream has deleted a topic, its stored configs are dropped (a null
  * record), so a topic created later under the same name starts with Kafka's defaults. Topics
  * named by id (v6) are resolved to names before the request goes out, while the id is known.
+ *
+ * The configs topic itself is refused (POLICY_VIOLATION) and the rest of the request goes on: a
+ * delete by pattern, such as `kafka-topics --delete --topic '.*'`, would otherwise take every
+ * compacted topic's configs with it.
  */
 import { ErrorCode } from '../../protocol/errors.js';
 import type { InterceptedRequest, Interception, RequestInterceptor } from '../../proxy/interceptor.js';
 import type { ConfigContext } from './config-context.js';
-import { responseBody } from './frames.js';
+import { CONFIGS_TOPIC } from './configs-topic.js';
+import { requestFrame, responseBody, responseFrame } from './frames.js';
+import { configsTopicKept } from './refusals.js';
 
 interface DeleteTopicsRequest {
   topics?: { name: string | null; topicId: string }[];
   topicNames?: string[];
 }
 
+interface DeleteTopicsResult {
+  name: string | null;
+  topicId?: string;
+  errorCode: number;
+  errorMessage?: string | null;
+}
+
 interface DeleteTopicsResponse {
-  responses: { name: string | null; topicId?: string; errorCode: number }[];
+  throttleTimeMs?: number;
+  responses: DeleteTopicsResult[];
 }
 
 export function deleteTopicsInterceptor(ctx: ConfigContext): RequestInterceptor {
@@ -31,9 +45,20 @@ function interceptDeleteTopics(ctx: ConfigContext, req: InterceptedRequest): Int
     names.push(name);
     byId.set(t.topicId, name);
   }
-  if (!names.some((n) => ctx.state.entry(n)?.configs)) return { forward: true };
+  const refused = refusedResults(ctx, body);
+  if (refused.length > 0) {
+    const rest = withoutConfigsTopic(ctx, body);
+    if (rest.topicNames?.length === 0 || rest.topics?.length === 0) return { respond: responseFrame(req, { throttleTimeMs: 0, responses: refused }) };
+    return forward(ctx, req, names, byId, requestFrame(req, rest), refused);
+  }
+  return forward(ctx, req, names, byId, undefined, []);
+}
+
+function forward(ctx: ConfigContext, req: InterceptedRequest, names: string[], byId: Map<string, string>, frame: Buffer | undefined, refused: DeleteTopicsResult[]): Interception {
+  if (refused.length === 0 && !names.some((n) => ctx.state.entry(n)?.configs)) return { forward: true };
   return {
     forward: true,
+    frame,
     response: async (frame) => {
       const answer = responseBody<DeleteTopicsResponse>(req, frame);
       for (const r of answer.responses) {
@@ -48,7 +73,27 @@ function interceptDeleteTopics(ctx: ConfigContext, req: InterceptedRequest): Int
           ctx.log.error('could not drop the stored configs of a deleted topic', { topic: name, err });
         }
       }
-      return frame;
+      if (refused.length === 0) return frame;
+      return responseFrame(req, { ...answer, responses: [...answer.responses, ...refused] });
     },
+  };
+}
+
+const namesConfigsTopic = (ctx: ConfigContext, t: { name: string | null; topicId: string }) => (t.name ?? ctx.topicIds.name(t.topicId)) === CONFIGS_TOPIC;
+
+/** A refusal for each mention of the configs topic, named as the request named it. */
+function refusedResults(ctx: ConfigContext, body: DeleteTopicsRequest): DeleteTopicsResult[] {
+  const refusal = configsTopicKept();
+  const results: DeleteTopicsResult[] = [];
+  for (const name of body.topicNames ?? []) if (name === CONFIGS_TOPIC) results.push({ name, ...refusal });
+  for (const t of body.topics ?? []) if (namesConfigsTopic(ctx, t)) results.push({ name: CONFIGS_TOPIC, topicId: t.topicId, ...refusal });
+  return results;
+}
+
+function withoutConfigsTopic(ctx: ConfigContext, body: DeleteTopicsRequest): DeleteTopicsRequest {
+  return {
+    ...body,
+    ...(body.topicNames ? { topicNames: body.topicNames.filter((n) => n !== CONFIGS_TOPIC) } : {}),
+    ...(body.topics ? { topics: body.topics.filter((t) => !namesConfigsTopic(ctx, t)) } : {}),
   };
 }

@@ -27,3 +27,11 @@ export function storeFailed(topic: string, err: unknown, consequence: string): R
     errorMessage: `kcompact could not store the configs of topic ${topic} in ${CONFIGS_TOPIC} (${(err as Error).message ?? err}); ${consequence}`,
   };
 }
+
+/** The upstream topic that holds every topic's configs: deleting it would turn compaction off. */
+export function configsTopicKept(): Refusal {
+  return {
+    errorCode: ErrorCode.POLICY_VIOLATION,
+    errorMessage: `${CONFIGS_TOPIC} holds kcompact's topic configs and is not deleted through kcompact; delete it on the upstream directly once no kcompact uses it`,
+  };
+}
