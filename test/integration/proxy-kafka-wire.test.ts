@@ -1,6 +1,7 @@
 /**
  * Wire-level behaviour that needs a real broker behind the proxy (kfake neither answers after an
- * acks=0 Produce nor survives garbage frames): acks=0 requests, and garbage from clients.
+ * acks=0 Produce nor survives garbage frames nor speaks ApiVersions v5): acks=0 requests, garbage
+ * from clients, and KIP-1242's cluster and node check.
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -70,3 +71,19 @@ test('garbage from a client closes its connection and nothing else', { skip }, a
   assert.deepEqual({ host: body.brokers[0].host, port: body.brokers[0].port }, local(body.brokers[0].nodeId));
 });
 
+
+test('ApiVersions v5 is answered in one round trip, and a client that names another cluster is told to rebootstrap', { skip }, async () => {
+  const meta = await ask(proxy.bootstrap, ApiKey.Metadata, 12, { topics: [] });
+  const nodeId = meta.brokers[0].nodeId as number;
+  const hello = { clientSoftwareName: 't', clientSoftwareVersion: '1' };
+  // A bootstrap connection knows neither (KIP-1242: both or none); a broker's port knows both.
+  for (const [address, known] of [[proxy.bootstrap, false], [`127.0.0.1:${local(nodeId).port}`, true]] as const) {
+    const right = await ask(address, ApiKey.ApiVersions, 5, { ...hello, clusterId: known ? meta.clusterId : null, nodeId: known ? nodeId : -1 });
+    assert.equal(right.errorCode, 0, address);
+    assert.deepEqual(right.apiKeys.find((k: { apiKey: number }) => k.apiKey === ApiKey.ApiVersions), { apiKey: ApiKey.ApiVersions, minVersion: 0, maxVersion: 5 });
+  }
+  const wrong = await ask(`127.0.0.1:${local(nodeId).port}`, ApiKey.ApiVersions, 5, { ...hello, clusterId: 'another-cluster', nodeId });
+  assert.equal(wrong.errorCode, 129, 'REBOOTSTRAP_REQUIRED, as Kafka answers it');
+  const direct = await ask(kafka.bootstrap, ApiKey.ApiVersions, 5, { ...hello, clusterId: 'another-cluster', nodeId });
+  assert.equal(direct.errorCode, 129);
+});

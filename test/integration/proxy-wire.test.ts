@@ -115,6 +115,17 @@ test('a too-new ApiVersions gets a v0 UNSUPPORTED_VERSION answer naming the vers
   conn.close();
 });
 
+test('ApiVersions v5 to an upstream that stops at v4 gets its UNSUPPORTED_VERSION answer, and v4 works', { skip }, async () => {
+  const conn = await RawConnection.open(proxy.bootstrap);
+  conn.request(ApiKey.ApiVersions, 5, { clientSoftwareName: 't', clientSoftwareVersion: '1', clusterId: null, nodeId: -1 }, 7);
+  const res = await conn.response(ApiKey.ApiVersions, 0);
+  assert.equal(res.body.errorCode, 35);
+  assert.deepEqual(res.body.apiKeys.find((k: { apiKey: number }) => k.apiKey === ApiKey.ApiVersions), { apiKey: ApiKey.ApiVersions, minVersion: 0, maxVersion: 4 });
+  conn.request(ApiKey.ApiVersions, 4, { clientSoftwareName: 't', clientSoftwareVersion: '1' }, 8);
+  assert.equal((await conn.response(ApiKey.ApiVersions, 4)).body.errorCode, 0);
+  conn.close();
+});
+
 test('pipelined requests come back in order with their own correlation ids', { skip }, async () => {
   const conn = await RawConnection.open(proxy.bootstrap);
   const plan: [number, number, object][] = [];
