@@ -25,6 +25,7 @@ import { appendRecord, appendToEachPartition, createTopics, waitKafkaCleaned } f
 import { cleanUpToAll, indexBytes, waitIndexedAll } from './engine-client.js';
 import { kbench, type KbenchResult } from './kbench.js';
 import { median } from './text-table.js';
+import { scrape } from '../test/support/prometheus.js';
 
 export interface ReadConfig {
   records: number;
@@ -58,6 +59,8 @@ export interface ReadResult {
   /** Bytes of the compacted topic's index before and after the clean. */
   indexBytes: { indexed: number; cleaned: number };
   runs: ReadRun[];
+  /** Reads on the fetch view answered from its cache over all rounds, and the bytes it held at the end. */
+  viewCache: { reads: number; bytes: number };
   /** Median seconds per target. */
   seconds: Record<ReadTarget, number>;
 }
@@ -142,6 +145,8 @@ export async function measureReads(upstream: string, proxy: RunningProxyProcess,
     'one-direct': [upstream, TOPICS.one],
   };
   const runs: ReadRun[] = [];
+  const cacheReads = async () => (await scrape(proxy.management)).value('kcompact_view_cache_reads_total') ?? 0;
+  const cacheReadsBefore = await cacheReads();
   for (let round = 1; round <= cfg.rounds; round++) {
     for (const target of READ_TARGETS) {
       const [bootstrap, topic] = where[target];
@@ -152,6 +157,8 @@ export async function measureReads(upstream: string, proxy: RunningProxyProcess,
       log(`(b) round ${round} ${target}: ${r.records} records in ${r.seconds.toFixed(3)} s, ${r.requests.fetch} fetches, ${r.batches} batches`);
     }
   }
+  const metrics = await scrape(proxy.management);
+  const viewCache = { reads: (metrics.value('kcompact_view_cache_reads_total') ?? 0) - cacheReadsBefore, bytes: metrics.value('kcompact_view_cache_bytes') ?? 0 };
   const seconds = Object.fromEntries(READ_TARGETS.map((t) => [t, median(runs.filter((r) => r.target === t).map((r) => r.seconds))])) as Record<ReadTarget, number>;
   return {
     config: cfg,
@@ -161,6 +168,7 @@ export async function measureReads(upstream: string, proxy: RunningProxyProcess,
     cleanCalls,
     indexBytes: { indexed: indexedBytes, cleaned: cleanedBytes },
     runs,
+    viewCache,
     seconds,
   };
 }

@@ -85,9 +85,10 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
     keyIdentity: config.keyIdentity,
     schemaRegistryUrl: config.schemaRegistryUrl,
     upstreamConnector: connector,
+    viewCacheBytes: config.viewCacheBytes,
   }).catch((err: unknown) => fail('cannot start compaction', { err, dataDir: config.dataDir, fix: 'check that the data directory is writable and the upstream reachable' }));
   compaction = engine;
-  metrics.compaction.attach({ status: () => engine.engine.status(), filteredRecords: () => engine.fetchView.stats.removedRecords });
+  metrics.compaction.attach({ status: () => engine.engine.status(), filteredRecords: () => engine.fetchView.stats.removedRecords, viewCache: () => engine.fetchView.cache });
 
   const proxy = new ProxyServer({
     listen: config.listen,

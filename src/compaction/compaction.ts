@@ -40,6 +40,8 @@ export interface CompactionOptions {
   schemaRegistryUrl?: string;
   /** TLS and SASL of every upstream connection compaction makes (the worker builds its own from its settings). */
   upstreamConnector?: UpstreamConnector;
+  /** Memory for compacted reads served again (the viewCacheBytes setting). */
+  viewCacheBytes?: number;
 }
 
 export interface Compaction {
@@ -113,7 +115,7 @@ export async function startCompaction(opts: CompactionOptions): Promise<Compacti
       logStartOffset: (topic, partition) => pool.logStartOffset(topic, partition),
     }),
   );
-  const fetchView = createFetchView({ config: configs.view, index: engine.index, topicIds: opts.topicIds, upstream: pool, log: opts.log });
+  const fetchView = createFetchView({ config: configs.view, index: engine.index, topicIds: opts.topicIds, upstream: pool, log: opts.log, cacheBytes: opts.viewCacheBytes });
   interceptors.set(ApiKey.Fetch, fetchView);
 
   return {

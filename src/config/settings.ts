@@ -14,6 +14,7 @@ import { TopicConfigError } from '../compaction/config/config-error.js';
 import { TopicIds } from '../proxy/topic-ids.js';
 import { checkKeyIdentityRules, registryPatterns, type KeyIdentityMode } from '../compaction/key-identity/key-identity-rules.js';
 import { checkRegistryUrl } from '../compaction/key-identity/registry-url.js';
+import { DEFAULT_VIEW_CACHE_BYTES } from '../compaction/fetch-view/view-cache.js';
 import { listenerContextOptions, type ListenerTlsSettings } from '../proxy/listener-tls.js';
 import { passwordOf, upstreamContext, type UpstreamSecurity, type UpstreamTlsSettings } from '../upstream/upstream-connector.js';
 import { SASL_MECHANISMS, type SaslMechanism } from '../upstream/sasl-client.js';
@@ -28,6 +29,7 @@ export interface ProxyConfig {
   requestTimeoutMs: number;
   logLevel: LogLevel;
   cleanerBackoffMs: number;
+  viewCacheBytes: number;
   metricsListen: HostPort;
   topics: StaticTopic[];
   brokerConfigs: Record<string, string>;
@@ -202,6 +204,13 @@ export const SETTINGS: readonly Setting[] = [
     description: "pause between cleaner rounds (Kafka's log.cleaner.backoff.ms)",
     defaultText: '15000',
     parse: integer(10, 86_400_000),
+  },
+  {
+    key: 'viewCacheBytes',
+    arg: 'BYTES',
+    description: 'memory for compacted batches already read, so reading a compacted topic again skips its superseded records upstream; 0 turns it off',
+    defaultText: `${DEFAULT_VIEW_CACHE_BYTES} (64 MiB)`,
+    parse: integer(0, 2 ** 40),
   },
   {
     key: 'metricsListen',
@@ -573,6 +582,7 @@ export function resolveConfig(cli: Record<string, unknown>, env: NodeJS.ProcessE
     requestTimeoutMs: (values.requestTimeoutMs as number | undefined) ?? 30_000,
     logLevel: (values.logLevel as LogLevel | undefined) ?? 'info',
     cleanerBackoffMs: (values.cleanerBackoffMs as number | undefined) ?? 15_000,
+    viewCacheBytes: (values.viewCacheBytes as number | undefined) ?? DEFAULT_VIEW_CACHE_BYTES,
     metricsListen: (values.metricsListen as HostPort | undefined) ?? { ...DEFAULT_METRICS_LISTEN },
     topics: (values.topics as StaticTopic[] | undefined) ?? [],
     brokerConfigs: (values.brokerConfigs as Record<string, string> | undefined) ?? {},

@@ -293,6 +293,17 @@ test('franz-go (CRC and exact counts checked): exactly the survivors, its positi
   assert.equal(view.stats.sessionsRefused, 0, 'franz-go took session id 0 and kept sending full requests');
 });
 
+test('franz-go reading twice with small fetches: the second read reads on from the view cache alone', { skip, timeout: 120_000 }, async () => {
+  const small = [...waitFlags(), '--fetch-max-partition-bytes', String(JAVA_FETCH_BYTES)];
+  const first = await measured(() => peerConsume(path.join(binDir, 'franzclient'), ['consume', ...small]));
+  assertSurvivors(first.result.records, 'franz-go');
+  const cacheReads = view.cache.reads;
+  const again = await measured(() => peerConsume(path.join(binDir, 'franzclient'), ['consume', ...small]));
+  assertSurvivors(again.result.records, 'franz-go, read again');
+  assert.ok(view.cache.reads > cacheReads, 'reads on answered from the view cache');
+  assert.equal(again.extraReads, 0, 'and none from the upstream');
+});
+
 test('librdkafka (confluent-kafka, CRC checked): exactly the survivors, its position reaches the high watermark', { skip, timeout: 120_000 }, async (t) => {
   const { result, run, extraReads } = await measured(() => peerConsume(venvPython, [path.join(pythonScriptsDir, 'ck.py'), 'consume', ...waitFlags()]));
   assert.deepEqual(result.errors, [`saw ${SURVIVORS.length} of ${SURVIVORS.length + 1} records before the deadline`]);

@@ -17,6 +17,7 @@ import { isIncremental, isSessionless, sessionFields, sessionlessFrame, sessionN
 import { PartitionAnswer, type PartitionTarget, type ViewCounters } from './partition-view.js';
 import { planRead } from './read-plan.js';
 import type { PartitionRecords, UpstreamReads } from './upstream-reads.js';
+import { DEFAULT_VIEW_CACHE_BYTES, ViewCache, type ViewCacheStats } from './view-cache.js';
 
 export interface FetchViewOptions {
   config: TopicConfigView;
@@ -24,6 +25,8 @@ export interface FetchViewOptions {
   topicIds: TopicIds;
   upstream: UpstreamReads;
   log: Logger;
+  /** Memory for the view's batches below the horizon (view-cache.ts); 0 turns the cache off. */
+  cacheBytes?: number;
   clock?: () => number;
 }
 
@@ -40,6 +43,7 @@ export interface FetchViewStats extends ViewCounters {
 
 export interface FetchView extends RequestInterceptor {
   readonly stats: FetchViewStats;
+  readonly cache: ViewCacheStats;
 }
 
 interface FetchPartitionRequest {
@@ -91,6 +95,7 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
   const clock = opts.clock ?? Date.now;
   const log = opts.log.child({ component: 'fetch-view' });
   const answers = new EmptyAnswers({ clock });
+  const cache = new ViewCache(opts.cacheBytes ?? DEFAULT_VIEW_CACHE_BYTES);
   const stats: FetchViewStats = {
     requests: 0,
     viewedRequests: 0,
@@ -183,7 +188,7 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
         for (const p of t.partitions) {
           const target = targets.get(targetKey(topicKey(t, byId), p.partitionIndex));
           if (target) {
-            const answer = await PartitionAnswer.start(target, p, stats, request.maxBytes - before);
+            const answer = await PartitionAnswer.start(target, p, stats, request.maxBytes - before, cache);
             viewed.push(answer);
             before += answer.size;
           } else {
@@ -219,6 +224,9 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
 
   return {
     stats,
+    get cache() {
+      return cache.stats;
+    },
     intercept(req: InterceptedRequest): Interception | Promise<Interception> {
       stats.requests++;
       // Without compacted topics nothing is filtered, and sessions may live.

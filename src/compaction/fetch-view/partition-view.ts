@@ -15,7 +15,10 @@ import type { EmptyAnswers } from './empty-answers.js';
 import { nextReadable, type ReadPlan } from './read-plan.js';
 import { rawBytesFor } from './read-size.js';
 import type { PartitionRecords, UpstreamRead, UpstreamReads } from './upstream-reads.js';
-import { visibleRecords, type BatchesWalked, type MarkerSeen, type VisibleRecords, type Visibility } from './visible-records.js';
+import type { ViewCache, ViewedBatch } from './view-cache.js';
+import { cachedRecords, visibleRecords, type BatchesWalked, type MarkerSeen, type VisibleRecords, type Visibility } from './visible-records.js';
+
+const READ_UNCOMMITTED = 0;
 
 export interface PartitionTarget {
   topic: string;
@@ -61,6 +64,7 @@ export class PartitionAnswer {
     readonly target: PartitionTarget,
     readonly data: PartitionRecords,
     private readonly counters: ViewCounters,
+    private readonly cache: ViewCache,
   ) {}
 
   /**
@@ -70,10 +74,10 @@ export class PartitionAnswer {
    * is left out, and whole batches past them wait; the first always comes, or a batch that grew
    * past a limit its original met would never reach the client.
    */
-  static async start(target: PartitionTarget, data: PartitionRecords, counters: ViewCounters, responseRoom: number): Promise<PartitionAnswer> {
-    const answer = new PartitionAnswer(target, data, counters);
+  static async start(target: PartitionTarget, data: PartitionRecords, counters: ViewCounters, responseRoom: number, cache: ViewCache): Promise<PartitionAnswer> {
+    const answer = new PartitionAnswer(target, data, counters, cache);
     const budget = { maxBytes: Math.min(target.partitionMaxBytes, responseRoom), oneAnyway: true };
-    if (data.errorCode === 0) answer.add(await visibleRecords(data.records, visibility(target.view), target.clientOffset, budget));
+    if (data.errorCode === 0) answer.add(await answer.view(data.records, budget));
     return answer;
   }
 
@@ -113,7 +117,8 @@ export class PartitionAnswer {
    * Each read starts where the last complete batch ended, so the answer stays one run of batches
    * in offset order: the previous read's cut-off tail and emptied last batch give way to it.
    * A read asks for as much of the raw log as should fill the room (read-size.ts), and keeps
-   * whole batches up to the room.
+   * whole batches up to the room. A read_uncommitted read of a stretch viewed before under the
+   * same clean comes from the view cache (view-cache.ts) instead.
    * `othersBytes` is what the rest of the response holds: only with nothing at all in the
    * response may a batch larger than the limits come, as Kafka always returns one.
    */
@@ -126,9 +131,17 @@ export class PartitionAnswer {
       const room = Math.min(this.target.partitionMaxBytes, maxBytes - others) - this.recordBytes;
       if (room <= 0 && !alone) return;
       reads++;
-      this.counters.extraReads++;
       const { view } = this.target;
       const fetchOffset = nextReadable(view, this.end + 1, true);
+      const cached = this.target.isolationLevel === READ_UNCOMMITTED ? this.cache.from(this.target.topic, this.target.partition, view, fetchOffset, this.target.clientOffset) : undefined;
+      if (cached) {
+        const seen = cachedRecords(cached, { maxBytes: room, oneAnyway: alone });
+        if (seen.end < 0 || (seen.full && seen.batches.length === 0)) return;
+        this.changed = true;
+        this.add(seen);
+        continue;
+      }
+      this.counters.extraReads++;
       const read = await upstream.readPartition({
         topic: this.target.topic,
         partition: this.target.partition,
@@ -139,7 +152,7 @@ export class PartitionAnswer {
       });
       this.reads.push(read);
       if (read.errorCode !== 0) return;
-      const seen = await visibleRecords(read.records, visibility(view), this.target.clientOffset, { maxBytes: room, oneAnyway: alone });
+      const seen = await this.view(read.records, { maxBytes: room, oneAnyway: alone });
       // Beside other data, a first batch too big for the room waits for the client's next fetch.
       if (seen.end < 0 || (seen.full && seen.batches.length === 0)) return;
       // An unreadable batch goes out as read, uncut: when that is more than the room, the
@@ -152,6 +165,16 @@ export class PartitionAnswer {
       this.changed = true;
       this.add(seen);
     }
+  }
+
+  /** The view of upstream records, whose batches below the horizon go to the view cache. */
+  private async view(records: Buffer | null, budget: { maxBytes: number; oneAnyway: boolean }): Promise<VisibleRecords> {
+    const { topic, partition, view, clientOffset } = this.target;
+    if (!this.cache.enabled) return visibleRecords(records, visibility(view), clientOffset, budget);
+    const viewed: ViewedBatch[] = [];
+    const seen = await visibleRecords(records, visibility(view), clientOffset, budget, (b) => viewed.push(b));
+    this.cache.record(topic, partition, view, viewed);
+    return seen;
   }
 
   /** The records the client gets; remembers (or forgets) an answer that left it where it was. */

@@ -23,6 +23,7 @@ import {
   type RecordSpan,
 } from '../../protocol/records/batch.js';
 import { Cursor } from '../../protocol/records/varint.js';
+import type { ViewedBatch } from './view-cache.js';
 
 export interface Visibility {
   /** The first offset the cleaner has not covered: from here on every record is visible. */
@@ -196,8 +197,8 @@ async function viewBatch(records: Buffer, batch: BatchHeader, visibility: Visibi
   return { bytes, kept: kept.length, progress: kept.length, rebuilt: bytes !== batch.bytes };
 }
 
-export async function visibleRecords(records: Buffer | null, visibility: Visibility, from: number, budget: Budget = UNLIMITED): Promise<VisibleRecords> {
-  const out: VisibleRecords = {
+function emptyResult(): VisibleRecords {
+  return {
     batches: [],
     trailingEmpty: null,
     truncatedTail: NO_BYTES,
@@ -211,6 +212,64 @@ export async function visibleRecords(records: Buffer | null, visibility: Visibil
     full: false,
     walked: { bytes: 0, offsets: 0, batches: 0 },
   };
+}
+
+/**
+ * Puts viewed batches into a result in log order, within the byte budget: the one place that
+ * decides what of a read goes out, whether the batches were just read or come from the cache.
+ */
+class Assembly {
+  private bytes = 0;
+
+  constructor(
+    readonly out: VisibleRecords,
+    private readonly budget: Budget,
+  ) {}
+
+  /** Takes the next batch (`last`: the last one read); false when the budget is spent. */
+  take(batch: ViewedBatch, progress: number, unchanged: boolean, last: boolean): boolean {
+    const { out } = this;
+    const goes = batch.kept > 0 || last;
+    if (goes && this.bytes + batch.bytes.length > this.budget.maxBytes && !(this.budget.oneAnyway && this.bytes === 0)) {
+      out.full = true;
+      out.changed = true;
+      return false;
+    }
+    if (goes) this.bytes += batch.bytes.length;
+    out.walked.bytes += batch.rawBytes;
+    out.walked.offsets += batch.last - batch.base + 1;
+    out.walked.batches++;
+    out.end = batch.last;
+    out.removedRecords += batch.recordCount - batch.kept;
+    out.progress += progress;
+    if (batch.rebuilt) out.rebuiltBatches++;
+    if (batch.markerOf !== null) out.markers.push({ producerId: batch.markerOf, offset: batch.base, visible: batch.kept > 0 });
+    if (batch.kept > 0) out.batches.push(batch.bytes);
+    else if (last) out.trailingEmpty = batch.bytes;
+    if (!unchanged || (batch.kept === 0 && !last)) out.changed = true;
+    return true;
+  }
+
+  /** A cut-off tail is only bytes a client throws away: past the budget it is left out. */
+  tail(truncatedTail: Buffer): void {
+    if (this.bytes + truncatedTail.length <= this.budget.maxBytes) this.out.truncatedTail = truncatedTail;
+    else this.out.changed = true;
+  }
+}
+
+/**
+ * The view of upstream records. `keep` gets each batch below the horizon that goes in whole,
+ * starting at or after `from`, for the view cache; an upstream batch kept as it was is handed
+ * over as a view of `records`, which the caller copies if it outlives them.
+ */
+export async function visibleRecords(
+  records: Buffer | null,
+  visibility: Visibility,
+  from: number,
+  budget: Budget = UNLIMITED,
+  keep?: (batch: ViewedBatch) => void,
+): Promise<VisibleRecords> {
+  const out = emptyResult();
   if (!records || records.length === 0) return out;
   let walk: ReturnType<typeof iterateBatches>;
   try {
@@ -219,7 +278,7 @@ export async function visibleRecords(records: Buffer | null, visibility: Visibil
     return passUnfiltered(out, records, err);
   }
   const { batches } = walk;
-  let bytes = 0;
+  const assembly = new Assembly(out, budget);
   for (let i = 0; i < batches.length; i++) {
     const batch = batches[i]!;
     let outcome: BatchOutcome;
@@ -228,28 +287,33 @@ export async function visibleRecords(records: Buffer | null, visibility: Visibil
     } catch (err) {
       return passUnfiltered(out, records.subarray(batch.start), err);
     }
-    const goes = outcome.kept > 0 || i === batches.length - 1;
-    if (goes && bytes + outcome.bytes.length > budget.maxBytes && !(budget.oneAnyway && bytes === 0)) {
-      out.full = true;
-      out.changed = true;
-      return out;
-    }
-    if (goes) bytes += outcome.bytes.length;
-    out.walked.bytes += batch.bytes.length;
-    out.walked.offsets += batch.lastOffsetDelta + 1;
-    out.walked.batches++;
-    out.end = lastOffset(batch);
-    out.removedRecords += batch.recordCount - outcome.kept;
-    out.progress += outcome.progress;
-    if (outcome.rebuilt) out.rebuiltBatches++;
-    if (batch.isControl) out.markers.push({ producerId: batch.producerId, offset: Number(batch.baseOffset), visible: outcome.kept > 0 });
-    if (outcome.kept > 0) out.batches.push(outcome.bytes);
-    else if (i === batches.length - 1) out.trailingEmpty = outcome.bytes;
-    if (outcome.bytes !== batch.bytes || (outcome.kept === 0 && i < batches.length - 1)) out.changed = true;
+    const viewed: ViewedBatch = {
+      base: Number(batch.baseOffset),
+      last: lastOffset(batch),
+      rawBytes: batch.bytes.length,
+      recordCount: batch.recordCount,
+      bytes: outcome.bytes,
+      kept: outcome.kept,
+      rebuilt: outcome.rebuilt,
+      markerOf: batch.isControl ? batch.producerId : null,
+    };
+    if (!assembly.take(viewed, outcome.progress, outcome.bytes === batch.bytes, i === batches.length - 1)) return out;
+    if (keep && viewed.base >= from && viewed.last < visibility.cleanedUpTo) keep(viewed);
   }
-  // A cut-off tail is only bytes a client throws away: past the budget it is left out.
-  if (bytes + walk.truncatedTail.length <= budget.maxBytes) out.truncatedTail = walk.truncatedTail;
-  else out.changed = true;
+  assembly.tail(walk.truncatedTail);
+  return out;
+}
+
+/**
+ * The view of batches from the view cache, as visibleRecords would give it for an upstream read
+ * that returned them; every record they keep is at or after the client's fetch offset.
+ */
+export function cachedRecords(batches: readonly ViewedBatch[], budget: Budget): VisibleRecords {
+  const out = emptyResult();
+  const assembly = new Assembly(out, budget);
+  for (let i = 0; i < batches.length; i++) {
+    if (!assembly.take(batches[i]!, batches[i]!.kept, false, i === batches.length - 1)) break;
+  }
   return out;
 }
 

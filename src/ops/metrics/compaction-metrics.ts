@@ -13,6 +13,8 @@ export interface CompactionSource {
   status(): Promise<EngineStatus>;
   /** Records the fetch view has removed from answers since the process started. */
   filteredRecords(): number;
+  /** The fetch view's cache: bytes held, and reads on it answered since the process started. */
+  viewCache(): { bytes: number; reads: number };
 }
 
 export interface CompactionMetricsOptions {
@@ -102,6 +104,23 @@ export class CompactionMetrics {
       collect(this: Counter) {
         this.reset();
         this.inc(metrics.source?.filteredRecords() ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'kcompact_view_cache_bytes',
+      help: 'Memory the compacted fetch view holds for batches already read (viewCacheBytes is its limit)',
+      registers,
+      collect(this: Gauge) {
+        this.set(metrics.source?.viewCache().bytes ?? 0);
+      },
+    });
+    new Counter({
+      name: 'kcompact_view_cache_reads_total',
+      help: 'Reads on past removed records that the fetch view answered from its cache instead of the upstream',
+      registers,
+      collect(this: Counter) {
+        this.reset();
+        this.inc(metrics.source?.viewCache().reads ?? 0);
       },
     });
 

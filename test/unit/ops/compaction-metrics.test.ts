@@ -38,6 +38,7 @@ class Bed {
   status: EngineStatus | Error | 'hang' = { partitions: [], cleaner: cleaner() };
   calls = 0;
   filtered = 0;
+  viewCache = { bytes: 0, reads: 0 };
   readonly metrics: CompactionMetrics;
 
   constructor(perPartition: boolean, include: string[] = [], exclude: string[] = []) {
@@ -53,6 +54,7 @@ class Bed {
         return s instanceof Error ? Promise.reject(s) : Promise.resolve(s);
       },
       filteredRecords: () => this.filtered,
+      viewCache: () => this.viewCache,
     };
     this.metrics.attach(source);
   }
@@ -71,6 +73,7 @@ test('aggregates from one status call per scrape, in base units', async () => {
     cleaner: cleaner({ uncleanable: [{ topic: 'b', partition: 0 }] }),
   };
   bed.filtered = 7;
+  bed.viewCache = { bytes: 4096, reads: 12 };
   const e = await bed.scrape();
   assert.equal(bed.calls, 1, 'every metric shares the scrape\'s status call');
   assert.equal(e.value('kcompact_compaction_engine_up'), 1);
@@ -87,6 +90,8 @@ test('aggregates from one status call per scrape, in base units', async () => {
   assert.equal(e.value('kcompact_cleaner_cleans_total'), 3);
   assert.equal(e.value('kcompact_reaped_records_total'), 40);
   assert.equal(e.value('kcompact_fetch_filtered_records_total'), 7);
+  assert.equal(e.value('kcompact_view_cache_bytes'), 4096);
+  assert.equal(e.value('kcompact_view_cache_reads_total'), 12);
   assert.deepEqual(e.samples.filter((s) => s.name.startsWith('kcompact_partition_')), [], 'no per-partition series unless enabled');
 });
 

@@ -21,7 +21,11 @@ export interface Bed {
 }
 
 /** Topic "c" (compacted, partitions 0 and 1) and "plain" (not compacted). */
-export async function bed(build: (logs: { c0: FakeLog; c1: FakeLog; plain: FakeLog }) => Promise<{ c0: FakeIndex; c1?: FakeIndex }>): Promise<Bed> {
+export async function bed(
+  build: (logs: { c0: FakeLog; c1: FakeLog; plain: FakeLog }) => Promise<{ c0: FakeIndex; c1?: FakeIndex }>,
+  /** The view cache is off unless asked for: tests that stand for a clean change a FakeIndex in place. */
+  opts: { cacheBytes?: number } = {},
+): Promise<Bed> {
   const logs = { c0: new FakeLog(), c1: new FakeLog(), plain: new FakeLog() };
   const idx = await build(logs);
   const indexes: Record<string, FakeIndex> = { 'c-0': idx.c0 };
@@ -31,7 +35,7 @@ export async function bed(build: (logs: { c0: FakeLog; c1: FakeLog; plain: FakeL
   topicIds.learn('plain', OTHER_ID);
   const upstream = new FakeUpstream({ 'c-0': logs.c0, 'c-1': logs.c1, 'plain-0': logs.plain }, { [TOPIC_ID]: 'c', [OTHER_ID]: 'plain' });
   const now = { ms: 1_000_000 };
-  const view = createFetchView({ config: configView(['c']), index: indexView(indexes), topicIds, upstream, log, clock: () => now.ms });
+  const view = createFetchView({ config: configView(['c']), index: indexView(indexes), topicIds, upstream, log, clock: () => now.ms, cacheBytes: opts.cacheBytes ?? 0 });
   return { view, upstream, logs: { 'c-0': logs.c0, 'c-1': logs.c1, 'plain-0': logs.plain }, indexes, topicIds, now };
 }
 

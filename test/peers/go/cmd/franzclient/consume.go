@@ -21,6 +21,7 @@ func consume(args []string) map[string]any {
 	isolation := fs.String("isolation", "read_uncommitted", "read_uncommitted or read_committed")
 	timeoutMs := fs.Int("timeout-ms", 30000, "deadline: fewer than --count records by then is an error")
 	withRecords := fs.Bool("records", false, "also list every record (partition, offset, key, value)")
+	partitionBytes := fs.Int("fetch-max-partition-bytes", 1<<20, "largest answer per partition and fetch (kgo's default 1 MiB)")
 	fs.Parse(args)
 	if *brokers == "" || *topic == "" || *count <= 0 {
 		fmt.Fprintln(os.Stderr, "consume: --brokers, --topic and a positive --count are required")
@@ -31,6 +32,7 @@ func consume(args []string) map[string]any {
 		kgo.ConsumeTopics(*topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(500 * time.Millisecond),
+		kgo.FetchMaxPartitionBytes(int32(*partitionBytes)),
 	}
 	if *isolation == "read_committed" {
 		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))

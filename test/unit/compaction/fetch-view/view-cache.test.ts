@@ -1,0 +1,185 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { ViewCache, type ViewedBatch } from '../../../../src/compaction/fetch-view/view-cache.js';
+import { FakeIndex, readBatches, roundTrip, type FetchSpec } from './fake-log.js';
+import { bed, TOPIC_ID, type Bed } from './fetch-bed.js';
+import { seededRng, type Rng } from '../../protocol/sample-body.js';
+
+function batch(base: number, last: number, bytes = 100, rebuilt = true): ViewedBatch {
+  return { base, last, rawBytes: 1000, recordCount: last - base + 1, bytes: Buffer.alloc(bytes, base % 251), kept: 1, rebuilt, markerOf: null };
+}
+
+const bases = (batches: ViewedBatch[] | undefined) => batches?.map((b) => b.base);
+
+describe('ViewCache', () => {
+  test('serves the batches from the one holding the offset up to the first gap', () => {
+    const cache = new ViewCache(1 << 20);
+    const snapshot = {};
+    cache.record('t', 0, snapshot, [batch(0, 9), batch(10, 19), batch(20, 29)]);
+    cache.record('t', 0, snapshot, [batch(40, 49), batch(50, 59)]);
+    assert.deepEqual(bases(cache.from('t', 0, snapshot, 15, 0)), [10, 20]);
+    assert.deepEqual(bases(cache.from('t', 0, snapshot, 40, 0)), [40, 50]);
+    assert.equal(cache.from('t', 0, snapshot, 35, 0), undefined, 'nothing holds 35');
+    assert.equal(cache.from('t', 0, snapshot, 60, 0), undefined);
+    assert.equal(cache.from('t', 1, snapshot, 15, 0), undefined, 'another partition');
+    cache.record('t', 0, snapshot, [batch(30, 39)]);
+    assert.deepEqual(bases(cache.from('t', 0, snapshot, 15, 0)), [10, 20, 30, 40, 50], 'the gap is filled');
+    assert.equal(cache.stats.reads, 3);
+  });
+
+  test('a batch starting before the client offset is not served: its records before it were kept', () => {
+    const cache = new ViewCache(1 << 20);
+    const snapshot = {};
+    cache.record('t', 0, snapshot, [batch(0, 9), batch(10, 19)]);
+    assert.equal(cache.from('t', 0, snapshot, 12, 11), undefined);
+    assert.deepEqual(bases(cache.from('t', 0, snapshot, 12, 10)), [10]);
+  });
+
+  test('a new survivor snapshot (a clean) drops the partition', () => {
+    const cache = new ViewCache(1 << 20);
+    const before = {};
+    cache.record('t', 0, before, [batch(0, 9)]);
+    assert.ok(cache.stats.bytes > 0);
+    assert.equal(cache.from('t', 0, {}, 0, 0), undefined);
+    assert.equal(cache.stats.bytes, 0);
+    assert.equal(cache.from('t', 0, before, 0, 0), undefined, 'gone for good');
+  });
+
+  test('batches already held are skipped; upstream bytes are copied, rebuilt ones kept', () => {
+    const cache = new ViewCache(1 << 20);
+    const snapshot = {};
+    const upstream = Buffer.alloc(100, 7);
+    const raw: ViewedBatch = { ...batch(0, 9), bytes: upstream.subarray(0, 50), rebuilt: false };
+    const rebuilt = batch(10, 19);
+    cache.record('t', 0, snapshot, [raw, rebuilt]);
+    const bytes = cache.stats.bytes;
+    cache.record('t', 0, snapshot, [batch(0, 9), batch(10, 19)]);
+    assert.equal(cache.stats.bytes, bytes);
+    upstream.fill(0);
+    const served = cache.from('t', 0, snapshot, 0, 0)!;
+    assert.ok(served[0]!.bytes.equals(Buffer.alloc(50, 7)), 'a copy, not the reused read buffer');
+    assert.equal(served[1]!.bytes, rebuilt.bytes);
+  });
+
+  test('stays within its budget, dropping the partition read least recently', () => {
+    const cache = new ViewCache(3 * (1000 + 120));
+    const snapshot = {};
+    cache.record('t', 0, snapshot, [batch(0, 9, 1000)]);
+    cache.record('t', 1, snapshot, [batch(0, 9, 1000)]);
+    cache.from('t', 0, snapshot, 0, 0);
+    cache.record('t', 2, snapshot, [batch(0, 9, 1000), batch(10, 19, 1000)]);
+    assert.ok(cache.stats.bytes <= 3 * 1120);
+    assert.equal(cache.from('t', 1, snapshot, 0, 0), undefined, 'partition 1 was read least recently');
+    assert.ok(cache.from('t', 0, snapshot, 0, 0));
+    assert.deepEqual(bases(cache.from('t', 2, snapshot, 0, 0)), [0, 10]);
+    const off = new ViewCache(0);
+    off.record('t', 0, snapshot, [batch(0, 9)]);
+    assert.equal(off.from('t', 0, snapshot, 0, 0), undefined);
+    assert.equal(off.enabled, false);
+  });
+});
+
+const pick = (rng: Rng, min: number, max: number) => min + Math.floor(rng() * (max - min + 1));
+
+/** The same logs and survivors behind two fetch views: one with the cache, one without. */
+async function twins(rng: Rng): Promise<{ cached: Bed; plain: Bed; survivors: number[]; horizon: number; end: number }> {
+  const specs: { count: number; codec: number; valueSize: number }[] = [];
+  for (let i = pick(rng, 20, 80); i > 0; i--) specs.push({ count: pick(rng, 1, 20), codec: pick(rng, 0, 4), valueSize: pick(rng, 10, 200) });
+  let end = 0;
+  for (const s of specs) end += s.count;
+  const horizon = rng() < 0.5 ? end : pick(rng, 0, end);
+  // Sparse survivors: most answers need reads on past the client's own window.
+  const density = rng() * 0.1;
+  const survivors: number[] = [];
+  for (let o = 0; o < horizon; o++) if (rng() < density) survivors.push(o);
+  const build = (cacheBytes: number) =>
+    bed(async ({ c0 }) => {
+      for (const s of specs) await c0.append(s);
+      return { c0: new FakeIndex(survivors, horizon) };
+    }, { cacheBytes });
+  return { cached: await build(1 << 20), plain: await build(0), survivors, horizon, end };
+}
+
+/** A clean that removes some survivors: a new snapshot, as the worker publishes one. */
+function clean(rng: Rng, beds: Bed[], survivors: number[], horizon: number): number[] {
+  const kept = survivors.filter(() => rng() < 0.7);
+  for (const b of beds) b.indexes['c-0'] = new FakeIndex(kept, horizon);
+  return kept;
+}
+
+/** What a reader sees from `from` to the end, each answer checked against its limit and for progress. */
+async function readToEnd(b: Bed, from: number, end: number, isolationLevel: number, limits: number[], what: string) {
+  const seen: { offset: number; key: string | null; value: string | null }[] = [];
+  let position = from;
+  for (let fetches = 0; position < end; fetches++) {
+    assert.ok(fetches < limits.length, `${what}: the reader reaches the end`);
+    const limit = limits[fetches]!;
+    const spec: FetchSpec = { isolationLevel, topics: [{ topic: 'c', topicId: TOPIC_ID, partitions: [{ partition: 0, fetchOffset: position, partitionMaxBytes: limit }] }] };
+    const p = (await roundTrip(b.view, b.upstream, spec)).response.responses[0].partitions[0];
+    assert.equal(p.highWatermark, BigInt(end), what);
+    const out = await readBatches(p.records);
+    if ((p.records?.length ?? 0) > limit) assert.equal(out.batches.length, 1, `${what}: ${p.records.length} bytes over the limit of ${limit}`);
+    seen.push(...out.records.filter((r) => r.offset >= position));
+    const last = out.batches[out.batches.length - 1];
+    assert.ok(last && last.last + 1 > position, `${what}: the fetch at ${position} moves the reader on`);
+    position = last.last + 1;
+  }
+  return seen;
+}
+
+describe('reads served from the view cache', () => {
+  test('readers see exactly what reads of the upstream show them, within the limits, reading the upstream less', async () => {
+    let served = 0;
+    for (let seed = 1; seed <= 40; seed++) {
+      const rng = seededRng(seed);
+      const { cached, plain, end, horizon, survivors: initial } = await twins(rng);
+      let survivors = initial;
+      // Readers from offset 0 and from anywhere, with any limits, at both isolation levels, and
+      // now and then a clean between them. Where a cached stretch ends on a batch that lost every
+      // record, that empty batch may end an answer that an upstream read would have run past:
+      // positions can differ for a fetch, what the reader sees cannot.
+      for (let pass = 0; pass < 6; pass++) {
+        if (pass > 0 && rng() < 0.3) survivors = clean(rng, [cached, plain], survivors, horizon);
+        const from = pass % 2 === 0 ? 0 : pick(rng, 0, end);
+        const isolationLevel = rng() < 0.7 ? 0 : 1;
+        const limits = Array.from({ length: 500 }, () => (rng() < 0.1 ? 1 << 20 : pick(rng, 200, 4000)));
+        const what = `seed ${seed} pass ${pass} from ${from} isolation ${isolationLevel}`;
+        const [a, b] = [await readToEnd(cached, from, end, isolationLevel, limits, what), await readToEnd(plain, from, end, isolationLevel, limits, what)];
+        assert.deepEqual(a, b, what);
+      }
+      assert.ok(cached.upstream.reads.length <= plain.upstream.reads.length, `seed ${seed}: ${cached.upstream.reads.length} reads on with the cache, ${plain.upstream.reads.length} without`);
+      served += cached.view.cache.reads;
+    }
+    assert.ok(served > 50, `${served} reads on served from the cache`);
+  });
+
+  test('a second read from offset 0 reads nothing on from the upstream, and a clean brings the upstream back', async () => {
+    const survivors: number[] = [];
+    for (let o = 7; o < 2000; o += 13) survivors.push(o);
+    const b = await bed(async ({ c0 }) => {
+      for (let i = 0; i < 100; i++) await c0.append({ count: 20, codec: i % 5 });
+      return { c0: new FakeIndex(survivors, 2000) };
+    }, { cacheBytes: 1 << 20 });
+    const readAll = async () => {
+      let position = 0;
+      const seen: number[] = [];
+      while (position < 2000) {
+        const { response } = await roundTrip(b.view, b.upstream, { topics: [{ topic: 'c', topicId: TOPIC_ID, partitions: [{ partition: 0, fetchOffset: position, partitionMaxBytes: 4000 }] }] });
+        const out = await readBatches(response.responses[0].partitions[0].records);
+        seen.push(...out.records.map((r) => r.offset).filter((o) => o >= position));
+        position = out.batches[out.batches.length - 1]!.last + 1;
+      }
+      return seen;
+    };
+    assert.deepEqual(await readAll(), survivors);
+    const first = b.upstream.reads.length;
+    assert.ok(first > 0);
+    assert.deepEqual(await readAll(), survivors);
+    assert.equal(b.upstream.reads.length, first, 'no read on the second time');
+    assert.ok(b.view.cache.reads > 0);
+    const fewer = survivors.filter((o) => o % 2 === 0);
+    b.indexes['c-0'] = new FakeIndex(fewer, 2000);
+    assert.deepEqual(await readAll(), fewer, 'the new clean is what the reader sees');
+    assert.ok(b.upstream.reads.length > first, 'read from the upstream again after the clean');
+  });
+});
