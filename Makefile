@@ -34,8 +34,9 @@ test-integration: build peers
 run: build peers
 	bash scripts/run-local.sh
 
+# BENCH_ARGS="--cpu-layout sidecar --rounds 3" and so on (see bench/proxy-throughput.ts).
 bench: build peers
-	node dist/bench/proxy-throughput.js
+	node dist/bench/proxy-throughput.js $(BENCH_ARGS)
 
 bench-compaction: build peers
 	node dist/bench/compaction.js

@@ -14,14 +14,20 @@
  * without ever copying them to user space, and a plain Node socket pipe. What they reach on the
  * same machine in the same run is what any proxy could reach, before any Kafka work.
  *
+ * --cpu-layout sidecar splits the CPUs as a sidecar deployment does (taskset): Kafka and kbench
+ * on the first half, the proxy and the relays on the rest, so the relay's own work no longer
+ * takes CPU from the broker and the client it is measured against; shared (the default) lets
+ * every process run anywhere.
+ *
  *   node dist/bench/proxy-throughput.js [--rounds 7] [--produce-records 600000]
  *     [--consume-records 1500000] [--value-size 1024] [--partitions 4] [--latency-seconds 5]
  *     [--rate 10000] [--modes produce,consume,latency]
- *     [--relays splice-relay,node-pipe|none] [--cpu-prof DIR] [--json FILE]
+ *     [--relays splice-relay,node-pipe|none] [--cpu-layout shared|sidecar] [--cpu-prof DIR] [--json FILE]
  *
  * Kafka's log lives under $KCOMPACT_BENCH_TMPDIR (default /dev/shm when it exists) so disk
  * writeback, which is not the proxy's cost, stays out of the figures.
  */
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -49,6 +55,7 @@ const { values: args } = parseArgs({
     rate: { type: 'string', default: '10000' },
     modes: { type: 'string', default: 'produce,consume,latency' },
     relays: { type: 'string', default: RELAYS.join(',') },
+    'cpu-layout': { type: 'string', default: 'shared' },
     'cpu-prof': { type: 'string' },
     json: { type: 'string' },
   },
@@ -71,6 +78,26 @@ const cfg = {
 };
 
 type Path = 'direct' | 'proxy' | RelayKind;
+
+const LAYOUTS = ['shared', 'sidecar'] as const;
+type Layout = (typeof LAYOUTS)[number];
+if (!(LAYOUTS as readonly string[]).includes(args['cpu-layout'])) throw new Error(`--cpu-layout takes ${LAYOUTS.join(' or ')}, got ${args['cpu-layout']}`);
+const layout = args['cpu-layout'] as Layout;
+
+/** The CPUs of each side in the sidecar layout (taskset lists): the client's side and the proxy's. */
+function sidecarCpus(): { client: string; proxy: string } {
+  const n = os.cpus().length;
+  if (n < 2) throw new Error(`--cpu-layout sidecar needs two CPUs or more; this machine has ${n}`);
+  const half = Math.floor(n / 2);
+  const list = (from: number, to: number) => (from === to ? String(from) : `${from}-${to}`);
+  return { client: list(0, half - 1), proxy: list(half, n - 1) };
+}
+const cpus = layout === 'sidecar' ? sidecarCpus() : undefined;
+
+/** Keeps a running process, every thread it has and will start, on these CPUs. */
+function pin(pid: number, list: string): void {
+  execFileSync('taskset', ['-a', '-p', '-c', list, String(pid)], { stdio: 'ignore' });
+}
 const MODES = ['produce', 'consume', 'latency'] as const;
 type Mode = (typeof MODES)[number];
 
@@ -288,16 +315,19 @@ async function main(): Promise<void> {
     properties: { 'log.retention.check.interval.ms': 5000 },
     extraListeners: relays.map((r) => listeners[r]),
   });
+  if (cpus) pin(kafka.pid(), cpus.client);
   let proxy: RunningProxyProcess | undefined;
   const started: Relay[] = [];
   const runs: Run[] = [];
   try {
     proxy = await startProxyProcess(kafka.bootstrap, 1, { cpuProfDir });
+    if (cpus) pin(proxy.proc.pid, cpus.proxy);
     log(`Kafka at ${kafka.bootstrap}, proxy at ${proxy.bootstrap} (pid ${proxy.proc.pid})`);
     for (const r of relays) started.push(await startRelay(r, listeners[r]));
+    if (cpus) for (const r of started) pin(r.pid, cpus.proxy);
     await createTopics(kafka.bootstrap);
     log(`filling ${TOPICS.consume} with ${cfg.consumeRecords} records of ${cfg.valueSize} bytes`);
-    await kbench('produce', kafka.bootstrap, TOPICS.consume, ['--count', String(cfg.consumeRecords), '--value-size', String(cfg.valueSize)]);
+    await kbench('produce', kafka.bootstrap, TOPICS.consume, ['--count', String(cfg.consumeRecords), '--value-size', String(cfg.valueSize)], undefined, cpus?.client);
 
     const targets = new Map<Path, { bootstrap: string; pid: number | null }>([
       ['direct', { bootstrap: kafka.bootstrap, pid: null }],
@@ -309,7 +339,7 @@ async function main(): Promise<void> {
         for (const p of pathsFor(mode)) {
           const target = targets.get(p)!;
           const cpu0 = target.pid === null ? null : cpuSeconds(target.pid);
-          const r = await kbench(mode, target.bootstrap, TOPICS[mode], flagsFor(mode));
+          const r = await kbench(mode, target.bootstrap, TOPICS[mode], flagsFor(mode), undefined, cpus?.client);
           const cpu1 = target.pid === null ? null : cpuSeconds(target.pid);
           const why = proxy.crashed();
           if (why) throw new Error(why);
@@ -335,7 +365,9 @@ async function main(): Promise<void> {
     `consume: ${cfg.consumeRecords} records from offset 0, no group, fetch max 50 MiB / 1 MiB per partition`,
     `latency: ${cfg.rate} records/s of 100 B for ${cfg.latencySeconds} s (first second left out), linger 0, one partition`,
     `MB = 10^6 bytes of key+value. Kafka keeps its log on ${tmp ?? 'the default temp dir'} and runs with the test bed's JVM flags (512 MiB, SerialGC, C1 only).`,
-    `Figures come from a shared ${os.cpus().length}-core machine: Kafka (JVM), the proxy (node) and kbench compete for CPU.`,
+    cpus
+      ? `CPUs split as a sidecar has them (--cpu-layout sidecar): Kafka (JVM) and kbench on CPU ${cpus.client}, the proxy (node) and the relays on CPU ${cpus.proxy}.`
+      : `Figures come from a shared ${os.cpus().length}-core machine: Kafka (JVM), the proxy (node) and kbench compete for CPU.`,
     '',
     table([['median', 'direct', 'proxy', 'proxy vs direct', 'paired', 'budget', 'result'], ...lines.map(formatLine)]),
     `proxy vs direct: ratio (throughput) or difference (latency) of the medians, which the budget judges;`,
@@ -350,7 +382,7 @@ async function main(): Promise<void> {
   if (relays.length > 0) out.push('', relayTable(runs));
   if (cpuProfDir) out.push('', profileReport(cpuProfDir));
   process.stdout.write(out.join('\n') + '\n');
-  if (args.json) fs.writeFileSync(args.json, JSON.stringify({ config: cfg, runs, summary: lines }, null, 2) + '\n');
+  if (args.json) fs.writeFileSync(args.json, JSON.stringify({ config: { ...cfg, layout }, runs, summary: lines }, null, 2) + '\n');
 }
 
 main().catch((err: unknown) => {

@@ -38,6 +38,8 @@ export interface RunningKafka {
   dir: string;
   /** The last lines the broker wrote to stderr. */
   stderrTail(lines?: number): string;
+  /** The broker's process id (it changes with restart()). */
+  pid(): number;
   /**
    * Ends the broker process, keeping its ports, config and log dir for restart(): SIGKILL (a
    * crash) or SIGTERM (a controlled shutdown).
@@ -198,5 +200,5 @@ export async function startKafka(opts: KafkaOptions): Promise<RunningKafka> {
       throw new Error(`${(e as Error).message}\nbroker stderr tail:\n${stderrTail()}`);
     }
   };
-  return { bootstrap, port, controllerPort, dir, stderrTail, halt, restart, stop };
+  return { bootstrap, port, controllerPort, dir, stderrTail, pid: () => proc.pid, halt, restart, stop };
 }

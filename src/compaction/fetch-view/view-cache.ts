@@ -35,7 +35,7 @@ export interface ViewedBatch {
 }
 
 /** The cache's memory unless configured (the viewCacheBytes setting). */
-export const DEFAULT_VIEW_CACHE_BYTES = 64 << 20;
+export const DEFAULT_VIEW_CACHE_BYTES = 32 << 20;
 
 /** Per entry, beyond its bytes: the object and its place in the array. */
 const ENTRY_OVERHEAD = 120;
