@@ -268,7 +268,9 @@ async function main(): Promise<void> {
 
   const started = performance.now();
   log(`starting Kafka 4.4 (compaction off, log under ${tmp ?? 'the default temp dir'}); proxy data under ${indexDir}`);
-  const kafka = await startKafka({ compaction: 'off' });
+  // A thousand partitions, tens of consumer groups and 30 minutes of traffic: more than the test
+  // bed's 512 MiB broker heap holds.
+  const kafka = await startKafka({ compaction: 'off', heapMiB: 2048 });
   const reports = makeTempDir('kcompact-bench-reports-');
   let reference: RunningKafka | undefined;
   let proxy: RunningProxyProcess | undefined;
@@ -285,6 +287,9 @@ async function main(): Promise<void> {
     reference = undefined;
     results.afterReads = await memoryAt(proxy, reports.path);
     if (cfg.soak.seconds > 0) results.soak = await soak(proxy, reports.path, topics, cfg.soak, log);
+  } catch (err) {
+    // A client error may only be the upstream gone: what the broker last said tells.
+    throw new Error(`${err instanceof Error ? err.message : String(err)}\nthe upstream Kafka's last log lines:\n${kafka.stderrTail(20)}`, { cause: err });
   } finally {
     await proxy?.stop();
     await reference?.stop();

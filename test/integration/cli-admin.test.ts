@@ -134,6 +134,7 @@ test('admin verbs against a kcompact proxy process in front of kfake', async (t:
       assert.equal(inspected.configs?.['cleanup.policy'], 'compact');
       assert.equal(inspected.configs?.['segment.ms'], '1000');
       assert.equal(inspected.configs?.['max.compaction.lag.ms'], '9223372036854775807');
+      assert.equal(inspected.partitions[0]!.keyIdentity, 'bytes');
       before = inspected.partitions[0]!;
       const expected = expectedCleaned(end);
       assert.equal(before.cleanedUpTo, end);

@@ -18,6 +18,8 @@ export interface KafkaOptions {
   compaction: KafkaCompaction;
   /** Extra or overriding server.properties entries. */
   properties?: Record<string, string | number>;
+  /** The broker's JVM heap (512 MiB unless set). */
+  heapMiB?: number;
   /**
    * More listeners, each advertising its own port (or another one: a relay listening there and
    * forwarding to the listener keeps clients that bootstrapped through it on it). A TLS or SASL
@@ -161,7 +163,7 @@ export async function startKafka(opts: KafkaOptions): Promise<RunningKafka> {
     throw e;
   }
   const launch = () =>
-    startBackground(javaBin(), javaArgs(KAFKA_MAIN_CLASSES.server, [configFile], 512), {
+    startBackground(javaBin(), javaArgs(KAFKA_MAIN_CLASSES.server, [configFile], opts.heapMiB ?? 512), {
       cwd: dir,
       stdoutFile: path.join(dir, 'stdout.log'),
       stderrFile,

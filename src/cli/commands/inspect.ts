@@ -45,6 +45,8 @@ export function renderInspect(r: InspectReport, now: number): string {
       ]),
     ).trimEnd(),
   );
+  const identities = [...new Set(r.partitions.map((p) => p.keyIdentity).filter((k) => k !== ''))];
+  if (identities.length > 0) out.push(`keys compared by: ${identities.join(', ')} (the keyIdentity setting the index was built with)`);
   for (const p of r.partitions) {
     if (p.uncleanable) out.push(`partition ${p.partition}: uncleanable (its last clean failed; \`kcompact compact ${r.topic}\` retries it)`);
     if (p.lastError) out.push(`partition ${p.partition}: last indexing error: ${p.lastError}`);

@@ -42,6 +42,8 @@ export interface PartitionDetail extends PartitionStatus {
   cleanableBytes: number;
   /** Virtual segments, the active one included. */
   segments: number;
+  /** How the index compares keys (the keyIdentity setting it was built with); '' before any key. */
+  keyIdentity: string;
 }
 
 export interface EngineStatus {
@@ -87,6 +89,7 @@ export function partitionDetail(store: PartitionStore, range: CleanableRange | u
     cleanBytes: store.checkpoint.cleanBytes,
     cleanableBytes: range?.cleanableBytes ?? 0,
     segments: store.segments.length,
+    keyIdentity: store.keyIdentity,
   };
 }
 

@@ -26,6 +26,7 @@ const partition: PartitionDetail = {
   cleanBytes: 500,
   cleanableBytes: 0,
   segments: 2,
+  keyIdentity: 'bytes',
 };
 
 test('tables align their columns', () => {
@@ -58,5 +59,6 @@ test('inspect text shows configs and each partition, and says when it read a dat
   assert.match(text, /cleanup\.policy {2}compact/);
   assert.match(text, /\n0\s+0\s+100\s+101\s+101\s+10\s+11\s+2\s+0\.25\s+2\s+1\.0 s ago\n/);
   assert.match(text, /partition 0: uncleanable/);
+  assert.match(text, /keys compared by: bytes /);
   assert.match(renderInspect({ source: 'data-dir', topic: 'table', partitions: [partition] }, 10_000), /from the data directory, read-only/);
 });
