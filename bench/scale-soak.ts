@@ -130,6 +130,8 @@ export async function soak(proxy: RunningProxyProcess, reportDir: string, topics
   const elapsed = () => (performance.now() - started) / 1000;
 
   const bootstraps: SoakResult['bootstraps'] = [];
+  // A failed bootstrap read ends the soak with its error (held here, so it is never unhandled).
+  let failure: { err: unknown } | undefined;
   const bootstrapping = (async () => {
     for (let n = 0; elapsed() < cfg.seconds; n++) {
       const topic = topics[n % topics.length]!.name;
@@ -137,11 +139,13 @@ export async function soak(proxy: RunningProxyProcess, reportDir: string, topics
       bootstraps.push({ topic, result });
       await sleep(Math.max(0, Math.min((n + 1) * cfg.bootstrapEverySeconds, cfg.seconds) - elapsed()) * 1000);
     }
-  })();
+  })().catch((err: unknown) => {
+    failure = { err };
+  });
 
   const samples: SoakSample[] = [];
   try {
-    while (elapsed() < cfg.seconds) {
+    while (elapsed() < cfg.seconds && !failure) {
       const s = await sample(proxy, reportDir, elapsed());
       samples.push(s);
       if (samples.length % Math.max(1, Math.round(60 / cfg.sampleSeconds)) === 1) {
@@ -151,9 +155,9 @@ export async function soak(proxy: RunningProxyProcess, reportDir: string, topics
     }
     samples.push(await sample(proxy, reportDir, elapsed()));
   } finally {
-    await bootstrapping.catch(() => undefined);
+    await bootstrapping;
   }
-  await bootstrapping;
+  if (failure) throw failure.err;
   const producerResults = await Promise.all(producers.map((p) => p.done()));
   const groupResults = await Promise.all(groups.map((g) => g.done()));
 
