@@ -38,6 +38,7 @@ import type { Memory } from './proc-stats.js';
 import { kbenchMissing } from './kbench.js';
 import { DEPLOYED_MALLOC_ARENA_MAX, startProxyProcess, type RunningProxyProcess } from './proxy-process.js';
 import { table } from './text-table.js';
+import { numberFlags } from './number-flag.js';
 
 const PHASES = ['ingest', 'read', 'memory'] as const;
 type Phase = (typeof PHASES)[number];
@@ -88,11 +89,7 @@ const { values: args } = parseArgs({ options: OPTIONS });
 
 if (args.help) printHelpAndExit('node dist/bench/compaction.js [flags]', OPTIONS, HELP);
 
-function positive(name: keyof typeof args): number {
-  const n = Number(args[name]);
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`--${name} must be a positive integer, got ${String(args[name])}`);
-  return n;
-}
+const positive = numberFlags(args);
 
 const phases = new Set(
   String(args.phases).split(',').map((p) => {

@@ -23,6 +23,7 @@ import {
   type WorkloadSizes,
 } from '../test/support/differential.js';
 import { missingPeers, startKafka, type RunningKafka } from '../test/support/index.js';
+import { numberFlags } from './number-flag.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -36,15 +37,10 @@ const { values: args } = parseArgs({
   },
 });
 
-function count(name: keyof typeof args, min: number): number {
-  const n = Number(args[name]);
-  if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer of at least ${min}, got ${args[name]}`);
-  return n;
-}
-
-const seeds = count('seeds', 1);
-const firstSeed = count('first-seed', 0);
-const sizes: WorkloadSizes = { steps: count('steps', 1), keys: count('keys', 1), maxBatch: count('max-batch', 1), maxValueBytes: count('max-value-bytes', 1) };
+const number = numberFlags(args);
+const seeds = number('seeds');
+const firstSeed = number('first-seed', { min: 0 });
+const sizes: WorkloadSizes = { steps: number('steps'), keys: number('keys'), maxBatch: number('max-batch'), maxValueBytes: number('max-value-bytes') };
 
 interface SeedResult {
   seed: number;

@@ -40,6 +40,7 @@ import { cpuSeconds } from './proc-stats.js';
 import { startProxyProcess, type RunningProxyProcess } from './proxy-process.js';
 import { median, table } from './text-table.js';
 import { krelayMissing, relayListeners, RELAYS, startRelay, type Relay, type RelayKind } from './relays.js';
+import { numberFlags } from './number-flag.js';
 
 const THROUGHPUT_BUDGET = 0.85;
 const ADDED_P99_BUDGET_MS = 1;
@@ -61,11 +62,7 @@ const { values: args } = parseArgs({
   },
 });
 
-function positive(name: keyof typeof args): number {
-  const n = Number(args[name]);
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`--${name} must be a positive integer, got ${args[name]}`);
-  return n;
-}
+const positive = numberFlags(args);
 
 const cfg = {
   rounds: positive('rounds'),

@@ -40,6 +40,7 @@ import { load, memoryAt, type LoadResult, type MemoryAt, type ScaleTopic } from 
 import { soak, type SoakResult } from './scale-soak.js';
 import { FLAT_RULE, type Trend } from './soak-trend.js';
 import { median, table } from './text-table.js';
+import { numberFlags } from './number-flag.js';
 
 const OPTIONS = {
   partitions: { type: 'string', default: '1000' },
@@ -97,25 +98,18 @@ const { values: args } = parseArgs({ options: OPTIONS });
 
 if (args.help) printHelpAndExit('node dist/bench/scale.js [flags]', OPTIONS, HELP);
 
-function number(name: keyof typeof args, fallback?: number, { integer = true, min = 1 } = {}): number {
-  const raw = args[name] ?? fallback;
-  const n = Number(raw);
-  if (!Number.isFinite(n) || n < min || (integer && !Number.isInteger(n))) {
-    throw new Error(`--${name} must be ${integer ? 'an integer' : 'a number'} of at least ${min}, got ${String(raw)}`);
-  }
-  return n;
-}
+const number = numberFlags(args);
 
 const partitions = number('partitions');
-const samplePartitions = number('sample-partitions', Math.max(1, Math.round(partitions / 100)));
-const sampleKeys = number('sample-keys', 1000 * samplePartitions);
+const samplePartitions = number('sample-partitions', { fallback: Math.max(1, Math.round(partitions / 100)) });
+const sampleKeys = number('sample-keys', { fallback: 1000 * samplePartitions });
 const keys = number('keys');
 const topicCount = number('topics');
 const bulkPartitions = partitions - samplePartitions;
 const bulkKeys = keys - sampleKeys;
 if (bulkPartitions < topicCount) throw new Error(`--partitions ${partitions} leaves ${bulkPartitions} partitions for ${topicCount} bulk topics besides the ${samplePartitions} of the read sample`);
 if (bulkKeys < bulkPartitions) throw new Error(`--keys ${keys} leaves ${bulkKeys} keys for ${bulkPartitions} bulk partitions besides the ${sampleKeys} of the read sample`);
-const soakSeconds = Math.round(60 * number('soak-minutes', undefined, { integer: false, min: 0 }));
+const soakSeconds = Math.round(60 * number('soak-minutes', { integer: false, min: 0 }));
 
 /** n shared out over `parts` as evenly as whole numbers allow. */
 function share(n: number, parts: number, i: number): number {
@@ -139,15 +133,15 @@ const cfg = {
     valueSize: number('value-size'),
     trafficRecords: number('traffic-records'),
     soakConfigs: {
-      'segment.ms': String(number('segment-ms', Math.min(60_000, Math.max(5_000, Math.round((soakSeconds * 1000) / 10))))),
-      'min.cleanable.dirty.ratio': String(number('dirty-ratio', undefined, { integer: false, min: 0 })),
-      'delete.retention.ms': String(number('delete-retention-ms', undefined, { min: 0 })),
+      'segment.ms': String(number('segment-ms', { fallback: Math.min(60_000, Math.max(5_000, Math.round((soakSeconds * 1000) / 10))) })),
+      'min.cleanable.dirty.ratio': String(number('dirty-ratio', { integer: false, min: 0 })),
+      'delete.retention.ms': String(number('delete-retention-ms', { min: 0 })),
     },
   },
   read: {
     partitions: samplePartitions,
     keys: sampleKeys,
-    records: number('sample-records', 100 * sampleKeys),
+    records: number('sample-records', { fallback: 100 * sampleKeys }),
     valueSize: 100,
     batchRecords: 500,
     rounds: number('read-rounds'),
@@ -155,10 +149,10 @@ const cfg = {
   },
   soak: {
     seconds: soakSeconds,
-    rate: number('soak-rate', 2 * partitions),
+    rate: number('soak-rate', { fallback: 2 * partitions }),
     tombstoneEvery: number('tombstone-every'),
     valueSize: number('value-size'),
-    groups: number('soak-groups', undefined, { min: 0 }),
+    groups: number('soak-groups', { min: 0 }),
     bootstrapEverySeconds: number('bootstrap-every'),
     sampleSeconds: number('sample-seconds'),
   },
