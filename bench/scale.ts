@@ -23,7 +23,6 @@
  *   node dist/bench/scale.js [--partitions 1000] [--keys 10000000] [--soak-minutes 30]
  *     [--json FILE]   (--help lists every flag; a small run: --partitions 50 --keys 200000 --soak-minutes 1)
  */
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -252,20 +251,6 @@ function soakReport(r: SoakResult): string[] {
   ];
 }
 
-/**
- * The upstream keeps every segment of a compacted topic and an open file for each, and the soak's
- * segment.ms (forwarded upstream) rolls a thousand of them a minute: at a limit of 20,000 open
- * files the broker died 17 minutes in. Raising its limit needs root; without it the soak may end
- * early, which the log says.
- */
-function raiseOpenFiles(pid: number, log: (s: string) => void): void {
-  try {
-    execFileSync('prlimit', ['--pid', String(pid), '--nofile=1048576:1048576'], { stdio: 'pipe' });
-  } catch (err) {
-    log(`could not raise the broker's open-file limit (${(err as Error).message.split('\n')[0]}); a long soak may outlast it`);
-  }
-}
-
 async function main(): Promise<void> {
   const missing: string[] = missingPeers().filter((m) => m === 'Kafka jars' || m === 'java');
   if (kbenchMissing()) missing.push('kbench');
@@ -280,7 +265,6 @@ async function main(): Promise<void> {
   // A thousand partitions, tens of consumer groups and 30 minutes of traffic: more than the test
   // bed's 512 MiB broker heap holds.
   const kafka = await startKafka({ compaction: 'off', heapMiB: 2048 });
-  raiseOpenFiles(kafka.pid(), log);
   const reports = makeTempDir('kcompact-bench-reports-');
   let reference: RunningKafka | undefined;
   let proxy: RunningProxyProcess | undefined;

@@ -314,16 +314,27 @@ for (const upstream of upstreams) {
       }
     });
 
-    test('a topic without delete in its policy keeps everything upstream; compact,delete keeps its own retention', async () => {
+    test('a topic without delete in its policy keeps everything upstream in the store\'s own segments; compact,delete keeps its own retention and segments', async () => {
       await createTopics(proxy.bootstrap, [
-        [t('r-compact'), { 'cleanup.policy': 'compact', 'retention.ms': '1000' }],
-        [t('r-both'), { 'cleanup.policy': 'compact,delete', 'retention.ms': '1000' }],
+        [t('r-compact'), { 'cleanup.policy': 'compact', 'retention.ms': '1000', 'segment.ms': '60000' }],
+        [t('r-both'), { 'cleanup.policy': 'compact,delete', 'retention.ms': '1000', 'segment.ms': '60000' }],
       ]);
-      const direct = (topic: string) => describeValues(upstream.bootstrap(), topic, ['retention.ms', 'retention.bytes']);
+      const direct = (topic: string, keys = ['retention.ms', 'retention.bytes']) => describeValues(upstream.bootstrap(), topic, keys);
+      const overridden = async (topic: string, name: string) => (await direct(topic, [name]))[name]?.endsWith('/1') === true;
       await eventually(async () => assert.deepEqual(await direct(t('r-compact')), { 'retention.ms': '-1/1', 'retention.bytes': '-1/1' }));
+      assert.equal(await overridden(t('r-compact'), 'segment.ms'), false, 'no segment override upstream for a topic kept forever');
       await eventually(async () => assert.equal((await direct(t('r-both')))['retention.ms'], '1000/1'));
+      assert.equal((await direct(t('r-both'), ['segment.ms']))['segment.ms'], '60000/1');
       await eventually(async () => assert.equal((await describeValues(proxy.bootstrap, t('r-compact'), ['retention.ms']))['retention.ms'], '1000/1', 'the proxy shows what the client set'));
+      assert.equal((await describeValues(proxy.bootstrap, t('r-compact'), ['segment.ms']))['segment.ms'], '60000/1');
       assert.deepEqual(await direct(CONFIGS_TOPIC), { 'retention.ms': '-1/1', 'retention.bytes': '-1/1' });
+
+      // The store's segment override follows the policy both ways.
+      assert.equal((await incrementalAlter(proxy.bootstrap, t('r-both'), [['cleanup.policy', SUBTRACT, 'delete']])).errorCode, 0);
+      await eventually(async () => assert.equal(await overridden(t('r-both'), 'segment.ms'), false));
+      assert.equal((await incrementalAlter(proxy.bootstrap, t('r-both'), [['cleanup.policy', APPEND, 'delete']])).errorCode, 0);
+      await eventually(async () => assert.equal((await direct(t('r-both'), ['segment.ms']))['segment.ms'], '60000/1'));
+      assert.equal((await describeValues(proxy.bootstrap, t('r-both'), ['segment.ms']))['segment.ms'], '60000/1');
     });
 
     test('kafkajs AlterConfigs (whole state) and its refusals match Kafka', async () => {

@@ -43,8 +43,8 @@ export interface TopicConfigDef {
   synonyms: readonly BrokerSynonym[];
   /**
    * 'never': only kcompact acts on it, so it never reaches the upstream. 'forwarded': the
-   * upstream keeps its own copy (segments and retention are real for the store too), with
-   * retention rewritten where compaction needs the data kept.
+   * upstream carries it too where its segments and retention matter (a topic that expires
+   * data), rewritten where compaction needs the data kept (effective-policy.ts).
    */
   upstream: 'never' | 'forwarded';
 }

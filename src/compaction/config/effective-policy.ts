@@ -58,7 +58,8 @@ export function topicPolicy(overrides: TopicOverrides, defaults: BrokerDefaults)
   };
 }
 
-export const UPSTREAM_RETENTION_CONFIGS = [RETENTION_MS, RETENTION_BYTES] as const;
+/** The owned configs the upstream topic carries as well. */
+export const UPSTREAM_CONFIGS: readonly string[] = TOPIC_CONFIGS.filter((def) => def.upstream === 'forwarded').map((def) => def.name);
 
 /** Without "delete" in the policy (compact alone, or the empty policy that means infinite retention) nothing may expire. */
 export function keepsForever(overrides: TopicOverrides, defaults: BrokerDefaults): boolean {
@@ -66,29 +67,28 @@ export function keepsForever(overrides: TopicOverrides, defaults: BrokerDefaults
 }
 
 /**
- * What the upstream topic must carry for retention.ms and retention.bytes: "-1" when the topic
- * keeps everything, so the store never drops data by age or size; otherwise the topic's own
- * override, or null for none.
+ * What the upstream topic must carry for each of UPSTREAM_CONFIGS, null for no override.
+ *
+ * A topic that keeps everything gets retention -1, so the store never drops data by age or
+ * size, and no segment overrides: kcompact compacts over its own virtual segments, and a short
+ * segment.ms set for prompt compaction would otherwise leave the store rolling small segments
+ * that it keeps forever and never merges (a thousand partitions at segment.ms=60000 is a
+ * thousand more open files a minute). A topic that expires data gets its own overrides, since
+ * the store's segments are then what retention deletes, as on Kafka.
  */
-export function upstreamRetention(overrides: TopicOverrides, defaults: BrokerDefaults): Record<(typeof UPSTREAM_RETENTION_CONFIGS)[number], string | null> {
+export function upstreamConfigs(overrides: TopicOverrides, defaults: BrokerDefaults): Record<string, string | null> {
   const keepForever = keepsForever(overrides, defaults);
-  return {
-    [RETENTION_MS]: keepForever ? '-1' : overrides[RETENTION_MS] ?? null,
-    [RETENTION_BYTES]: keepForever ? '-1' : overrides[RETENTION_BYTES] ?? null,
-  } as Record<(typeof UPSTREAM_RETENTION_CONFIGS)[number], string | null>;
+  const out: Record<string, string | null> = {};
+  for (const name of UPSTREAM_CONFIGS) {
+    if (!keepForever) out[name] = overrides[name] ?? null;
+    else out[name] = name === RETENTION_MS || name === RETENTION_BYTES ? '-1' : null;
+  }
+  return out;
 }
 
-/**
- * The owned configs the upstream topic gets in a create or a whole-state alter: segment settings
- * as given (the store rolls and expires its own segments), retention as upstreamRetention says.
- */
+/** The upstream's overrides for a create or a whole-state alter: upstreamConfigs without the nulls. */
 export function forwardedConfigs(overrides: TopicOverrides, defaults: BrokerDefaults): { name: string; value: string }[] {
   const out: { name: string; value: string }[] = [];
-  for (const def of TOPIC_CONFIGS) {
-    if (def.upstream !== 'forwarded' || (UPSTREAM_RETENTION_CONFIGS as readonly string[]).includes(def.name)) continue;
-    const value = overrides[def.name];
-    if (value !== undefined) out.push({ name: def.name, value });
-  }
-  for (const [name, value] of Object.entries(upstreamRetention(overrides, defaults))) if (value !== null) out.push({ name, value });
+  for (const [name, value] of Object.entries(upstreamConfigs(overrides, defaults))) if (value !== null) out.push({ name, value });
   return out;
 }

@@ -1,16 +1,16 @@
 /**
  * IncrementalAlterConfigs: SET, DELETE, APPEND and SUBTRACT. Operations on owned configs are
  * applied to the topic's stored overrides and the result validated as a whole, as Kafka does;
- * the upstream gets the other operations, segment changes as given, and retention operations
- * whenever the upstream's retention must change (a policy gaining or losing delete, or a
- * retention change on a topic that expires data).
+ * the upstream gets the other operations, and segment and retention operations whenever what
+ * the upstream must carry changes (effective-policy.ts: a policy gaining or losing delete, or a
+ * change on a topic that expires data).
  */
 import { ErrorCode } from '../../protocol/errors.js';
 import type { InterceptedRequest, Interception, RequestInterceptor } from '../../proxy/interceptor.js';
 import { REPEATED_RESOURCE, repeatedTopics, runAlter, TOPIC_RESOURCE, type ResourcePlan } from './alter-flow.js';
 import type { ConfigContext } from './config-context.js';
-import { isOwnedConfig, TOPIC_CONFIG } from './definitions.js';
-import { UPSTREAM_RETENTION_CONFIGS, upstreamRetention } from './effective-policy.js';
+import { isOwnedConfig } from './definitions.js';
+import { UPSTREAM_CONFIGS, upstreamConfigs } from './effective-policy.js';
 import { AlterOp, applyIncrementalOps, type AlterOperation } from './incremental-ops.js';
 import { staticTopic, storeUnavailable } from './refusals.js';
 import { validateOverrides } from './validate.js';
@@ -62,12 +62,9 @@ function plan(ctx: ConfigContext, r: IncrementalResource): ResourcePlan<Incremen
   if (unavailable !== null) return { refused: storeUnavailable(topic, unavailable) };
 
   const ops: AlterOperation[] = r.configs.filter((c) => !isOwnedConfig(c.name));
-  for (const c of owned) {
-    if (TOPIC_CONFIG.get(c.name)!.upstream === 'forwarded' && !(UPSTREAM_RETENTION_CONFIGS as readonly string[]).includes(c.name)) ops.push(c);
-  }
-  const before = upstreamRetention(current, ctx.defaults);
-  const after = upstreamRetention(applied.overrides, ctx.defaults);
-  for (const name of UPSTREAM_RETENTION_CONFIGS) {
+  const before = upstreamConfigs(current, ctx.defaults);
+  const after = upstreamConfigs(applied.overrides, ctx.defaults);
+  for (const name of UPSTREAM_CONFIGS) {
     if (before[name] === after[name] && !owned.some((c) => c.name === name)) continue;
     const value = after[name];
     ops.push(value === null ? { name, configOperation: AlterOp.DELETE, value: null } : { name, configOperation: AlterOp.SET, value });

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BrokerDefaults } from '../../../../src/compaction/config/broker-defaults.js';
-import { forwardedConfigs, keepsForever, topicPolicy, upstreamRetention } from '../../../../src/compaction/config/effective-policy.js';
+import { forwardedConfigs, keepsForever, topicPolicy, upstreamConfigs } from '../../../../src/compaction/config/effective-policy.js';
 
 const defaults = new BrokerDefaults();
 
@@ -23,20 +23,25 @@ test('a topic policy resolves every setting from overrides, broker settings and 
   assert.ok(Number.isNaN(topicPolicy({ 'min.cleanable.dirty.ratio': 'NaN' }, defaults).minCleanableDirtyRatio));
 });
 
-test('the upstream keeps everything unless the policy contains delete', () => {
-  assert.deepEqual(upstreamRetention({ 'cleanup.policy': 'compact', 'retention.ms': '1000' }, defaults), { 'retention.ms': '-1', 'retention.bytes': '-1' });
-  assert.deepEqual(upstreamRetention({ 'cleanup.policy': '' }, defaults), { 'retention.ms': '-1', 'retention.bytes': '-1' });
-  assert.deepEqual(upstreamRetention({ 'cleanup.policy': 'compact,delete', 'retention.ms': '1000' }, defaults), { 'retention.ms': '1000', 'retention.bytes': null });
-  assert.deepEqual(upstreamRetention({}, defaults), { 'retention.ms': null, 'retention.bytes': null });
+test('the upstream keeps everything, in its own segments, unless the policy contains delete', () => {
+  const kept = { 'segment.bytes': null, 'segment.ms': null, 'retention.bytes': '-1', 'retention.ms': '-1' };
+  assert.deepEqual(upstreamConfigs({ 'cleanup.policy': 'compact', 'retention.ms': '1000', 'segment.ms': '100' }, defaults), kept);
+  assert.deepEqual(upstreamConfigs({ 'cleanup.policy': '' }, defaults), kept);
+  assert.deepEqual(upstreamConfigs({ 'cleanup.policy': 'compact,delete', 'retention.ms': '1000', 'segment.ms': '100' }, defaults), {
+    'segment.bytes': null,
+    'segment.ms': '100',
+    'retention.bytes': null,
+    'retention.ms': '1000',
+  });
+  assert.deepEqual(upstreamConfigs({ 'segment.bytes': '2097152' }, defaults), { 'segment.bytes': '2097152', 'segment.ms': null, 'retention.bytes': null, 'retention.ms': null });
   assert.equal(keepsForever({}, new BrokerDefaults({ 'log.cleanup.policy': 'compact' })), true);
   assert.equal(keepsForever({ 'cleanup.policy': 'delete' }, defaults), false);
 });
 
-test('the upstream gets segment settings as given and the retention the policy needs', () => {
+test('a create or whole-state alter sends the upstream the overrides upstreamConfigs gives, nulls left out', () => {
   assert.deepEqual(forwardedConfigs({ 'cleanup.policy': 'compact', 'segment.ms': '100', 'retention.bytes': '5', 'delete.retention.ms': '1' }, defaults), [
-    { name: 'segment.ms', value: '100' },
-    { name: 'retention.ms', value: '-1' },
     { name: 'retention.bytes', value: '-1' },
+    { name: 'retention.ms', value: '-1' },
   ]);
   assert.deepEqual(forwardedConfigs({ 'cleanup.policy': 'compact,delete', 'segment.bytes': '2097152', 'retention.bytes': '5' }, defaults), [
     { name: 'segment.bytes', value: '2097152' },
