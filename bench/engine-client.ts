@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { CleanReport } from '../src/compaction/cleaner/cleaner.js';
-import { indexRoot, topicIndexDir } from '../src/compaction/index/index-files.js';
+import { indexRoot, topicIndexFile } from '../src/compaction/index/index-files.js';
 import type { EngineStatus, PartitionDetail, PartitionStatus } from '../src/compaction/worker/engine-status.js';
 import { pollUntil } from '../test/support/index.js';
 
@@ -73,16 +73,15 @@ export async function cleanUpToAll(management: string, topic: string, offsets: n
   return calls;
 }
 
-/** Bytes of the topic's index files on disk (SQLite database and WAL). */
+/** Bytes of the topic's index file on disk (SQLite database and WAL). */
 export function indexBytes(dataDir: string, topic: string): number {
-  const dir = topicIndexDir(dataDir, topic);
-  if (!fs.existsSync(dir)) return 0;
+  const file = topicIndexFile(dataDir, topic);
   // The -shm file is a memory map the size of the WAL index, not data.
-  return fs.readdirSync(dir).filter((f) => !f.endsWith('-shm')).reduce((n, f) => n + fs.statSync(path.join(dir, f)).size, 0);
+  return [file, `${file}-wal`].reduce((n, f) => n + (fs.existsSync(f) ? fs.statSync(f).size : 0), 0);
 }
 
 export interface IndexFiles {
-  /** Index files (one per partition). */
+  /** Index files (one per topic). */
   files: number;
   /** Bytes of the SQLite databases, of their write-ahead logs, of their shared-memory (-shm) maps. */
   db: number;
@@ -95,7 +94,7 @@ export function indexFiles(dataDir: string): IndexFiles {
   const out: IndexFiles = { files: 0, db: 0, wal: 0, shm: 0 };
   const root = indexRoot(dataDir);
   if (!fs.existsSync(root)) return out;
-  // Files and directories may go between listing and stat (a topic's index dropped).
+  // Files may go between listing and stat (a topic's index dropped).
   const list = (dir: string) => {
     try {
       return fs.readdirSync(dir);
@@ -103,20 +102,18 @@ export function indexFiles(dataDir: string): IndexFiles {
       return [];
     }
   };
-  for (const dir of list(root)) {
-    for (const f of list(path.join(root, dir))) {
-      let size: number;
-      try {
-        size = fs.statSync(path.join(root, dir, f)).size;
-      } catch {
-        continue;
-      }
-      if (f.endsWith('-wal')) out.wal += size;
-      else if (f.endsWith('-shm')) out.shm += size;
-      else {
-        out.db += size;
-        out.files++;
-      }
+  for (const f of list(root)) {
+    let size: number;
+    try {
+      size = fs.statSync(path.join(root, f)).size;
+    } catch {
+      continue;
+    }
+    if (f.endsWith('-wal')) out.wal += size;
+    else if (f.endsWith('-shm')) out.shm += size;
+    else {
+      out.db += size;
+      out.files++;
     }
   }
   return out;

@@ -190,7 +190,7 @@ test('admin verbs against a kcompact proxy process in front of kfake', async (t:
     await t.test('with the proxy stopped, status and inspect read the data directory read-only', async () => {
       await proxy.stop(30_000);
       assert.equal(proxy.exitStatus()?.code, 0, `the proxy exits 0 on SIGTERM:\n${tail(proxyLog())}`);
-      const indexFile = path.join(dataDir, 'index', TOPIC, '0.sqlite');
+      const indexFile = path.join(dataDir, 'index', `${TOPIC}.sqlite`);
       const digest = sha256(indexFile);
 
       const unreachable = await kcompact(['status', ...endpoint]);

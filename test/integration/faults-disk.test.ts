@@ -3,11 +3,11 @@
  * processes in front of kfake, with a compacted topic written straight to the upstream (keyed
  * records, updates and tombstones).
  *
- * - Corrupt index files: pages overwritten with garbage, a file cut in half, a file whose first
- *   page is garbage (all while the proxy is stopped), a WAL deleted after a SIGKILL, and pages
- *   overwritten and a file cut while the proxy runs. The restarted proxy finds every damaged file
- *   and rebuilds it from the upstream; its index then equals one rebuilt from scratch (a proxy on
- *   an empty data directory) table by table, and so does its compacted view.
+ * - A corrupt index file: pages overwritten with garbage, the file cut in half, its first page
+ *   garbage (each while the proxy is stopped), its WAL deleted after a SIGKILL, and pages
+ *   overwritten while the proxy runs. The restarted proxy finds the damage and rebuilds from
+ *   the upstream; its index then equals one rebuilt from scratch (a proxy on an empty data
+ *   directory) table by table, and so does its compacted view.
  * - A full disk (the data directory on a small tmpfs, filled up): the proxy stays up, says once
  *   per partition what happened and what to do, serves the partitions it cannot index past what
  *   it indexed unfiltered (nothing hidden that it did not see), survives a SIGKILL and restart
@@ -19,7 +19,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { seededRng } from '../unit/protocol/sample-body.js';
-import { partitionIndexFile } from '../../src/compaction/index/index-files.js';
+import { topicIndexFile } from '../../src/compaction/index/index-files.js';
 import {
   assertSameCompaction,
   compactedModel,
@@ -80,8 +80,11 @@ async function sigterm(proxy: CliProxy): Promise<void> {
   await proxy.stop();
 }
 
-const rebuiltPartitions = (logs: LogLine[]) =>
-  logs.filter((l) => l.msg === 'index file unusable, rebuilding it from the upstream' || l.msg === 'resetting partition index').map((l) => l.partition as number);
+/** What the proxy logged rebuilding: a whole file (its topic), or one partition. */
+const rebuilds = (logs: LogLine[]) =>
+  logs
+    .filter((l) => /^(index file unusable|index file damaged|partition index unusable)/.test(l.msg) || l.msg === 'resetting partition index')
+    .map((l) => (l.partition === undefined ? `file of ${String(l.topic)}` : `${String(l.topic)}-${String(l.partition)}`));
 
 test('a corrupt index file is found and rebuilt from the upstream, and the view stays right', { timeout: 300_000 }, async (t) => {
   if (!requirePeers(t)) return;
@@ -91,7 +94,7 @@ test('a corrupt index file is found and rebuilt from the upstream, and the view 
   const kfake = await startKfake({ brokers: 1 });
   const data = makeTempDir('kcompact-faults-corrupt-');
   const dataDir = path.join(data.path, 'proxy');
-  const file = (p: number) => partitionIndexFile(dataDir, topic, p);
+  const file = topicIndexFile(dataDir, topic);
   let proxy: CliProxy | undefined;
   let fresh: CliProxy | undefined;
   const reference = async (log: UpstreamLog) => {
@@ -106,15 +109,19 @@ test('a corrupt index file is found and rebuilt from the upstream, and the view 
     await indexedTo(proxy, topic, log.highWatermarks);
     await cleanFully(proxy, topic);
 
-    // Stopped cleanly (the WAL is checkpointed into the files), then damaged.
-    await sigterm(proxy);
-    const garbled = overwritePages(file(0), 2, 3, random);
-    fs.truncateSync(file(1), Math.floor(fs.statSync(file(1)).size / 2));
-    overwritePages(file(2), 1, 1000, random);
-    t.diagnostic(`partition 0: ${garbled} pages overwritten; partition 1 cut in half; partition 2: first page overwritten`);
-    proxy = await startCliProxy({ upstream: kfake.bootstrap, dataDir, args });
-    assert.deepEqual(rebuiltPartitions(proxy.logs()).sort(), [0, 1, 2], 'each damaged file is found when it is opened');
-    await reference(log);
+    // Stopped cleanly (the WAL is checkpointed into the file), then damaged, one way at a time.
+    const damages: [string, () => void][] = [
+      ['every third page overwritten', () => void overwritePages(file, 2, 3, random)],
+      ['cut in half', () => fs.truncateSync(file, Math.floor(fs.statSync(file).size / 2))],
+      ['first page overwritten', () => void overwritePages(file, 1, 1000, random)],
+    ];
+    for (const [what, damage] of damages) {
+      await sigterm(proxy);
+      damage();
+      proxy = await startCliProxy({ upstream: kfake.bootstrap, dataDir, args });
+      assert.deepEqual(rebuilds(proxy.logs()), [`file of ${topic}`], `the file ${what} is found when it is opened`);
+      await reference(log);
+    }
 
     // Killed with transactions in the WAL, which is then deleted: the file goes back to what
     // its last checkpoint wrote, which is either consistent (an older index, indexing resumes
@@ -124,26 +131,25 @@ test('a corrupt index file is found and rebuilt from the upstream, and the view 
     await indexedTo(proxy, topic, log.highWatermarks);
     await cleanFully(proxy, topic);
     await sigkill(proxy);
-    const wals = [0, 1, 2, 3].filter((p) => fs.existsSync(`${file(p)}-wal`));
-    for (const p of wals) fs.rmSync(`${file(p)}-wal`);
-    t.diagnostic(`WAL deleted after SIGKILL for partitions ${wals.join(', ')}`);
+    const wal = fs.existsSync(`${file}-wal`);
+    if (wal) fs.rmSync(`${file}-wal`);
+    t.diagnostic(`WAL ${wal ? 'deleted' : 'already gone'} after SIGKILL`);
     proxy = await startCliProxy({ upstream: kfake.bootstrap, dataDir, args });
     await reference(log);
 
     // Damaged while the proxy runs: SQLite notices when it reads a damaged page (the file is
-    // reset at once) or the next start does; meanwhile the view stays right.
-    overwritePages(file(3), 2, 2, random);
-    fs.truncateSync(file(0), Math.floor(fs.statSync(file(0)).size / 2));
+    // rebuilt at once) or the next start does; meanwhile the view stays right.
+    overwritePages(file, 2, 2, random);
     await produceRounds(kfake, topic, 6, 2);
     log = await readUpstream(kfake.bootstrap, topic);
     await indexedTo(proxy, topic, log.highWatermarks);
     const cleaned = await cleanFully(proxy, topic);
     const model = compactedModel(log, cleaned, 'expired');
-    assert.deepEqual(await readThrough(proxy, topic, model.length), model, 'the view while the files are damaged');
+    assert.deepEqual(await readThrough(proxy, topic, model.length), model, 'the view while the file is damaged');
     await sigkill(proxy);
     proxy = await startCliProxy({ upstream: kfake.bootstrap, dataDir, args });
     await reference(log);
-    t.diagnostic(`partitions rebuilt after the damage while running: ${rebuiltPartitions(proxy.logs()).join(', ') || 'none (SQLite wrote the damaged pages over)'}`);
+    t.diagnostic(`rebuilt after the damage while running: ${rebuilds(proxy.logs()).join(', ') || 'nothing (SQLite wrote the damaged pages over)'}`);
     assert.deepEqual(proxy.logs().filter((l) => l.level === 'error'), [], 'a damaged index is a warning, not an error');
   } finally {
     await fresh?.stop();

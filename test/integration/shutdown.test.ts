@@ -126,15 +126,15 @@ test('SIGTERM mid-traffic drains, loses no acknowledged record, closes the index
     }
 
     // The index was checkpointed and closed: no WAL left behind, the file is intact.
-    const file = path.join(dataDir, 'index', TOPIC, '0.sqlite');
-    assert.ok(fs.existsSync(file), 'the partition index exists');
+    const file = path.join(dataDir, 'index', `${TOPIC}.sqlite`);
+    assert.ok(fs.existsSync(file), 'the topic index exists');
     const wal = `${file}-wal`;
     assert.ok(!fs.existsSync(wal) || fs.statSync(wal).size === 0, 'the WAL was checkpointed into the database');
     const db = new Database(file, { fileMustExist: true });
     let checkpointed: number;
     try {
       assert.equal(db.pragma('integrity_check', { simple: true }), 'ok');
-      checkpointed = (db.prepare('SELECT next_offset FROM checkpoint WHERE id = 0').get() as { next_offset: number }).next_offset;
+      checkpointed = (db.prepare('SELECT next_offset FROM checkpoint WHERE partition = 0').get() as { next_offset: number }).next_offset;
     } finally {
       db.close();
     }

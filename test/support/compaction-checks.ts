@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import Database from 'better-sqlite3';
 // kafkajs is CommonJS: Node's ESM loader sees only its default export as a value.
 import kafkajs from 'kafkajs';
-import { partitionIndexFile } from '../../src/compaction/index/index-files.js';
+import { topicIndexFile } from '../../src/compaction/index/index-files.js';
 import type { EngineStatus, PartitionStatus } from '../../src/compaction/worker/engine-status.js';
 import type { Ack } from './fault-clients.js';
 import type { CliProxy } from './kcompact-cli.js';
@@ -129,23 +129,26 @@ interface IndexDump {
 }
 
 /**
- * One partition's index file, read-only (the proxy may be running: SQLite's WAL lets a reader
- * in). Everything but the times of cleaning: when each delete horizon started differs between
- * two proxies, only whether it did must not.
+ * One partition's index, read-only from its topic's file (the proxy may be running: SQLite's
+ * WAL lets a reader in). Everything but the times of cleaning: when each delete horizon started
+ * differs between two proxies, only whether it did must not.
  */
 export function dumpIndex(dataDir: string, topic: string, partition: number): IndexDump {
-  const db = new Database(partitionIndexFile(dataDir, topic, partition), { readonly: true, fileMustExist: true });
+  const db = new Database(topicIndexFile(dataDir, topic), { readonly: true, fileMustExist: true });
   try {
-    const all = (sql: string) => db.prepare(sql).raw().all() as unknown[][];
+    const all = (sql: string) => db.prepare(sql).raw().all(partition) as unknown[][];
     return {
       checkpoint: db
-        .prepare('SELECT schema_version, topic, partition, next_offset, log_start, last_stable, high_watermark, first_dirty, clean_bytes, key_identity FROM checkpoint')
+        .prepare(
+          `SELECT m.schema_version, m.topic, c.partition, next_offset, log_start, last_stable, high_watermark, first_dirty, clean_bytes, key_identity
+           FROM checkpoint c, meta m WHERE c.partition = ?`,
+        )
         .raw()
-        .get() as unknown[],
-      records: all('SELECT offset, hex(key), flags, ts, size, pid, txn_first, horizon IS NOT NULL FROM records ORDER BY offset'),
-      keys: all('SELECT hex(key), offset FROM keys ORDER BY key'),
-      segments: all('SELECT base, rolling_ts, max_ts, bytes FROM segments ORDER BY base'),
-      openTransactions: all('SELECT pid, first_offset FROM open_txns ORDER BY pid'),
+        .get(partition) as unknown[],
+      records: all('SELECT offset, hex(key), flags, ts, size, pid, txn_first, horizon IS NOT NULL FROM records WHERE partition = ? ORDER BY offset'),
+      keys: all('SELECT hex(key), offset FROM keys WHERE partition = ? ORDER BY key'),
+      segments: all('SELECT base, rolling_ts, max_ts, bytes FROM segments WHERE partition = ? ORDER BY base'),
+      openTransactions: all('SELECT pid, first_offset FROM open_txns WHERE partition = ? ORDER BY pid'),
     };
   } finally {
     db.close();

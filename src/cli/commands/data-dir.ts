@@ -1,6 +1,6 @@
 /**
- * `status` and `inspect` of a proxy that is not running, from its data directory: every partition
- * index opened read-only (SQLite readonly; a proxy that may own the files is never written to),
+ * `status` and `inspect` of a proxy that is not running, from its data directory: every topic's
+ * index file opened read-only (SQLite readonly; a proxy that may own the files is never written to),
  * reported in the shapes the management endpoint answers with. Only the files speak here: the
  * topics listed are those with an index (the compacted ones as of the proxy's last run), and the
  * dirty ratio is computed with Kafka's default min.compaction.lag.ms (0), since the topic's own
@@ -10,57 +10,63 @@ import fs from 'node:fs';
 import { cleanableRange } from '../../compaction/cleaner/cleanable-range.js';
 import { BrokerDefaults } from '../../compaction/config/broker-defaults.js';
 import { topicPolicy } from '../../compaction/config/effective-policy.js';
-import { indexRoot, listPartitionIndexes, partitionIndexFile } from '../../compaction/index/index-files.js';
-import { IndexFileError, PartitionStore, type PartitionId } from '../../compaction/index/partition-store.js';
+import { indexRoot, listTopicIndexes, topicIndexFile } from '../../compaction/index/index-files.js';
+import { PartitionStore } from '../../compaction/index/partition-store.js';
+import { IndexFileError, TopicIndex } from '../../compaction/index/topic-index.js';
 import { byTopicPartition, OFFLINE, partitionDetail, partitionStatus, type PartitionDetail, type PartitionStatus } from '../../compaction/worker/engine-status.js';
 import { summarizeTopics, type InspectReport, type StatusReport } from '../../ops/admin-reports.js';
 import { CliError } from './cli-error.js';
 
 const KAFKA_DEFAULTS = topicPolicy({}, new BrokerDefaults());
 
-function indexesIn(dataDir: string): PartitionId[] {
+function indexedTopics(dataDir: string): string[] {
   if (!fs.existsSync(dataDir)) throw new CliError(`data directory ${dataDir} does not exist: give the proxy's --data-dir`);
   if (!fs.existsSync(indexRoot(dataDir))) throw new CliError(`data directory ${dataDir} holds no partition index (no ${indexRoot(dataDir)}): is it a kcompact data directory?`);
-  return listPartitionIndexes(dataDir);
+  return listTopicIndexes(dataDir).sort();
 }
 
-function read<T>(dataDir: string, id: PartitionId, report: (store: PartitionStore, now: number) => T): T {
-  const file = partitionIndexFile(dataDir, id.topic, id.partition);
-  let store: PartitionStore;
+/** Opens a topic's file read-only for `use`, with an error that says what to do when it cannot be read. */
+function withTopicIndex<T>(dataDir: string, topic: string, use: (index: TopicIndex) => T): T {
+  const file = topicIndexFile(dataDir, topic);
+  let index: TopicIndex;
   try {
-    store = PartitionStore.openReadOnly(file, id);
+    index = TopicIndex.openReadOnly(file, topic);
   } catch (err) {
     if (!(err instanceof IndexFileError)) throw err;
-    throw new CliError(`cannot read the index of ${id.topic}-${id.partition} (${file}): ${err.message}; a proxy rebuilds such a file from the upstream when it opens it`);
+    throw new CliError(`cannot read the index of topic ${topic} (${file}): ${err.message}; a proxy rebuilds such a file from the upstream when it opens it`);
   }
   try {
-    return report(store, Date.now());
+    return use(index);
   } finally {
-    store.close();
+    index.close();
   }
+}
+
+/** `report` of each partition of the topic that `wanted` keeps, read from the topic's file. */
+function readTopic<T>(dataDir: string, topic: string, wanted: (partitions: number[]) => number[], report: (store: PartitionStore, now: number) => T): T[] {
+  return withTopicIndex(dataDir, topic, (index) => wanted(index.partitions()).map((partition) => report(PartitionStore.within(index, partition), Date.now())));
 }
 
 const rangeOf = (store: PartitionStore, now: number) => cleanableRange(store.segments, { ...store.checkpoint }, KAFKA_DEFAULTS, now);
 
 export function statusFromDataDir(dataDir: string): StatusReport {
-  const ids = indexesIn(dataDir);
-  const partitions: PartitionStatus[] = ids.map((id) => read(dataDir, id, (store, now) => partitionStatus(store, rangeOf(store, now), OFFLINE)));
+  const topics = indexedTopics(dataDir);
+  const partitions: PartitionStatus[] = topics.flatMap((topic) => readTopic(dataDir, topic, (all) => all, (store, now) => partitionStatus(store, rangeOf(store, now), OFFLINE)));
   partitions.sort(byTopicPartition);
-  return { source: 'data-dir', dataDir, compactedTopics: summarizeTopics([...new Set(ids.map((id) => id.topic))], partitions), partitions };
+  return { source: 'data-dir', dataDir, compactedTopics: summarizeTopics(topics, partitions), partitions };
 }
 
 export function inspectFromDataDir(dataDir: string, topic: string, partition: number | undefined): InspectReport {
-  const ids = indexesIn(dataDir);
-  const mine = ids.filter((id) => id.topic === topic);
-  if (mine.length === 0) {
-    const topics = [...new Set(ids.map((id) => id.topic))].sort();
+  const topics = indexedTopics(dataDir);
+  if (!topics.includes(topic)) {
     throw new CliError(`topic ${topic} has no index in ${dataDir}: it was not compacted when the proxy last ran; indexed topics: ${topics.length > 0 ? topics.join(', ') : 'none'}`);
   }
-  const wanted = partition === undefined ? mine : mine.filter((id) => id.partition === partition);
-  if (wanted.length === 0) {
-    throw new CliError(`topic ${topic} has no index of partition ${partition} in ${dataDir}; indexed partitions: ${mine.map((id) => id.partition).sort((a, b) => a - b).join(', ')}`);
-  }
-  const partitions: PartitionDetail[] = wanted.map((id) => read(dataDir, id, (store, now) => partitionDetail(store, rangeOf(store, now), OFFLINE)));
+  const pick = (all: number[]) => {
+    if (partition === undefined) return all;
+    if (all.includes(partition)) return [partition];
+    throw new CliError(`topic ${topic} has no index of partition ${partition} in ${dataDir}; indexed partitions: ${all.join(', ')}`);
+  };
+  const partitions: PartitionDetail[] = readTopic(dataDir, topic, pick, (store, now) => partitionDetail(store, rangeOf(store, now), OFFLINE));
   partitions.sort(byTopicPartition);
   return { source: 'data-dir', topic, partitions };
 }

@@ -68,27 +68,32 @@ function statements(db: Database.Database): Statements {
   // to a temp file.
   db.pragma(`temp.cache_size = ${IDLE_TEMP_CACHE_PAGES}`);
   db.exec('CREATE TEMP TABLE IF NOT EXISTS dirty_latest (key BLOB PRIMARY KEY, offset INTEGER NOT NULL) WITHOUT ROWID');
+  // Every statement names the partition first: the file holds the topic's other partitions too.
   return {
-    markers: db.prepare(`SELECT offset, pid, txn_first, horizon FROM records WHERE ${PENDING_TERM} AND flags & ${CONTROL} <> 0 AND offset < ?`),
-    txnDataLeft: db.prepare(`SELECT EXISTS (SELECT 1 FROM records WHERE offset >= ? AND offset < ? AND pid = ? AND flags & ${CONTROL} = 0)`).pluck(),
-    setHorizon: db.prepare('UPDATE records SET horizon = ? WHERE offset = ?'),
-    deleteRow: db.prepare('DELETE FROM records WHERE offset = ?'),
+    markers: db.prepare(`SELECT offset, pid, txn_first, horizon FROM records WHERE partition = ? AND ${PENDING_TERM} AND flags & ${CONTROL} <> 0 AND offset < ?`),
+    txnDataLeft: db.prepare(`SELECT EXISTS (SELECT 1 FROM records WHERE partition = ? AND offset >= ? AND offset < ? AND pid = ? AND flags & ${CONTROL} = 0)`).pluck(),
+    setHorizon: db.prepare('UPDATE records SET horizon = ? WHERE partition = ? AND offset = ?'),
+    deleteRow: db.prepare('DELETE FROM records WHERE partition = ? AND offset = ?'),
     clearLatest: db.prepare('DELETE FROM temp.dirty_latest'),
     fillLatest: db.prepare(
       `INSERT INTO temp.dirty_latest (key, offset)
        SELECT key, MAX(offset) FROM records
-       WHERE offset >= ? AND offset < ? AND key IS NOT NULL AND flags & ${NOT_DEDUPED} = 0 GROUP BY key`,
+       WHERE partition = ? AND offset >= ? AND offset < ? AND key IS NOT NULL AND flags & ${NOT_DEDUPED} = 0 GROUP BY key`,
     ),
-    reapSuperseded: db.prepare('DELETE FROM records WHERE offset IN (SELECT k.offset FROM keys k JOIN temp.dirty_latest d ON d.key = k.key)'),
+    reapSuperseded: db.prepare(
+      'DELETE FROM records WHERE partition = ? AND offset IN (SELECT k.offset FROM keys k JOIN temp.dirty_latest d ON k.partition = ? AND d.key = k.key)',
+    ),
     reapDirty: db.prepare(
-      `DELETE FROM records WHERE offset >= ? AND offset < ? AND flags & ${CONTROL} = 0
+      `DELETE FROM records WHERE partition = ? AND offset >= ? AND offset < ? AND flags & ${CONTROL} = 0
        AND offset NOT IN (SELECT offset FROM temp.dirty_latest)`,
     ),
-    keepLatest: db.prepare('INSERT OR REPLACE INTO keys (key, offset) SELECT key, offset FROM temp.dirty_latest'),
+    keepLatest: db.prepare('INSERT OR REPLACE INTO keys (partition, key, offset) SELECT ?, key, offset FROM temp.dirty_latest'),
     // A tombstone still held below end is its key's latest there, so keys maps that key to it.
-    forgetExpiredKeys: db.prepare(`DELETE FROM keys WHERE key IN (SELECT key FROM records WHERE ${TOMBSTONE_ROWS} AND offset < ? AND horizon <= ?)`),
-    reapExpired: db.prepare(`DELETE FROM records WHERE ${TOMBSTONE_ROWS} AND offset < ? AND horizon <= ?`),
-    setTombstoneHorizons: db.prepare(`UPDATE records SET horizon = ? WHERE ${TOMBSTONE_ROWS} AND offset < ? AND horizon IS NULL`),
+    forgetExpiredKeys: db.prepare(
+      `DELETE FROM keys WHERE partition = ? AND key IN (SELECT key FROM records WHERE partition = ? AND ${TOMBSTONE_ROWS} AND offset < ? AND horizon <= ?)`,
+    ),
+    reapExpired: db.prepare(`DELETE FROM records WHERE partition = ? AND ${TOMBSTONE_ROWS} AND offset < ? AND horizon <= ?`),
+    setTombstoneHorizons: db.prepare(`UPDATE records SET horizon = ? WHERE partition = ? AND ${TOMBSTONE_ROWS} AND offset < ? AND horizon IS NULL`),
   };
 }
 
@@ -99,6 +104,7 @@ function statements(db: Database.Database): Statements {
 export function cleanPartition(store: PartitionStore, firstDirty: number, end: number, now: number, deleteRetentionMs: number): CleanOutcome {
   const started = performance.now();
   const s = statements(store.db);
+  const p = store.id.partition;
   const horizon = now + deleteRetentionMs;
   let removed = 0;
   let markersRemoved = 0;
@@ -106,30 +112,30 @@ export function cleanPartition(store: PartitionStore, firstDirty: number, end: n
   store.write(() => {
     // Markers first, on the state before this clean: a transaction's batches that this very
     // clean removes were still read by it, so they keep the marker for one more round.
-    for (const [offset, pid, txnFirst, markerHorizon] of s.markers.raw().all(end) as [number, number, number, number | null][]) {
+    for (const [offset, pid, txnFirst, markerHorizon] of s.markers.raw().all(p, end) as [number, number, number, number | null][]) {
       if (markerHorizon !== null && markerHorizon > now) continue;
-      if (s.txnDataLeft.get(txnFirst, offset, pid) === 1) continue;
+      if (s.txnDataLeft.get(p, txnFirst, offset, pid) === 1) continue;
       if (markerHorizon === null) {
-        s.setHorizon.run(horizon, offset);
+        s.setHorizon.run(horizon, p, offset);
       } else {
-        s.deleteRow.run(offset);
+        s.deleteRow.run(p, offset);
         markersRemoved++;
       }
     }
     s.clearLatest.run();
     store.db.pragma(`temp.cache_size = -${DIRTY_MAP_CACHE_KIB}`);
     try {
-      if (end > firstDirty) s.fillLatest.run(firstDirty, end);
-      removed += s.reapSuperseded.run().changes;
-      if (end > firstDirty) removed += s.reapDirty.run(firstDirty, end).changes;
-      s.keepLatest.run();
+      if (end > firstDirty) s.fillLatest.run(p, firstDirty, end);
+      removed += s.reapSuperseded.run(p, p).changes;
+      if (end > firstDirty) removed += s.reapDirty.run(p, firstDirty, end).changes;
+      s.keepLatest.run(p);
       s.clearLatest.run();
     } finally {
       store.db.pragma(`temp.cache_size = ${IDLE_TEMP_CACHE_PAGES}`);
     }
-    s.forgetExpiredKeys.run(end, now);
-    tombstonesRemoved = s.reapExpired.run(end, now).changes;
-    s.setTombstoneHorizons.run(horizon, end);
+    s.forgetExpiredKeys.run(p, p, end, now);
+    tombstonesRemoved = s.reapExpired.run(p, end, now).changes;
+    s.setTombstoneHorizons.run(horizon, p, end);
     removed += tombstonesRemoved + markersRemoved;
     store.rowsDeleted(removed);
     store.updateCheckpoint({ firstDirty: end, cleanBytes: store.bytesBelow(end), lastCleanMs: now });

@@ -242,7 +242,7 @@ export class Cleaner {
     } catch (err) {
       report.failed.push({ topic, partition, error: (err as Error).message });
       if (isDamagedFile(err)) {
-        this.deps.registry.reset(store, `${(err as { code: string }).code} while cleaning`);
+        this.deps.registry.rebuildFile(store, `${(err as { code: string }).code} while cleaning`);
       } else if (isStorageFailure(err)) {
         this.storageFailedOnce(store, err, 'cleaning waits for the storage of its index: reads through the proxy show the partition as before this clean (more records than a clean would leave, never fewer)');
       } else {

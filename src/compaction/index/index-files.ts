@@ -1,49 +1,58 @@
 /**
- * Where partition indexes live: <dataDir>/index/<topic>/<partition>.sqlite, one file per
- * partition so that partitions never contend for a write lock, and deleting a topic's index is
- * deleting a directory. Kafka topic names are [A-Za-z0-9._-]; anything else a store allows is
- * percent-encoded so that a name can never leave the directory.
+ * Where the indexes live: <dataDir>/index/<topic>.sqlite, one file per topic holding all of its
+ * partitions (schema.ts), so that deleting a topic's index is deleting a file. Kafka topic
+ * names are [A-Za-z0-9._-]; anything else a store allows is percent-encoded so that a name can
+ * never leave the directory.
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { PartitionId } from './partition-store.js';
 
 const SUFFIX = '.sqlite';
 
-function topicDirName(topic: string): string {
-  const safe = topic.replace(/[^A-Za-z0-9._-]/g, (c) => encodeURIComponent(c).replace(/[!'()*]/g, (x) => `%${x.charCodeAt(0).toString(16)}`));
-  return safe === '.' || safe === '..' ? safe.replace(/\./g, '%2E') : safe;
+function topicFileName(topic: string): string {
+  return topic.replace(/[^A-Za-z0-9._-]/g, (c) => encodeURIComponent(c).replace(/[!'()*]/g, (x) => `%${x.charCodeAt(0).toString(16)}`)) + SUFFIX;
 }
 
 export function indexRoot(dataDir: string): string {
   return path.join(dataDir, 'index');
 }
 
-export function topicIndexDir(dataDir: string, topic: string): string {
-  return path.join(indexRoot(dataDir), topicDirName(topic));
+export function topicIndexFile(dataDir: string, topic: string): string {
+  return path.join(indexRoot(dataDir), topicFileName(topic));
 }
 
-export function partitionIndexFile(dataDir: string, topic: string, partition: number): string {
-  return path.join(topicIndexDir(dataDir, topic), `${partition}${SUFFIX}`);
-}
-
-/** The partition index files present on disk. */
-export function listPartitionIndexes(dataDir: string): PartitionId[] {
+/** The topics with an index file on disk. */
+export function listTopicIndexes(dataDir: string): string[] {
   const root = indexRoot(dataDir);
   if (!fs.existsSync(root)) return [];
-  const found: PartitionId[] = [];
-  for (const dir of fs.readdirSync(root, { withFileTypes: true })) {
-    if (!dir.isDirectory()) continue;
-    const topic = decodeURIComponent(dir.name);
-    for (const f of fs.readdirSync(path.join(root, dir.name))) {
-      const m = /^(\d+)\.sqlite$/.exec(f);
-      if (m) found.push({ topic, partition: Number(m[1]) });
-    }
+  const found: string[] = [];
+  for (const entry of fs.readdirSync(root, { withFileTypes: true })) {
+    if (entry.isFile() && entry.name.endsWith(SUFFIX)) found.push(decodeURIComponent(entry.name.slice(0, -SUFFIX.length)));
   }
   return found;
 }
 
-/** Removes a topic's index directory once its partitions are closed. */
-export function removeTopicIndex(dataDir: string, topic: string): void {
-  fs.rmSync(topicIndexDir(dataDir, topic), { recursive: true, force: true });
+const EARLIER_PARTITION_FILE = /^\d+\.sqlite(-wal|-shm)?$/;
+
+/**
+ * Removes what earlier versions kept under the index root (a directory of partition files per
+ * topic) and returns the directories removed. Anything else is left alone.
+ */
+export function removeEarlierLayouts(dataDir: string): string[] {
+  const root = indexRoot(dataDir);
+  if (!fs.existsSync(root)) return [];
+  const removed: string[] = [];
+  for (const entry of fs.readdirSync(root, { withFileTypes: true })) {
+    if (!entry.isDirectory() || /(\.sqlite|-wal|-shm)$/.test(entry.name)) continue;
+    const dir = path.join(root, entry.name);
+    if (!fs.readdirSync(dir).every((f) => EARLIER_PARTITION_FILE.test(f))) continue;
+    fs.rmSync(dir, { recursive: true, force: true });
+    removed.push(dir);
+  }
+  return removed;
+}
+
+/** Removes an index file and its WAL once it is closed. */
+export function removeIndexFile(file: string): void {
+  for (const f of [file, `${file}-wal`, `${file}-shm`]) fs.rmSync(f, { force: true });
 }

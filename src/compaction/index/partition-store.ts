@@ -1,27 +1,24 @@
 /**
- * One partition's key index: a SQLite file (WAL, synchronous=NORMAL) written only by the
- * compaction worker. It holds what the indexer has read of the upstream log, the virtual
- * segments, and the checkpoint that lets a restart resume where it stopped.
+ * One partition's key index: its rows in its topic's index file (topic-index.ts, schema.ts),
+ * written only by the compaction worker. It holds what the indexer has read of the upstream
+ * log, the virtual segments, and the checkpoint that lets a restart resume where it stopped.
  *
- * Opening checks the file (PRAGMA quick_check, schema version, which partition it is for, and
- * that its tables agree with each other); a file that fails is deleted and recreated empty, and
- * the indexer fills it again from the upstream, which is the source of truth. A failure of the
- * storage under the file (full, read-only, I/O error) is not the file's fault: it is thrown as
- * it is and the file kept (storage-errors.ts).
+ * Opening a partition checks that its tables agree with its checkpoint and with each other; a
+ * partition that fails is cleared, and the indexer fills it again from the upstream, which is
+ * the source of truth.
  *
  * The checkpoint, segments, open transactions and row count are mirrored in memory. Every write
  * goes through write(): when its transaction fails (a full disk fails the commit itself), the
  * mirror is read back from the file, so it always says what was committed.
  */
-import fs from 'node:fs';
-import path from 'node:path';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import { KEY_DIGEST_BYTES } from './key-digest.js';
 import { RecordFlag } from './record-flags.js';
 import type { RowBuffer } from './row-buffer.js';
-import { CREATE_SCHEMA, SCHEMA_VERSION } from './schema.js';
 import { appendToSegment, type RollPolicy, type Segment } from './segment-roller.js';
-import { isStorageFailure } from './storage-errors.js';
+import { INSERT_CHUNK, INSERT_COLUMNS, IndexFileError, TopicIndex } from './topic-index.js';
+
+export { IndexFileError } from './topic-index.js';
 
 export interface PartitionId {
   topic: string;
@@ -53,157 +50,121 @@ export interface UpstreamPosition {
   highWatermark: number;
 }
 
-/** Rows per INSERT statement: binding many rows per call amortises better-sqlite3's per-call cost (~2x). */
-const INSERT_CHUNK = 64;
-const COLUMNS = 7;
-const WAL_LIMIT_BYTES = 16 * 1024 * 1024;
-/** Give free pages back once they are this share of the file (and at least this many). */
-const VACUUM_FREE_SHARE = 0.25;
-const VACUUM_MIN_PAGES = 256;
-
-export class IndexFileError extends Error {
-  override readonly name = 'IndexFileError';
-}
-
-function removeFiles(file: string): void {
-  for (const f of [file, `${file}-wal`, `${file}-shm`]) fs.rmSync(f, { force: true });
-}
-
-function configure(db: Database.Database): void {
-  db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = NORMAL');
-  db.pragma(`journal_size_limit = ${WAL_LIMIT_BYTES}`);
-}
-
-function createFile(file: string, id: PartitionId): Database.Database {
-  removeFiles(file);
-  fs.mkdirSync(path.dirname(file), { recursive: true });
-  const db = new Database(file);
-  try {
-    // Must precede the first table: auto_vacuum cannot be switched on later without a VACUUM.
-    db.pragma('auto_vacuum = INCREMENTAL');
-    configure(db);
-    db.exec(CREATE_SCHEMA);
-    db.prepare(
-      `INSERT INTO checkpoint VALUES (0, ?, ?, ?, '', 0, 0, 0, 0, 0, 0, 0, '')`,
-    ).run(SCHEMA_VERSION, id.topic, id.partition);
-    return db;
-  } catch (err) {
-    db.close();
-    throw err;
-  }
-}
+const PARTITION_TABLES = ['records', 'keys', 'segments', 'open_txns', 'checkpoint'] as const;
 
 /**
- * Opens an existing file and checks it; throws IndexFileError saying why it cannot be used, or
- * the storage failure that kept it from being read.
+ * Returns why the partition's tables cannot be trusted, or null: something indexed at or past
+ * next_offset, or below first_dirty not as many kept records as entries in `keys` (the cleaner
+ * keeps one record per key there). quick_check only sees the b-trees; a file that lost pages of
+ * one table while keeping a well-formed shape (a WAL deleted in the middle of a checkpoint
+ * writing it back) fails here instead of answering for records it no longer holds. Counts, not
+ * a join: they cost ~0.1 s per million keys at startup, a join ~1.5 s.
  */
-function openExisting(file: string, id: PartitionId): Database.Database {
-  let db: Database.Database;
-  try {
-    db = new Database(file, { fileMustExist: true });
-  } catch (err) {
-    if (isStorageFailure(err)) throw err;
-    throw new IndexFileError(`cannot open: ${(err as Error).message}`);
-  }
-  try {
-    configure(db);
-    const check = db.pragma('quick_check', { simple: true });
-    if (check !== 'ok') throw new IndexFileError(`quick_check failed: ${String(check)}`);
-    checkIdentity(db, id);
-    checkConsistency(db);
-    return db;
-  } catch (err) {
-    db.close();
-    if (err instanceof IndexFileError || isStorageFailure(err)) throw err;
-    throw new IndexFileError((err as Error).message);
-  }
-}
-
-/**
- * Throws IndexFileError unless the tables agree with the checkpoint and with each other: nothing
- * indexed at or past next_offset, and below first_dirty as many kept records as entries in
- * `keys` (the cleaner keeps one record per key there). quick_check only sees the b-trees; a file
- * that lost pages of one table while keeping a well-formed shape (a WAL deleted in the middle of
- * a checkpoint writing it back) fails here instead of answering for records it no longer holds.
- * Counts, not a join: they cost ~0.1 s per million keys at startup, a join ~1.5 s.
- */
-function checkConsistency(db: Database.Database): void {
-  const cp = db.prepare('SELECT next_offset, log_start, first_dirty FROM checkpoint WHERE id = 0').get() as { next_offset: number; log_start: number; first_dirty: number };
+function inconsistency(db: Database.Database, partition: number): string | null {
+  const cp = db.prepare('SELECT next_offset, log_start, first_dirty FROM checkpoint WHERE partition = ?').get(partition) as { next_offset: number; log_start: number; first_dirty: number };
   if (cp.log_start > cp.next_offset || cp.first_dirty > cp.next_offset) {
-    throw new IndexFileError(`checkpoint out of order: log start ${cp.log_start}, cleaned up to ${cp.first_dirty}, indexed up to ${cp.next_offset}`);
+    return `checkpoint out of order: log start ${cp.log_start}, cleaned up to ${cp.first_dirty}, indexed up to ${cp.next_offset}`;
   }
-  const last = db.prepare('SELECT MAX(offset) FROM records').pluck().get() as number | null;
-  if (last !== null && last >= cp.next_offset) throw new IndexFileError(`records up to offset ${last} but indexed up to ${cp.next_offset} only`);
-  const keys = db.prepare('SELECT COUNT(*) FROM keys').pluck().get() as number;
-  const kept = db.prepare(`SELECT COUNT(*) FROM records WHERE offset < ? AND flags & ${RecordFlag.Control} = 0`).pluck().get(cp.first_dirty) as number;
-  if (keys !== kept) throw new IndexFileError(`the cleaned part does not agree with itself: ${kept} records kept for ${keys} keys`);
+  const last = db.prepare('SELECT MAX(offset) FROM records WHERE partition = ?').pluck().get(partition) as number | null;
+  if (last !== null && last >= cp.next_offset) return `records up to offset ${last} but indexed up to ${cp.next_offset} only`;
+  const keys = db.prepare('SELECT COUNT(*) FROM keys WHERE partition = ?').pluck().get(partition) as number;
+  const kept = db.prepare(`SELECT COUNT(*) FROM records WHERE partition = ? AND offset < ? AND flags & ${RecordFlag.Control} = 0`).pluck().get(partition, cp.first_dirty) as number;
+  if (keys !== kept) return `the cleaned part does not agree with itself: ${kept} records kept for ${keys} keys`;
+  return null;
 }
 
-/** Throws IndexFileError unless the file is an index of this schema version for this partition. */
-function checkIdentity(db: Database.Database, id: PartitionId): void {
-  const row = db.prepare('SELECT schema_version, topic, partition FROM checkpoint WHERE id = 0').get() as
-    | { schema_version: number; topic: string; partition: number }
-    | undefined;
-  if (!row) throw new IndexFileError('checkpoint missing');
-  if (row.schema_version !== SCHEMA_VERSION) throw new IndexFileError(`schema version ${row.schema_version}, want ${SCHEMA_VERSION}`);
-  if (row.topic !== id.topic || row.partition !== id.partition) {
-    throw new IndexFileError(`file belongs to ${row.topic}-${row.partition}`);
-  }
+function hasCheckpoint(db: Database.Database, partition: number): boolean {
+  return db.prepare('SELECT 1 FROM checkpoint WHERE partition = ?').get(partition) !== undefined;
+}
+
+/** Deletes every row of the partition and gives it an empty checkpoint (in the caller's transaction, if any). */
+function startEmpty(db: Database.Database, partition: number): void {
+  for (const table of PARTITION_TABLES) db.prepare(`DELETE FROM ${table} WHERE partition = ?`).run(partition);
+  db.prepare(`INSERT INTO checkpoint VALUES (?, '', 0, 0, 0, 0, 0, 0, 0, '')`).run(partition);
 }
 
 export interface OpenResult {
   store: PartitionStore;
-  /** Why an existing file was discarded and recreated empty; undefined when it was usable or new. */
+  /** Why the partition's rows (or its whole file) were discarded and it starts empty; undefined when they were usable or new. */
   rebuiltBecause?: string;
 }
 
 export class PartitionStore {
-  private cp: Checkpoint;
-  private identity: string;
-  private readonly segmentList: Segment[];
+  private cp!: Checkpoint;
+  private identity!: string;
+  private readonly segmentList: Segment[] = [];
   /** Producer id → first offset of its transaction still open at nextOffset. */
-  readonly openTransactions: Map<number, number>;
-  private rows: number;
-  private readonly insertChunk: Database.Statement;
-  private readonly insertOne: Database.Statement;
-  private readonly chunkParams: unknown[] = new Array(INSERT_CHUNK * COLUMNS);
-  private readonly oneParams: unknown[] = new Array(COLUMNS);
-  private readonly keyStage = Buffer.alloc(INSERT_CHUNK * KEY_DIGEST_BYTES);
-  private readonly keyViews: Buffer[] = [];
-  private readonly saveCheckpoint: Database.Statement;
-  private readonly upsertSegment: Database.Statement;
+  readonly openTransactions = new Map<number, number>();
+  private rows!: number;
 
   private constructor(
-    readonly db: Database.Database,
-    readonly file: string,
+    readonly index: TopicIndex,
     readonly id: PartitionId,
   ) {
-    this.segmentList = [];
-    this.openTransactions = new Map();
-    const { cp, identity, rows } = this.load();
-    this.cp = cp;
-    this.identity = identity;
-    this.rows = rows;
-    const tuple = `(${new Array(COLUMNS).fill('?').join(',')})`;
-    const insert = 'INSERT INTO records (offset, key, flags, ts, size, pid, txn_first) VALUES ';
-    this.insertChunk = db.prepare(insert + new Array(INSERT_CHUNK).fill(tuple).join(','));
-    this.insertOne = db.prepare(insert + tuple);
-    for (let i = 0; i < INSERT_CHUNK; i++) this.keyViews.push(this.keyStage.subarray(i * KEY_DIGEST_BYTES, (i + 1) * KEY_DIGEST_BYTES));
-    this.saveCheckpoint = db.prepare(
-      `UPDATE checkpoint SET topic_id = ?, next_offset = ?, log_start = ?, last_stable = ?, high_watermark = ?,
-         first_dirty = ?, clean_bytes = ?, last_clean_ms = ? WHERE id = 0`,
-    );
-    this.upsertSegment = db.prepare(
-      `INSERT INTO segments (base, rolling_ts, max_ts, bytes) VALUES (?, ?, ?, ?)
-       ON CONFLICT (base) DO UPDATE SET rolling_ts = excluded.rolling_ts, max_ts = excluded.max_ts, bytes = excluded.bytes`,
-    );
+    this.reload();
   }
 
-  /** Reads the mirrored state from the file: what was committed. */
-  private load(): { cp: Checkpoint; identity: string; rows: number } {
-    const row = this.db.prepare('SELECT * FROM checkpoint WHERE id = 0').get() as Record<string, number | string>;
-    const cp: Checkpoint = {
+  /**
+   * The partition's index in an open topic file: its rows when they agree with themselves, else
+   * (or when it has none yet) an empty start.
+   */
+  static in(index: TopicIndex, partition: number): OpenResult {
+    const db = index.db;
+    let rebuiltBecause: string | undefined;
+    if (!hasCheckpoint(db, partition)) {
+      startEmpty(db, partition);
+    } else {
+      const problem = inconsistency(db, partition);
+      if (problem !== null) {
+        db.transaction(() => startEmpty(db, partition))();
+        rebuiltBecause = problem;
+      }
+    }
+    return { store: new PartitionStore(index, { topic: index.topic, partition }), ...(rebuiltBecause !== undefined && { rebuiltBecause }) };
+  }
+
+  /** Opens (or creates) the topic file `file` and the partition's index in it; the store's close() closes the file. */
+  static open(file: string, id: PartitionId): OpenResult {
+    const opened = TopicIndex.open(file, id.topic);
+    try {
+      const { store, rebuiltBecause } = PartitionStore.in(opened.index, id.partition);
+      const why = opened.rebuiltBecause ?? rebuiltBecause;
+      return { store, ...(why !== undefined && { rebuiltBecause: why }) };
+    } catch (err) {
+      opened.index.close();
+      throw err;
+    }
+  }
+
+  /**
+   * A partition's index in a file opened read-only, as it is: nothing checked, written or
+   * rebuilt (an operator's look at a data directory a proxy may own). Throws IndexFileError when
+   * the file has no index of the partition.
+   */
+  static within(index: TopicIndex, partition: number): PartitionStore {
+    if (!hasCheckpoint(index.db, partition)) throw new IndexFileError(`no index of partition ${partition} in ${index.file}`);
+    return new PartitionStore(index, { topic: index.topic, partition });
+  }
+
+  /** The connection of the topic's file, shared with the topic's other partitions. */
+  get db(): Database.Database {
+    return this.index.db;
+  }
+
+  get file(): string {
+    return this.index.file;
+  }
+
+  private get partition(): number {
+    return this.id.partition;
+  }
+
+  /** Reads the mirrored state back from the file: what was committed. */
+  reload(): void {
+    const db = this.db;
+    const p = this.partition;
+    const row = db.prepare('SELECT * FROM checkpoint WHERE partition = ?').get(p) as Record<string, number | string>;
+    this.cp = {
       topicId: row.topic_id as string,
       nextOffset: row.next_offset as number,
       logStartOffset: row.log_start as number,
@@ -213,13 +174,14 @@ export class PartitionStore {
       cleanBytes: row.clean_bytes as number,
       lastCleanMs: row.last_clean_ms as number,
     };
-    const segments = (this.db.prepare('SELECT base, rolling_ts, max_ts, bytes FROM segments ORDER BY base').raw().all() as number[][]).map(
+    this.identity = row.key_identity as string;
+    const segments = (db.prepare('SELECT base, rolling_ts, max_ts, bytes FROM segments WHERE partition = ? ORDER BY base').raw().all(p) as number[][]).map(
       ([base, rollingTimestamp, maxTimestamp, bytes]) => ({ base: base!, rollingTimestamp: rollingTimestamp!, maxTimestamp: maxTimestamp!, bytes: bytes! }),
     );
     this.segmentList.splice(0, this.segmentList.length, ...segments);
     this.openTransactions.clear();
-    for (const [pid, first] of this.db.prepare('SELECT pid, first_offset FROM open_txns').raw().all() as [number, number][]) this.openTransactions.set(pid, first);
-    return { cp, identity: row.key_identity as string, rows: this.db.prepare('SELECT COUNT(*) FROM records').pluck().get() as number };
+    for (const [pid, first] of db.prepare('SELECT pid, first_offset FROM open_txns WHERE partition = ?').raw().all(p) as [number, number][]) this.openTransactions.set(pid, first);
+    this.rows = db.prepare('SELECT COUNT(*) FROM records WHERE partition = ?').pluck().get(p) as number;
   }
 
   /**
@@ -232,10 +194,7 @@ export class PartitionStore {
       return this.db.transaction(work)();
     } catch (err) {
       try {
-        const { cp, identity, rows } = this.load();
-        this.cp = cp;
-        this.identity = identity;
-        this.rows = rows;
+        this.reload();
       } catch {
         this.close();
       }
@@ -243,37 +202,10 @@ export class PartitionStore {
     }
   }
 
-  /** Opens (or creates) the index file of a partition, recreating it when it is unusable. */
-  static open(file: string, id: PartitionId): OpenResult {
-    if (fs.existsSync(file)) {
-      try {
-        return { store: new PartitionStore(openExisting(file, id), file, id) };
-      } catch (err) {
-        if (!(err instanceof IndexFileError)) throw err;
-        return { store: new PartitionStore(createFile(file, id), file, id), rebuiltBecause: err.message };
-      }
-    }
-    return { store: new PartitionStore(createFile(file, id), file, id) };
-  }
-
-  /**
-   * Opens an existing index file read-only, for an operator's look at a data directory that a
-   * proxy may own: nothing is written, nothing rebuilt. Throws IndexFileError when it is unusable.
-   */
-  static openReadOnly(file: string, id: PartitionId): PartitionStore {
-    let db: Database.Database;
-    try {
-      db = new Database(file, { readonly: true, fileMustExist: true });
-    } catch (err) {
-      throw new IndexFileError(`cannot open: ${(err as Error).message}`);
-    }
-    try {
-      checkIdentity(db, id);
-      return new PartitionStore(db, file, id);
-    } catch (err) {
-      db.close();
-      throw err instanceof IndexFileError ? err : new IndexFileError((err as Error).message);
-    }
+  /** Throws the partition's rows away and starts it empty, in one transaction. */
+  clear(): void {
+    this.write(() => startEmpty(this.db, this.partition));
+    this.reload();
   }
 
   get checkpoint(): Readonly<Checkpoint> {
@@ -304,14 +236,14 @@ export class PartitionStore {
   }
 
   setKeyIdentity(mode: string): void {
-    this.db.prepare('UPDATE checkpoint SET key_identity = ? WHERE id = 0').run(mode);
+    this.db.prepare('UPDATE checkpoint SET key_identity = ? WHERE partition = ?').run(mode, this.partition);
     this.identity = mode;
   }
 
   /** Writes checkpoint fields (in the caller's transaction, if any). */
   updateCheckpoint(change: Partial<Checkpoint>): void {
     const next = { ...this.cp, ...change };
-    this.saveCheckpoint.run(
+    this.index.saveCheckpoint.run(
       next.topicId,
       next.nextOffset,
       next.logStartOffset,
@@ -320,6 +252,7 @@ export class PartitionStore {
       next.firstDirty,
       next.cleanBytes,
       next.lastCleanMs,
+      this.partition,
     );
     this.cp = next;
   }
@@ -338,17 +271,18 @@ export class PartitionStore {
   }
 
   private insertRows(rows: RowBuffer): void {
+    const { keyStage, keyViews, chunkParams, oneParams, insertChunk, insertOne } = this.index;
     const n = rows.length;
     let i = 0;
     for (; i + INSERT_CHUNK <= n; i += INSERT_CHUNK) {
-      rows.keys.copy(this.keyStage, 0, i * KEY_DIGEST_BYTES, (i + INSERT_CHUNK) * KEY_DIGEST_BYTES);
-      for (let j = 0; j < INSERT_CHUNK; j++) this.fillRow(this.chunkParams, j * COLUMNS, rows, i + j, this.keyViews[j]!);
-      this.insertChunk.run(this.chunkParams);
+      rows.keys.copy(keyStage, 0, i * KEY_DIGEST_BYTES, (i + INSERT_CHUNK) * KEY_DIGEST_BYTES);
+      for (let j = 0; j < INSERT_CHUNK; j++) this.fillRow(chunkParams, j * INSERT_COLUMNS, rows, i + j, keyViews[j]!);
+      insertChunk.run(chunkParams);
     }
     for (; i < n; i++) {
-      rows.keys.copy(this.keyStage, 0, i * KEY_DIGEST_BYTES, (i + 1) * KEY_DIGEST_BYTES);
-      this.fillRow(this.oneParams, 0, rows, i, this.keyViews[0]!);
-      this.insertOne.run(this.oneParams);
+      rows.keys.copy(keyStage, 0, i * KEY_DIGEST_BYTES, (i + 1) * KEY_DIGEST_BYTES);
+      this.fillRow(oneParams, 0, rows, i, keyViews[0]!);
+      insertOne.run(oneParams);
     }
     this.rows += n;
   }
@@ -356,13 +290,14 @@ export class PartitionStore {
   private fillRow(params: unknown[], at: number, rows: RowBuffer, i: number, key: Buffer): void {
     const pid = rows.producerIds[i]!;
     const txnFirst = rows.txnFirsts[i]!;
-    params[at] = rows.offsets[i];
-    params[at + 1] = rows.hasKey[i] ? key : null;
-    params[at + 2] = rows.flags[i];
-    params[at + 3] = rows.timestamps[i];
-    params[at + 4] = rows.sizes[i];
-    params[at + 5] = pid < 0 ? null : pid;
-    params[at + 6] = txnFirst < 0 ? null : txnFirst;
+    params[at] = this.partition;
+    params[at + 1] = rows.offsets[i];
+    params[at + 2] = rows.hasKey[i] ? key : null;
+    params[at + 3] = rows.flags[i];
+    params[at + 4] = rows.timestamps[i];
+    params[at + 5] = rows.sizes[i];
+    params[at + 6] = pid < 0 ? null : pid;
+    params[at + 7] = txnFirst < 0 ? null : txnFirst;
   }
 
   private rollSegments(rows: RowBuffer, roll: RollPolicy): void {
@@ -381,13 +316,13 @@ export class PartitionStore {
   }
 
   private writeSegment(s: Segment): void {
-    this.upsertSegment.run(s.base, s.rollingTimestamp, s.maxTimestamp, s.bytes);
+    this.index.upsertSegment.run(this.partition, s.base, s.rollingTimestamp, s.maxTimestamp, s.bytes);
   }
 
   private saveOpenTransactions(): void {
-    this.db.prepare('DELETE FROM open_txns').run();
-    const insert = this.db.prepare('INSERT INTO open_txns (pid, first_offset) VALUES (?, ?)');
-    for (const [pid, first] of this.openTransactions) insert.run(pid, first);
+    this.db.prepare('DELETE FROM open_txns WHERE partition = ?').run(this.partition);
+    const insert = this.db.prepare('INSERT INTO open_txns (partition, pid, first_offset) VALUES (?, ?, ?)');
+    for (const [pid, first] of this.openTransactions) insert.run(this.partition, pid, first);
   }
 
   /**
@@ -398,18 +333,21 @@ export class PartitionStore {
   dropBelow(start: number): boolean {
     if (start <= this.cp.logStartOffset) return false;
     const before = this.cp.firstDirty;
+    const p = this.partition;
     let cleanedChanged = false;
     this.write(() => {
       cleanedChanged =
         start > before ||
-        (this.db.prepare('SELECT EXISTS (SELECT 1 FROM records WHERE offset < ?)').pluck().get(Math.min(start, before)) as number) === 1;
+        (this.db.prepare('SELECT EXISTS (SELECT 1 FROM records WHERE partition = ? AND offset < ?)').pluck().get(p, Math.min(start, before)) as number) === 1;
       // By key (the primary key), for the keys of the rows going only: no scan of every key.
-      this.db.prepare('DELETE FROM keys WHERE key IN (SELECT key FROM records WHERE offset < ? AND key IS NOT NULL) AND offset < ?').run(start, start);
-      this.rows -= this.db.prepare('DELETE FROM records WHERE offset < ?').run(start).changes;
+      this.db
+        .prepare('DELETE FROM keys WHERE partition = ? AND key IN (SELECT key FROM records WHERE partition = ? AND offset < ? AND key IS NOT NULL) AND offset < ?')
+        .run(p, p, start, start);
+      this.rows -= this.db.prepare('DELETE FROM records WHERE partition = ? AND offset < ?').run(p, start).changes;
       let gone = 0;
       while (gone + 1 < this.segmentList.length && this.segmentList[gone + 1]!.base <= start) gone++;
       if (gone > 0) {
-        this.db.prepare('DELETE FROM segments WHERE base < ?').run(this.segmentList[gone]!.base);
+        this.db.prepare('DELETE FROM segments WHERE partition = ? AND base < ?').run(p, this.segmentList[gone]!.base);
         this.segmentList.splice(0, gone);
       }
       for (const [pid, first] of this.openTransactions) if (first < start) this.openTransactions.set(pid, start);
@@ -422,79 +360,50 @@ export class PartitionStore {
         cleanBytes: this.bytesBelow(firstDirty),
       });
     });
-    this.vacuumIfWorthIt();
+    this.index.vacuumIfWorthIt();
     return cleanedChanged;
   }
 
   /** Bytes of the rows below `end`. */
   bytesBelow(end: number): number {
-    return this.db.prepare('SELECT COALESCE(SUM(size), 0) FROM records WHERE offset < ?').pluck().get(end) as number;
+    return this.db.prepare('SELECT COALESCE(SUM(size), 0) FROM records WHERE partition = ? AND offset < ?').pluck().get(this.partition, end) as number;
   }
 
   /** Bytes of the rows in [from, to). */
   bytesIn(from: number, to: number): number {
-    return this.db.prepare('SELECT COALESCE(SUM(size), 0) FROM records WHERE offset >= ? AND offset < ?').pluck().get(from, to) as number;
+    return this.db.prepare('SELECT COALESCE(SUM(size), 0) FROM records WHERE partition = ? AND offset >= ? AND offset < ?').pluck().get(this.partition, from, to) as number;
   }
 
   /** How many offsets are held below `end`, and the smallest and largest of them. */
   offsetsBelowStats(end: number): { count: number; min: number; max: number } {
-    const [count, min, max] = this.db.prepare('SELECT COUNT(*), MIN(offset), MAX(offset) FROM records WHERE offset < ?').raw().get(end) as [number, number | null, number | null];
+    const [count, min, max] = this.db
+      .prepare('SELECT COUNT(*), MIN(offset), MAX(offset) FROM records WHERE partition = ? AND offset < ?')
+      .raw()
+      .get(this.partition, end) as [number, number | null, number | null];
     return { count, min: min ?? 0, max: max ?? 0 };
   }
 
   /** Visits the offsets held below `end`, ascending, without collecting them. */
   eachOffsetBelow(end: number, visit: (offset: number) => void): void {
-    for (const offset of this.db.prepare('SELECT offset FROM records WHERE offset < ? ORDER BY offset').pluck().iterate(end) as IterableIterator<number>) visit(offset);
+    const offsets = this.db.prepare('SELECT offset FROM records WHERE partition = ? AND offset < ? ORDER BY offset').pluck().iterate(this.partition, end) as IterableIterator<number>;
+    for (const offset of offsets) visit(offset);
   }
 
   /** Tombstones still held in the cleaned part, waiting for their delete horizon. */
   tombstonesPending(): number {
     return this.db
-      .prepare(`SELECT COUNT(*) FROM records WHERE flags & 3 <> 0 AND flags & ${RecordFlag.Control} = 0 AND offset < ?`)
+      .prepare(`SELECT COUNT(*) FROM records WHERE partition = ? AND flags & 3 <> 0 AND flags & ${RecordFlag.Control} = 0 AND offset < ?`)
       .pluck()
-      .get(this.cp.firstDirty) as number;
+      .get(this.partition, this.cp.firstDirty) as number;
   }
 
-  /**
-   * Gives free pages back to the filesystem once enough have piled up (reaping leaves many). It
-   * only saves space: when the storage fails it, the pages stay free in the file for the next try.
-   */
+  /** Gives free pages of the topic's file back to the filesystem once enough have piled up. */
   vacuumIfWorthIt(): void {
-    try {
-      const free = this.db.pragma('freelist_count', { simple: true }) as number;
-      const pages = this.db.pragma('page_count', { simple: true }) as number;
-      if (free >= VACUUM_MIN_PAGES && free >= pages * VACUUM_FREE_SHARE) {
-        this.db.pragma('incremental_vacuum');
-        this.db.pragma('wal_checkpoint(TRUNCATE)');
-      }
-    } catch (err) {
-      if (!isStorageFailure(err)) throw err;
-    }
+    this.index.vacuumIfWorthIt();
   }
 
-  /** Sets the page cache of this file (KiB); the worker shares one budget among all partitions. */
-  setCacheKiB(kib: number): void {
-    this.db.pragma(`cache_size = -${Math.max(64, Math.floor(kib))}`);
-  }
-
-  /**
-   * Sets how much write-ahead log this file gathers before a checkpoint writes it back (KiB),
-   * which is also the size its WAL file is cut back to; the worker shares one disk budget
-   * among all partitions.
-   */
-  setWalKiB(kib: number): void {
-    const pageSize = this.db.pragma('page_size', { simple: true }) as number;
-    this.db.pragma(`wal_autocheckpoint = ${Math.max(16, Math.floor((kib * 1024) / pageSize))}`);
-    this.db.pragma(`journal_size_limit = ${Math.floor(kib) * 1024}`);
-  }
-
+  /** Closes the topic's file: every partition of the topic, which the registry then opens again. */
   close(): void {
-    if (this.db.open) this.db.close();
-  }
-
-  /** Closes the file and deletes it (and its WAL). */
-  destroy(): void {
-    this.close();
-    removeFiles(this.file);
+    this.index.close();
   }
 }

@@ -1,20 +1,20 @@
 /**
- * The open partition indexes of the worker, and the one place that publishes survivor
- * snapshots: whoever changes what survives (the cleaner, a moved log start, a reset) calls
- * publish, and the main thread's view follows.
+ * The worker's open index files (one per topic) and the partition indexes in them, and the one
+ * place that publishes survivor snapshots: whoever changes what survives (the cleaner, a moved
+ * log start, a reset) calls publish, and the main thread's view follows.
  */
 import type { Logger } from '../../ops/log.js';
-import { listPartitionIndexes, partitionIndexFile, removeTopicIndex } from './index-files.js';
+import { listTopicIndexes, removeEarlierLayouts, removeIndexFile, topicIndexFile } from './index-files.js';
 import { PartitionStore, type PartitionId } from './partition-store.js';
 import { isStorageFailure, storageFix } from './storage-errors.js';
 import { buildSnapshot, type SurvivorSnapshot } from './survivor-set.js';
+import { TopicIndex } from './topic-index.js';
 
 export type SnapshotSink = (id: PartitionId, snapshot: SurvivorSnapshot | null, transfer: ArrayBuffer[]) => void;
 
 /**
- * What all partition files share: SQLite's page cache (memory) and the write-ahead log each
- * gathers before a checkpoint (disk). Each file gets an equal slice within these bounds; with
- * a thousand partitions the floors decide (64 MiB of cache, 512 MiB of WAL at most).
+ * What all index files share: SQLite's page cache (memory) and the write-ahead log each gathers
+ * before a checkpoint (disk). Each file (one per topic) gets an equal slice within these bounds.
  */
 const CACHE_BUDGET_KIB = 32 * 1024;
 const CACHE_MIN_KIB = 64;
@@ -29,6 +29,7 @@ function keyOf(topic: string, partition: number): string {
 }
 
 export class StoreRegistry {
+  private readonly indexes = new Map<string, TopicIndex>();
   private readonly stores = new Map<string, PartitionStore>();
   private cacheKiB = 0;
   private walKiB = 0;
@@ -40,23 +41,23 @@ export class StoreRegistry {
   ) {}
 
   /**
-   * Opens every index on disk and publishes its survivors (a restart serves at once). One the
-   * storage will not let open now is left as it is, its partition served unfiltered, until the
-   * indexer opens it again.
+   * Opens every index on disk and publishes its partitions' survivors (a restart serves at
+   * once). A file the storage will not let open now is left as it is, its partitions served
+   * unfiltered, until the indexer opens it again. Files of an earlier layout are removed: the
+   * indexer rebuilds them from the upstream.
    */
   openExisting(): void {
-    for (const id of listPartitionIndexes(this.dataDir)) {
+    for (const old of removeEarlierLayouts(this.dataDir)) {
+      this.log.warn('removed a partition index of an earlier layout; the indexer rebuilds it from the upstream', { path: old });
+    }
+    for (const topic of listTopicIndexes(this.dataDir)) {
       try {
-        this.ensure(id.topic, id.partition);
+        const index = this.indexOf(topic);
+        for (const partition of index.partitions()) this.ensure(topic, partition);
       } catch (err) {
         if (!isStorageFailure(err)) throw err;
-        const file = this.fileOf(id.topic, id.partition);
-        this.log.error('cannot open a partition index; the partition is served unfiltered until it opens', {
-          ...id,
-          file,
-          err,
-          fix: storageFix(err, file),
-        });
+        const file = this.fileOf(topic);
+        this.log.error('cannot open a topic index; its partitions are served unfiltered until it opens', { topic, file, err, fix: storageFix(err, file) });
       }
     }
   }
@@ -73,53 +74,62 @@ export class StoreRegistry {
     return new Set([...this.stores.values()].map((s) => s.id.topic));
   }
 
-  /** Where the index file of a partition lives. */
-  fileOf(topic: string, partition: number): string {
-    return partitionIndexFile(this.dataDir, topic, partition);
+  /** Where the index file of a topic lives. */
+  fileOf(topic: string): string {
+    return topicIndexFile(this.dataDir, topic);
   }
 
-  /** The open index of a partition, opening or creating its file first. */
+  /** The open index of a partition, opening or creating its topic's file first. */
   ensure(topic: string, partition: number): PartitionStore {
     const key = keyOf(topic, partition);
     const known = this.stores.get(key);
-    if (known) return known;
-    const { store, rebuiltBecause } = PartitionStore.open(partitionIndexFile(this.dataDir, topic, partition), { topic, partition });
-    if (rebuiltBecause) this.log.warn('index file unusable, rebuilding it from the upstream', { topic, partition, reason: rebuiltBecause });
+    if (known?.db.open) return known;
+    const { store, rebuiltBecause } = PartitionStore.in(this.indexOf(topic), partition);
+    if (rebuiltBecause) this.log.warn('partition index unusable, rebuilding it from the upstream', { topic, partition, reason: rebuiltBecause });
     this.stores.set(key, store);
-    store.setCacheKiB(this.cacheKiB || CACHE_MAX_KIB);
-    store.setWalKiB(this.walKiB || WAL_MAX_KIB);
-    this.balance();
     this.publish(store);
     return store;
   }
 
-  /** Throws away a partition's index and starts an empty one (new topic id, corruption, truncation). */
+  /** Throws away a partition's index and starts it empty (new topic id, new key identity, truncation). */
   reset(store: PartitionStore, why: string): PartitionStore {
     const { topic, partition } = store.id;
     this.log.warn('resetting partition index', { topic, partition, reason: why });
-    store.destroy();
-    this.stores.delete(keyOf(topic, partition));
-    // Until the new file is there (the storage may refuse it), the partition is served unfiltered.
+    // Until its rows are gone (the storage may refuse), the partition is served unfiltered.
     this.sink(store.id, null, []);
+    store.clear();
+    this.publish(store);
+    return store;
+  }
+
+  /**
+   * The topic's file is damaged (SQLite found it corrupt): it is deleted and every partition in
+   * it starts empty, to be indexed again from the upstream.
+   */
+  rebuildFile(store: PartitionStore, why: string): PartitionStore {
+    const { topic, partition } = store.id;
+    const partitions = this.forgetTopic(topic);
+    this.log.warn('index file damaged, rebuilding every partition in it from the upstream', { topic, partition, file: store.file, partitions, reason: why });
+    store.index.destroy();
+    for (const p of partitions) if (p !== partition) this.ensure(topic, p);
     return this.ensure(topic, partition);
   }
 
-  /** Closes a partition's file and opens it again: its in-memory state follows what was committed. */
+  /** Reads a partition's state back from its file, reopening the file when it was closed: its in-memory state follows what was committed. */
   reopen(store: PartitionStore): PartitionStore {
-    store.close();
-    this.stores.delete(keyOf(store.id.topic, store.id.partition));
-    return this.ensure(store.id.topic, store.id.partition);
+    if (!store.db.open) {
+      const partitions = this.forgetTopic(store.id.topic);
+      for (const p of partitions) if (p !== store.id.partition) this.ensure(store.id.topic, p);
+      return this.ensure(store.id.topic, store.id.partition);
+    }
+    store.reload();
+    return store;
   }
 
-  /** Closes and deletes the indexes of a topic. */
+  /** Closes and deletes the index of a topic. */
   dropTopic(topic: string): void {
-    for (const [key, store] of this.stores) {
-      if (store.id.topic !== topic) continue;
-      store.close();
-      this.stores.delete(key);
-      this.sink(store.id, null, []);
-    }
-    removeTopicIndex(this.dataDir, topic);
+    this.forgetTopic(topic);
+    removeIndexFile(this.fileOf(topic));
     this.balance();
   }
 
@@ -132,22 +142,50 @@ export class StoreRegistry {
   }
 
   closeAll(): void {
-    for (const store of this.stores.values()) store.close();
+    for (const index of this.indexes.values()) index.close();
+    this.indexes.clear();
     this.stores.clear();
+  }
+
+  /** The open file of a topic, opening (or creating) it first. */
+  private indexOf(topic: string): TopicIndex {
+    const known = this.indexes.get(topic);
+    if (known?.open) return known;
+    const { index, rebuiltBecause } = TopicIndex.open(this.fileOf(topic), topic);
+    if (rebuiltBecause) this.log.warn('index file unusable, rebuilding its partitions from the upstream', { topic, file: index.file, reason: rebuiltBecause });
+    this.indexes.set(topic, index);
+    index.setCacheKiB(this.cacheKiB || CACHE_MAX_KIB);
+    index.setWalKiB(this.walKiB || WAL_MAX_KIB);
+    this.balance();
+    return index;
+  }
+
+  /** Closes a topic's file and forgets its partitions, whose views serve unfiltered; returns them. */
+  private forgetTopic(topic: string): number[] {
+    this.indexes.get(topic)?.close();
+    this.indexes.delete(topic);
+    const partitions: number[] = [];
+    for (const [key, store] of this.stores) {
+      if (store.id.topic !== topic) continue;
+      this.stores.delete(key);
+      partitions.push(store.id.partition);
+      this.sink(store.id, null, []);
+    }
+    return partitions;
   }
 
   /** New files get the current slices; all are resized only when a slice moves by a quarter. */
   private balance(): void {
-    const n = Math.max(1, this.stores.size);
+    const n = Math.max(1, this.indexes.size);
     const cache = Math.min(CACHE_MAX_KIB, Math.max(CACHE_MIN_KIB, CACHE_BUDGET_KIB / n));
     if (Math.abs(cache - this.cacheKiB) > this.cacheKiB / 4) {
       this.cacheKiB = cache;
-      for (const store of this.stores.values()) store.setCacheKiB(cache);
+      for (const index of this.indexes.values()) index.setCacheKiB(cache);
     }
     const wal = Math.min(WAL_MAX_KIB, Math.max(WAL_MIN_KIB, WAL_BUDGET_KIB / n));
     if (Math.abs(wal - this.walKiB) > this.walKiB / 4) {
       this.walKiB = wal;
-      for (const store of this.stores.values()) store.setWalKiB(wal);
+      for (const index of this.indexes.values()) index.setWalKiB(wal);
     }
   }
 }

@@ -566,7 +566,7 @@ export class Indexer {
     tail.lastError = message(err);
     tail.retryAt = Date.now() + 1000;
     if (isDamagedFile(err)) {
-      if (store) this.registry.reset(store, `${(err as { code: string }).code}: ${message(err)}`);
+      if (store) this.registry.rebuildFile(store, `${(err as { code: string }).code}: ${message(err)}`);
       return;
     }
     if (isStorageFailure(err)) {
@@ -574,7 +574,7 @@ export class Indexer {
       const wait = Math.min(this.opts.maxBackoffMs, 500 * 2 ** Math.min(tail.storageFailures - 1, 10));
       tail.retryAt = Date.now() + wait;
       if (tail.storageFailures === 1) {
-        const file = store?.file ?? this.registry.fileOf(tail.topic, tail.partition);
+        const file = store?.file ?? this.registry.fileOf(tail.topic);
         this.log.error('the storage of a partition index failed; indexing of the partition waits for it (its records past the index are served unfiltered, like the uncleaned head of a log)', {
           topic: tail.topic,
           partition: tail.partition,

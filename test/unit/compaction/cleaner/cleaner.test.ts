@@ -100,7 +100,7 @@ describe('Cleaner', () => {
     assert.equal(report.failed.length, 1);
     assert.deepEqual(cleaner.status().uncleanable, [{ topic: 't', partition: 0 }]);
     assert.ok(errors.some((e) => /uncleanable/.test(e)));
-    store.db.exec('CREATE TABLE keys (key BLOB PRIMARY KEY, offset INTEGER NOT NULL) WITHOUT ROWID');
+    store.db.exec('CREATE TABLE keys (partition INTEGER NOT NULL, key BLOB NOT NULL, offset INTEGER NOT NULL, PRIMARY KEY (partition, key)) WITHOUT ROWID');
     const retry = await cleaner.compactNow('t');
     assert.equal(retry.failed.length, 0);
     assert.deepEqual(cleaner.status().uncleanable, []);

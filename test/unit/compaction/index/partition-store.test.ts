@@ -8,7 +8,8 @@ import { cleanPartition } from '../../../../src/compaction/cleaner/clean-partiti
 import { PartitionStore } from '../../../../src/compaction/index/partition-store.js';
 import { keyDigest, keyDigestInto, KEY_DIGEST_BYTES } from '../../../../src/compaction/index/key-digest.js';
 import { RowBuffer } from '../../../../src/compaction/index/row-buffer.js';
-import { listPartitionIndexes, partitionIndexFile } from '../../../../src/compaction/index/index-files.js';
+import { listTopicIndexes, removeEarlierLayouts, topicIndexFile } from '../../../../src/compaction/index/index-files.js';
+import { TopicIndex } from '../../../../src/compaction/index/topic-index.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kcompact-store-'));
 after(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -69,7 +70,7 @@ describe('PartitionStore', () => {
     reopened.close();
   });
 
-  it('recreates a file that is not a database, belongs elsewhere or has another schema', () => {
+  it('recreates a file that is not a database, belongs to another topic, has another schema or an earlier layout', () => {
     const garbage = freshFile();
     fs.writeFileSync(garbage, Buffer.alloc(8192, 0x5a));
     const a = PartitionStore.open(garbage, ID);
@@ -78,16 +79,43 @@ describe('PartitionStore', () => {
     a.store.ingest(rowsFor(0, 5, 5), position(5), ROLL, false);
     a.store.close();
 
-    const other = PartitionStore.open(garbage, { topic: 'orders', partition: 4 });
-    assert.match(other.rebuiltBecause ?? '', /belongs to orders-3/);
+    const other = PartitionStore.open(garbage, { topic: 'payments', partition: 3 });
+    assert.match(other.rebuiltBecause ?? '', /belongs to topic orders/);
     other.store.close();
 
     const old = freshFile();
     PartitionStore.open(old, ID).store.close();
     const db = new Database(old);
-    db.prepare('UPDATE checkpoint SET schema_version = 0').run();
+    db.prepare('UPDATE meta SET schema_version = 0').run();
     db.close();
     assert.match(PartitionStore.open(old, ID).rebuiltBecause ?? '', /schema version 0/);
+
+    const earlier = freshFile();
+    const v2 = new Database(earlier);
+    v2.exec('CREATE TABLE checkpoint (id INTEGER PRIMARY KEY, schema_version INTEGER, topic TEXT, partition INTEGER); INSERT INTO checkpoint VALUES (0, 2, \'orders\', 3)');
+    v2.close();
+    assert.match(PartitionStore.open(earlier, ID).rebuiltBecause ?? '', /not a topic index of schema version 3/);
+  });
+
+  it('keeps the partitions of a topic apart in its file', () => {
+    const file = freshFile();
+    const { index } = TopicIndex.open(file, 'orders');
+    const p0 = PartitionStore.in(index, 0).store;
+    const p1 = PartitionStore.in(index, 1).store;
+    p0.ingest(rowsFor(0, 150, 7), position(150), ROLL, false);
+    p1.ingest(rowsFor(0, 40, 3), position(40), ROLL, false);
+    cleanPartition(p0, 0, 100, 0, 0);
+    assert.equal(p0.rowCount, 57);
+    assert.equal(p1.rowCount, 40);
+    assert.deepEqual(p1.segments.map((s) => s.base), [0]);
+    p1.dropBelow(30);
+    assert.equal(p1.rowCount, 10);
+    assert.equal(p0.rowCount, 57);
+    assert.deepEqual(index.partitions(), [0, 1]);
+    index.close();
+    const again = TopicIndex.open(file, 'orders').index;
+    assert.deepEqual([PartitionStore.in(again, 0).store.rowCount, PartitionStore.in(again, 1).store.rowCount], [57, 10]);
+    again.close();
   });
 
   it('detects a damaged page with quick_check and starts over', () => {
@@ -153,11 +181,13 @@ describe('PartitionStore', () => {
     assert.ok(fs.statSync(file).isDirectory(), 'left as it was');
   });
 
-  it('starts over when its tables disagree with the checkpoint or with each other', () => {
+  it('starts a partition over when its tables disagree with its checkpoint or with each other, and leaves the others', () => {
     const file = freshFile();
     const { store } = PartitionStore.open(file, ID);
     store.ingest(rowsFor(0, 100, 7), position(100), ROLL, false);
     cleanPartition(store, 0, 100, 0, 0);
+    const neighbour = PartitionStore.in(store.index, 9).store;
+    neighbour.ingest(rowsFor(0, 20, 7), position(20), ROLL, false);
     store.close();
     assert.equal(PartitionStore.open(file, ID).rebuiltBecause, undefined, 'a cleaned index is consistent');
     PartitionStore.open(file, ID).store.close();
@@ -168,12 +198,16 @@ describe('PartitionStore', () => {
       const db = new Database(copy);
       db.exec(sql);
       db.close();
-      return PartitionStore.open(copy, ID).rebuiltBecause;
+      const { store: reopened, rebuiltBecause } = PartitionStore.open(copy, ID);
+      assert.equal(reopened.rowCount, rebuiltBecause === undefined ? 7 : 0);
+      assert.equal(PartitionStore.in(reopened.index, 9).store.rowCount, 20, 'the other partition keeps its rows');
+      reopened.close();
+      return rebuiltBecause;
     };
-    assert.match(damage('DELETE FROM records WHERE offset = (SELECT MAX(offset) FROM records)') ?? '', /does not agree/);
-    assert.match(damage('DELETE FROM keys WHERE offset = (SELECT MIN(offset) FROM keys)') ?? '', /does not agree/);
-    assert.match(damage('UPDATE checkpoint SET next_offset = 50') ?? '', /indexed up to 50/);
-    assert.match(damage('UPDATE checkpoint SET first_dirty = 101') ?? '', /out of order/);
+    assert.match(damage('DELETE FROM records WHERE partition = 3 AND offset = (SELECT MAX(offset) FROM records WHERE partition = 3)') ?? '', /does not agree/);
+    assert.match(damage('DELETE FROM keys WHERE partition = 3 AND offset = (SELECT MIN(offset) FROM keys WHERE partition = 3)') ?? '', /does not agree/);
+    assert.match(damage('UPDATE checkpoint SET next_offset = 50 WHERE partition = 3') ?? '', /indexed up to 50/);
+    assert.match(damage('UPDATE checkpoint SET first_dirty = 101 WHERE partition = 3') ?? '', /out of order/);
   });
 
   it('gives reaped pages back to the filesystem', () => {
@@ -190,14 +224,23 @@ describe('PartitionStore', () => {
 });
 
 describe('index files', () => {
-  it('lays out one file per partition and finds them again, whatever the topic name', () => {
+  it('lays out one file per topic and finds them again, whatever the topic name', () => {
     const root = fs.mkdtempSync(path.join(dir, 'data-'));
     for (const [topic, partition] of [['a.b_c-d', 0], ['a.b_c-d', 12], ['weird/..name', 1], ['..', 2]] as const) {
-      const file = partitionIndexFile(root, topic, partition);
-      assert.ok(file.startsWith(path.join(root, 'index') + path.sep), file);
+      const file = topicIndexFile(root, topic);
+      assert.equal(path.dirname(file), path.join(root, 'index'), file);
       PartitionStore.open(file, { topic, partition }).store.close();
     }
-    const found = listPartitionIndexes(root).map((p) => `${p.topic}/${p.partition}`).sort();
-    assert.deepEqual(found, ['../2', 'a.b_c-d/0', 'a.b_c-d/12', 'weird/..name/1']);
+    assert.deepEqual(listTopicIndexes(root).sort(), ['..', 'a.b_c-d', 'weird/..name']);
+  });
+
+  it('removes the directories of partition files an earlier version kept', () => {
+    const root = fs.mkdtempSync(path.join(dir, 'data-'));
+    PartitionStore.open(topicIndexFile(root, 'kept'), { topic: 'kept', partition: 0 }).store.close();
+    fs.mkdirSync(path.join(root, 'index', 'orders'));
+    fs.writeFileSync(path.join(root, 'index', 'orders', '0.sqlite'), 'old');
+    assert.deepEqual(removeEarlierLayouts(root), [path.join(root, 'index', 'orders')]);
+    assert.deepEqual(listTopicIndexes(root), ['kept']);
+    assert.deepEqual(removeEarlierLayouts(root), []);
   });
 });

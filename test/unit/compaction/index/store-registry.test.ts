@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { partitionIndexFile } from '../../../../src/compaction/index/index-files.js';
+import { topicIndexFile } from '../../../../src/compaction/index/index-files.js';
 import type { PartitionId } from '../../../../src/compaction/index/partition-store.js';
 import { StoreRegistry } from '../../../../src/compaction/index/store-registry.js';
 import { createLogger } from '../../../../src/ops/log.js';
@@ -17,10 +17,12 @@ describe('StoreRegistry', () => {
     const seed = new StoreRegistry(dataDir, createLogger(), () => {});
     seed.ensure('t', 0);
     seed.ensure('t', 1);
+    seed.ensure('u', 0);
     seed.closeAll();
-    // Partition 1's file cannot be opened (SQLITE_CANTOPEN), as when the filesystem refuses it.
-    const blocked = partitionIndexFile(dataDir, 't', 1);
-    fs.rmSync(blocked);
+    // Topic u's file cannot be read (SQLITE_CANTOPEN: its WAL cannot be opened), as when the
+    // filesystem refuses it.
+    const blocked = `${topicIndexFile(dataDir, 'u')}-wal`;
+    fs.rmSync(blocked, { force: true });
     fs.mkdirSync(blocked);
 
     const logged: { msg: string; fields?: Record<string, unknown> }[] = [];
@@ -28,12 +30,13 @@ describe('StoreRegistry', () => {
     const published: PartitionId[] = [];
     const registry = new StoreRegistry(dataDir, log, (id) => published.push(id));
     registry.openExisting();
-    assert.deepEqual(published, [{ topic: 't', partition: 0 }], 'the other partition serves at once');
-    assert.equal(registry.get('t', 1), undefined);
+    assert.deepEqual(published, [{ topic: 't', partition: 0 }, { topic: 't', partition: 1 }], 'the other topic serves at once');
+    assert.equal(registry.get('u', 0), undefined);
     assert.ok(fs.statSync(blocked).isDirectory(), 'nothing deleted');
+    assert.ok(fs.existsSync(topicIndexFile(dataDir, 'u')), 'nothing deleted');
     assert.equal(logged.length, 1);
     assert.match(logged[0]!.msg, /served unfiltered/);
-    assert.equal(logged[0]!.fields?.partition, 1);
+    assert.equal(logged[0]!.fields?.topic, 'u');
     assert.match(String(logged[0]!.fields?.fix), /check the filesystem holding/);
     registry.closeAll();
   });

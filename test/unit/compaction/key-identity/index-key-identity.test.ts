@@ -30,7 +30,7 @@ describe('the key identity an index was made with', () => {
     const file = path.join(dir, 'old.sqlite');
     PartitionStore.open(file, ID).store.close();
     const db = new Database(file);
-    db.prepare('UPDATE checkpoint SET schema_version = ?').run(SCHEMA_VERSION - 1);
+    db.prepare('UPDATE meta SET schema_version = ?').run(SCHEMA_VERSION - 1);
     db.close();
     const { store, rebuiltBecause } = PartitionStore.open(file, ID);
     assert.match(rebuiltBecause ?? '', new RegExp(`schema version ${SCHEMA_VERSION - 1}, want ${SCHEMA_VERSION}`));
