@@ -19,7 +19,7 @@
 import type Database from 'better-sqlite3';
 import type { PartitionStore } from '../index/partition-store.js';
 import { RecordFlag } from '../index/record-flags.js';
-import { PENDING_TERM } from '../index/schema.js';
+import { PENDING_RECORDS, PENDING_TERM } from '../index/schema.js';
 
 export interface CleanOutcome {
   firstDirty: number;
@@ -54,23 +54,25 @@ const IDLE_TEMP_CACHE_PAGES = 2;
 /** The dirty map's cache during a clean: some 100k keys before it spills to its temp file. */
 const DIRTY_MAP_CACHE_KIB = 4096;
 
+const prepared = new WeakMap<Database.Database, Statements>();
+
 /**
- * The clean's statements, prepared for each clean and dropped after it: kept per partition they
- * held some 300 KiB of SQLite memory each for good (300 MiB at a thousand partitions), for a
- * clean that comes every few minutes at most and prepares them in well under a millisecond.
+ * The clean's statements, prepared once per index file (a topic's partitions share them) and
+ * gone with its connection.
  */
 function statements(db: Database.Database): Statements {
+  const known = prepared.get(db);
+  if (known) return known;
   // The map of the dirty part lives in the connection's temp database, whose page cache stays
   // at two pages except while a clean fills the map. SQLite gives a page cache an initial block
   // of pages (~90 KiB, held for good) when it caches its first page, unless the cache is that
-  // small then: a thousand partitions would hold a thousand blocks. So a clean touches the map
-  // (clearLatest) before it raises the cache to DIRTY_MAP_CACHE_KIB, past which the map spills
-  // to a temp file.
+  // small then. So a clean touches the map (clearLatest) before it raises the cache to
+  // DIRTY_MAP_CACHE_KIB, past which the map spills to a temp file.
   db.pragma(`temp.cache_size = ${IDLE_TEMP_CACHE_PAGES}`);
   db.exec('CREATE TEMP TABLE IF NOT EXISTS dirty_latest (key BLOB PRIMARY KEY, offset INTEGER NOT NULL) WITHOUT ROWID');
   // Every statement names the partition first: the file holds the topic's other partitions too.
-  return {
-    markers: db.prepare(`SELECT offset, pid, txn_first, horizon FROM records WHERE partition = ? AND ${PENDING_TERM} AND flags & ${CONTROL} <> 0 AND offset < ?`),
+  const made: Statements = {
+    markers: db.prepare(`SELECT offset, pid, txn_first, horizon FROM ${PENDING_RECORDS} WHERE partition = ? AND ${PENDING_TERM} AND flags & ${CONTROL} <> 0 AND offset < ?`),
     txnDataLeft: db.prepare(`SELECT EXISTS (SELECT 1 FROM records WHERE partition = ? AND offset >= ? AND offset < ? AND pid = ? AND flags & ${CONTROL} = 0)`).pluck(),
     setHorizon: db.prepare('UPDATE records SET horizon = ? WHERE partition = ? AND offset = ?'),
     deleteRow: db.prepare('DELETE FROM records WHERE partition = ? AND offset = ?'),
@@ -80,8 +82,9 @@ function statements(db: Database.Database): Statements {
        SELECT key, MAX(offset) FROM records
        WHERE partition = ? AND offset >= ? AND offset < ? AND key IS NOT NULL AND flags & ${NOT_DEDUPED} = 0 GROUP BY key`,
     ),
+    // CROSS JOIN keeps the map outside: a probe of keys per dirty key, not a pass over every key of the partition.
     reapSuperseded: db.prepare(
-      'DELETE FROM records WHERE partition = ? AND offset IN (SELECT k.offset FROM keys k JOIN temp.dirty_latest d ON k.partition = ? AND d.key = k.key)',
+      'DELETE FROM records WHERE partition = ? AND offset IN (SELECT k.offset FROM temp.dirty_latest d CROSS JOIN keys k ON k.partition = ? AND k.key = d.key)',
     ),
     reapDirty: db.prepare(
       `DELETE FROM records WHERE partition = ? AND offset >= ? AND offset < ? AND flags & ${CONTROL} = 0
@@ -90,11 +93,13 @@ function statements(db: Database.Database): Statements {
     keepLatest: db.prepare('INSERT OR REPLACE INTO keys (partition, key, offset) SELECT ?, key, offset FROM temp.dirty_latest'),
     // A tombstone still held below end is its key's latest there, so keys maps that key to it.
     forgetExpiredKeys: db.prepare(
-      `DELETE FROM keys WHERE partition = ? AND key IN (SELECT key FROM records WHERE partition = ? AND ${TOMBSTONE_ROWS} AND offset < ? AND horizon <= ?)`,
+      `DELETE FROM keys WHERE partition = ? AND key IN (SELECT key FROM ${PENDING_RECORDS} WHERE partition = ? AND ${TOMBSTONE_ROWS} AND offset < ? AND horizon <= ?)`,
     ),
-    reapExpired: db.prepare(`DELETE FROM records WHERE partition = ? AND ${TOMBSTONE_ROWS} AND offset < ? AND horizon <= ?`),
-    setTombstoneHorizons: db.prepare(`UPDATE records SET horizon = ? WHERE partition = ? AND ${TOMBSTONE_ROWS} AND offset < ? AND horizon IS NULL`),
+    reapExpired: db.prepare(`DELETE FROM ${PENDING_RECORDS} WHERE partition = ? AND ${TOMBSTONE_ROWS} AND offset < ? AND horizon <= ?`),
+    setTombstoneHorizons: db.prepare(`UPDATE ${PENDING_RECORDS} SET horizon = ? WHERE partition = ? AND ${TOMBSTONE_ROWS} AND offset < ? AND horizon IS NULL`),
   };
+  prepared.set(db, made);
+  return made;
 }
 
 /**

@@ -15,6 +15,7 @@ import type Database from 'better-sqlite3';
 import { KEY_DIGEST_BYTES } from './key-digest.js';
 import { RecordFlag } from './record-flags.js';
 import type { RowBuffer } from './row-buffer.js';
+import { PENDING_RECORDS, PENDING_TERM } from './schema.js';
 import { appendToSegment, type RollPolicy, type Segment } from './segment-roller.js';
 import { INSERT_CHUNK, INSERT_COLUMNS, IndexFileError, TopicIndex } from './topic-index.js';
 
@@ -392,7 +393,7 @@ export class PartitionStore {
   /** Tombstones still held in the cleaned part, waiting for their delete horizon. */
   tombstonesPending(): number {
     return this.db
-      .prepare(`SELECT COUNT(*) FROM records WHERE partition = ? AND flags & 3 <> 0 AND flags & ${RecordFlag.Control} = 0 AND offset < ?`)
+      .prepare(`SELECT COUNT(*) FROM ${PENDING_RECORDS} WHERE partition = ? AND ${PENDING_TERM} AND flags & ${RecordFlag.Control} = 0 AND offset < ?`)
       .pluck()
       .get(this.partition, this.cp.firstDirty) as number;
   }

@@ -65,3 +65,10 @@ CREATE TABLE open_txns (partition INTEGER NOT NULL, pid INTEGER NOT NULL, first_
 
 /** The partial index above, as a WHERE term: queries must repeat it word for word to use it. */
 export const PENDING_TERM = 'flags & 3 <> 0';
+
+/**
+ * The records table read through that partial index (the WHERE must hold PENDING_TERM): the
+ * planner would otherwise take the primary key, which leads with the partition too, and go
+ * through every record of the partition for the few tombstones and markers.
+ */
+export const PENDING_RECORDS = 'records INDEXED BY records_pending';
