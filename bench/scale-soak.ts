@@ -162,7 +162,7 @@ export async function soak(proxy: RunningProxyProcess, reportDir: string, topics
   const groupResults = await Promise.all(groups.map((g) => g.done()));
 
   const points = (pick: (s: SoakSample) => number): Point[] => samples.map((s) => ({ at: s.at, value: pick(s) }));
-  const afterCollections = collections(points((s) => s.heapTotal.main));
+  const afterCollections = collections(points((s) => s.heapUsed.main));
   const trends = {
     rss: trend(points((s) => s.rss), cfg.seconds, afterCollections),
     heapUsed: trend(points((s) => s.heapUsed.main + s.heapUsed.worker), cfg.seconds, afterCollections),

@@ -6,7 +6,9 @@
  * after 2, then after more than 8 minutes), and RSS follows it. So neither the slope of the raw
  * samples nor their lowest value over a stretch says whether memory is kept: what a process
  * keeps is what is left right after a full collection. The soak marks the samples that follow
- * one (the main thread's heap shrank by a quarter or more since the sample before).
+ * one: the main thread's used heap shrank by a quarter or more since the sample before (its
+ * reserved heap rarely shrinks that much once the process has grown: a 30-minute soak at a
+ * thousand partitions saw it happen not once).
  *
  * The rule: the first fifth of the soak is warm-up (consumer groups reading every topic from
  * offset 0, the first rounds of cleaning, caches and write-ahead logs filling to their budgets)
@@ -21,7 +23,7 @@ export const WARM_UP_SHARE = 0.2;
 export const FLAT_BYTES_PER_10_MIN = 2 * 2 ** 20;
 export const FLAT_SHARE_PER_10_MIN = 0.01;
 export const MIN_VERDICT_SECONDS = 600;
-/** A full collection shows as the main thread's heap shrinking by this share from one sample to the next. */
+/** A full collection shows as the main thread's used heap shrinking by this share from one sample to the next. */
 export const COLLECTION_SHRINK = 0.25;
 
 export const FLAT_RULE =

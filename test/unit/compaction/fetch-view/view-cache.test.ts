@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { ViewCache, type ViewedBatch } from '../../../../src/compaction/fetch-view/view-cache.js';
+import { ENTRY_OVERHEAD, ViewCache, type ViewedBatch } from '../../../../src/compaction/fetch-view/view-cache.js';
 import { FakeIndex, readBatches, roundTrip, type FetchSpec } from './fake-log.js';
 import { bed, TOPIC_ID, type Bed } from './fetch-bed.js';
 import { seededRng, type Rng } from '../../protocol/sample-body.js';
@@ -45,7 +45,7 @@ describe('ViewCache', () => {
     assert.equal(cache.from('t', 0, before, 0, 0), undefined, 'gone for good');
   });
 
-  test('batches already held are skipped; upstream bytes are copied, rebuilt ones kept', () => {
+  test('batches already held are skipped; what is kept is copied into one buffer of its own', () => {
     const cache = new ViewCache(1 << 20);
     const snapshot = {};
     const upstream = Buffer.alloc(100, 7);
@@ -58,17 +58,20 @@ describe('ViewCache', () => {
     upstream.fill(0);
     const served = cache.from('t', 0, snapshot, 0, 0)!;
     assert.ok(served[0]!.bytes.equals(Buffer.alloc(50, 7)), 'a copy, not the reused read buffer');
-    assert.equal(served[1]!.bytes, rebuilt.bytes);
+    assert.ok(served[1]!.bytes.equals(rebuilt.bytes));
+    assert.notEqual(served[1]!.bytes.buffer, rebuilt.bytes.buffer, 'not a slice of a pool slab a small rebuilt batch may lie in');
+    assert.equal(served[0]!.bytes.buffer, served[1]!.bytes.buffer, 'one allocation per read');
+    assert.equal(served[1]!.bytes.buffer.byteLength, 150);
   });
 
   test('stays within its budget, dropping the partition read least recently', () => {
-    const cache = new ViewCache(3 * (1000 + 120));
+    const cache = new ViewCache(3 * (1000 + ENTRY_OVERHEAD));
     const snapshot = {};
     cache.record('t', 0, snapshot, [batch(0, 9, 1000)]);
     cache.record('t', 1, snapshot, [batch(0, 9, 1000)]);
     cache.from('t', 0, snapshot, 0, 0);
     cache.record('t', 2, snapshot, [batch(0, 9, 1000), batch(10, 19, 1000)]);
-    assert.ok(cache.stats.bytes <= 3 * 1120);
+    assert.ok(cache.stats.bytes <= 3 * (1000 + ENTRY_OVERHEAD));
     assert.equal(cache.from('t', 1, snapshot, 0, 0), undefined, 'partition 1 was read least recently');
     assert.ok(cache.from('t', 0, snapshot, 0, 0));
     assert.deepEqual(bases(cache.from('t', 2, snapshot, 0, 0)), [0, 10]);
