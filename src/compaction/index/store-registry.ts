@@ -108,27 +108,38 @@ export class StoreRegistry {
    */
   rebuildFile(store: PartitionStore, why: string): PartitionStore {
     const { topic, partition } = store.id;
-    const partitions = this.forgetTopic(topic);
+    const current = this.get(topic, partition);
+    if (current !== store && current?.db.open) return current;
+    const partitions = this.closeTopic(topic);
     this.log.warn('index file damaged, rebuilding every partition in it from the upstream', { topic, partition, file: store.file, partitions, reason: why });
-    store.index.destroy();
+    // Until the rebuilt index catches up, the partitions are served unfiltered.
+    for (const p of partitions) this.sink({ topic, partition: p }, null, []);
+    removeIndexFile(this.fileOf(topic));
     for (const p of partitions) if (p !== partition) this.ensure(topic, p);
     return this.ensure(topic, partition);
   }
 
-  /** Reads a partition's state back from its file, reopening the file when it was closed: its in-memory state follows what was committed. */
+  /**
+   * Reads a partition's state back from its file, reopening the file when it was closed: its
+   * in-memory state follows what was committed. Its survivors stay published meanwhile: the
+   * file holds them.
+   */
   reopen(store: PartitionStore): PartitionStore {
-    if (!store.db.open) {
-      const partitions = this.forgetTopic(store.id.topic);
-      for (const p of partitions) if (p !== store.id.partition) this.ensure(store.id.topic, p);
-      return this.ensure(store.id.topic, store.id.partition);
+    const { topic, partition } = store.id;
+    const current = this.get(topic, partition);
+    if (current !== store && current?.db.open) return current;
+    if (store.db.open) {
+      store.reload();
+      return store;
     }
-    store.reload();
-    return store;
+    const partitions = this.closeTopic(topic);
+    for (const p of partitions) if (p !== partition) this.ensure(topic, p);
+    return this.ensure(topic, partition);
   }
 
   /** Closes and deletes the index of a topic. */
   dropTopic(topic: string): void {
-    this.forgetTopic(topic);
+    for (const partition of this.closeTopic(topic)) this.sink({ topic, partition }, null, []);
     removeIndexFile(this.fileOf(topic));
     this.balance();
   }
@@ -160,8 +171,8 @@ export class StoreRegistry {
     return index;
   }
 
-  /** Closes a topic's file and forgets its partitions, whose views serve unfiltered; returns them. */
-  private forgetTopic(topic: string): number[] {
+  /** Closes a topic's file and forgets its partitions; returns them. */
+  private closeTopic(topic: string): number[] {
     this.indexes.get(topic)?.close();
     this.indexes.delete(topic);
     const partitions: number[] = [];
@@ -169,7 +180,6 @@ export class StoreRegistry {
       if (store.id.topic !== topic) continue;
       this.stores.delete(key);
       partitions.push(store.id.partition);
-      this.sink(store.id, null, []);
     }
     return partitions;
   }

@@ -209,10 +209,4 @@ export class TopicIndex {
   close(): void {
     if (this.db.open) this.db.close();
   }
-
-  /** Closes the file and deletes it (and its WAL). */
-  destroy(): void {
-    this.close();
-    removeIndexFile(this.file);
-  }
 }

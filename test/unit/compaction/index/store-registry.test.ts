@@ -6,7 +6,19 @@ import { after, describe, it } from 'node:test';
 import { topicIndexFile } from '../../../../src/compaction/index/index-files.js';
 import type { PartitionId } from '../../../../src/compaction/index/partition-store.js';
 import { StoreRegistry } from '../../../../src/compaction/index/store-registry.js';
+import { RowBuffer } from '../../../../src/compaction/index/row-buffer.js';
+import type { SurvivorSnapshot } from '../../../../src/compaction/index/survivor-set.js';
 import { createLogger } from '../../../../src/ops/log.js';
+
+/** `n` keyless rows from offset 0, in one batch. */
+function rows(n: number): RowBuffer {
+  const out = new RowBuffer(8);
+  out.pushBatch(0, n - 1, 10 * n, 1000);
+  for (let o = 0; o < n; o++) out.push(o, 1000 + o, 10, 0);
+  return out;
+}
+
+const ROLL = { segmentBytes: 1e9, maxSegmentMs: 1e12 };
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kcompact-registry-'));
 after(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -38,6 +50,31 @@ describe('StoreRegistry', () => {
     assert.match(logged[0]!.msg, /served unfiltered/);
     assert.equal(logged[0]!.fields?.topic, 'u');
     assert.match(String(logged[0]!.fields?.fix), /check the filesystem holding/);
+    registry.closeAll();
+  });
+
+  it('rebuilds a damaged topic file with every partition in it, served unfiltered meanwhile; a stale store changes nothing', () => {
+    const dataDir = path.join(dir, 'rebuild');
+    const published: [number, SurvivorSnapshot | null][] = [];
+    const registry = new StoreRegistry(dataDir, createLogger(), (id, snapshot) => void published.push([id.partition, snapshot]));
+    for (const p of [0, 1]) registry.ensure('t', p).ingest(rows(20), { nextOffset: 20, logStartOffset: 0, lastStableOffset: 20, highWatermark: 20 }, ROLL, false);
+    const damaged = registry.get('t', 0)!;
+    published.length = 0;
+    const fresh = registry.rebuildFile(damaged, 'SQLITE_CORRUPT: test');
+    assert.deepEqual(published.map(([p, s]) => [p, s === null]), [[0, true], [1, true], [1, false], [0, false]], 'unfiltered, then the empty indexes');
+    assert.deepEqual([fresh.rowCount, registry.get('t', 1)!.rowCount], [0, 0]);
+    assert.equal(damaged.db.open, false);
+
+    published.length = 0;
+    assert.equal(registry.rebuildFile(damaged, 'seen again by a stale store'), fresh, 'a second report of the same damage rebuilds nothing');
+    assert.equal(registry.reopen(damaged), fresh);
+    assert.equal(published.length, 0, 'and unpublishes nothing');
+
+    fresh.close();
+    const reopened = registry.reopen(fresh);
+    assert.notEqual(reopened, fresh);
+    assert.ok(reopened.db.open && registry.get('t', 1)!.db.open, 'a closed file is opened again for all its partitions');
+    assert.ok(published.every(([, s]) => s !== null), 'whose survivors stay published meanwhile');
     registry.closeAll();
   });
 });
