@@ -170,7 +170,7 @@ function memoryRow(label: string, m: MemoryAt): string[] {
   return [label, mib(m.memory.rss), mib(m.memory.anon), mib(m.memory.file + m.memory.shmem), mib(h.main.heapTotal), mib(workerHeap), mib(external), mib(m.memory.rss - h.main.heapTotal - workerHeap - external), mib(m.files.db + m.files.wal)];
 }
 
-function loadReport(r: LoadResult, inv: Invariants, afterReads: MemoryAt | undefined): string[] {
+function loadReport(r: LoadResult, inv: Invariants, afterReads: MemoryAt | undefined, settled: MemoryAt | undefined): string[] {
   const i = r.ingest;
   const perCore = i.workerCpuSeconds ? i.indexed / i.workerCpuSeconds : null;
   const produced = r.produce.reduce((n, p) => n + p.records, 0);
@@ -210,6 +210,7 @@ function loadReport(r: LoadResult, inv: Invariants, afterReads: MemoryAt | undef
       memoryRow('indexed', r.indexed),
       memoryRow('cleaned', r.cleaned),
       ...(afterReads ? [memoryRow('+ read sample, after (b)', afterReads)] : []),
+      ...(settled ? [memoryRow(`${SETTLE_MS / 1000} s later, idle`, settled)] : []),
     ]).replace(/^/gm, '  '),
     `  index: ${int(r.cleaned.files.files)} files, ${mib(r.indexed.files.db + r.indexed.files.wal)} indexed, ${mib(r.cleaned.files.db + r.cleaned.files.wal)} cleaned (${((r.cleaned.files.db + r.cleaned.files.wal) / inv.expectedRows).toFixed(1)} bytes per live key), -shm maps ${mib(r.cleaned.files.shm)}`,
     '',
@@ -251,6 +252,13 @@ function soakReport(r: SoakResult): string[] {
   ];
 }
 
+/**
+ * How long the idle proxy is left before the last memory figure (context, not the budget): past
+ * the read path's 5 s after which kept read buffers are let go, so what stays shows apart from
+ * what a burst of reads holds for a moment.
+ */
+const SETTLE_MS = 10_000;
+
 async function main(): Promise<void> {
   const missing: string[] = missingPeers().filter((m) => m === 'Kafka jars' || m === 'java');
   if (kbenchMissing()) missing.push('kbench');
@@ -268,7 +276,7 @@ async function main(): Promise<void> {
   const reports = makeTempDir('kcompact-bench-reports-');
   let reference: RunningKafka | undefined;
   let proxy: RunningProxyProcess | undefined;
-  const results: { load?: LoadResult; invariants?: Invariants; reads?: ReadResult; afterReads?: MemoryAt; soak?: SoakResult } = {};
+  const results: { load?: LoadResult; invariants?: Invariants; reads?: ReadResult; afterReads?: MemoryAt; settled?: MemoryAt; soak?: SoakResult } = {};
   try {
     proxy = await startProxyProcess(kafka.bootstrap, 1, { nodeArgs: reportNodeArgs(reports.path), parentDir: indexDir, args: ['--cleaner-backoff-ms', String(cfg.cleanerBackoffMs)] });
     log(`Kafka at ${kafka.bootstrap}, proxy at ${proxy.bootstrap} (pid ${proxy.proc.pid}, management ${proxy.management})`);
@@ -280,6 +288,8 @@ async function main(): Promise<void> {
     await reference.stop();
     reference = undefined;
     results.afterReads = await memoryAt(proxy, reports.path);
+    await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+    results.settled = await memoryAt(proxy, reports.path);
     if (cfg.soak.seconds > 0) results.soak = await soak(proxy, reports.path, topics, cfg.soak, log);
   } catch (err) {
     // A client error may only be the upstream gone: what the broker last said tells.
@@ -298,7 +308,7 @@ async function main(): Promise<void> {
     `kcompact scale benchmark: ${int(cfg.partitions)} compacted partitions, ${int(cfg.keys)} keys, behind one proxy (its own node process, MALLOC_ARENA_MAX=${DEPLOYED_MALLOC_ARENA_MAX}) in front of Apache Kafka 4.4 (cleaner off, one broker);`,
     `Kafka logs on ${tmp ?? 'the default temp dir'}, the proxy's SQLite index under ${indexDir}; figures from a shared ${os.cpus().length}-core machine where Kafka, the proxy and the franz-go clients compete for CPU.`,
     '',
-    ...loadReport(results.load, results.invariants, results.afterReads),
+    ...loadReport(results.load, results.invariants, results.afterReads, results.settled),
     '',
     `(b) on a sample of ${cfg.read.partitions} of the ${int(cfg.partitions)} partitions:`,
     ...readReport(results.reads),
