@@ -235,8 +235,8 @@ export class Cleaner {
       this.deps.log.debug('cleaned partition', { topic, partition, ...outcome });
       if (this.storageFailed.delete(idOf(store))) this.deps.log.info('cleaning resumed: the index file is writable again', { topic, partition });
       this.deps.registry.publish(store);
-      // The clean and the survivor snapshot read much of the file: the pages they leave cached
-      // would stay, a full cache share per partition cleaned.
+      // The clean and the survivor snapshot read much of the partition: the pages they leave
+      // cached would stay, a full cache share per topic file, for pages ingest rarely reads.
       store.db.pragma('shrink_memory');
       return end;
     } catch (err) {
