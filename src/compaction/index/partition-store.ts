@@ -19,8 +19,6 @@ import { PENDING_RECORDS, PENDING_TERM } from './schema.js';
 import { appendToSegment, type RollPolicy, type Segment } from './segment-roller.js';
 import { INSERT_CHUNK, INSERT_COLUMNS, IndexFileError, TopicIndex } from './topic-index.js';
 
-export { IndexFileError } from './topic-index.js';
-
 export interface PartitionId {
   topic: string;
   partition: number;
