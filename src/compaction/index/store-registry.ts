@@ -115,8 +115,7 @@ export class StoreRegistry {
     // Until the rebuilt index catches up, the partitions are served unfiltered.
     for (const p of partitions) this.sink({ topic, partition: p }, null, []);
     removeIndexFile(this.fileOf(topic));
-    for (const p of partitions) if (p !== partition) this.ensure(topic, p);
-    return this.ensure(topic, partition);
+    return this.openAgain(topic, partitions, partition);
   }
 
   /**
@@ -133,8 +132,7 @@ export class StoreRegistry {
       return store;
     }
     const partitions = this.closeTopic(topic);
-    for (const p of partitions) if (p !== partition) this.ensure(topic, p);
-    return this.ensure(topic, partition);
+    return this.openAgain(topic, partitions, partition);
   }
 
   /** Closes and deletes the index of a topic. */
@@ -169,6 +167,12 @@ export class StoreRegistry {
     index.setWalKiB(this.walKiB || WAL_MAX_KIB);
     this.balance();
     return index;
+  }
+
+  /** Opens a topic's file again for the partitions it had; returns the index of `partition`. */
+  private openAgain(topic: string, partitions: number[], partition: number): PartitionStore {
+    for (const p of partitions) if (p !== partition) this.ensure(topic, p);
+    return this.ensure(topic, partition);
   }
 
   /** Closes a topic's file and forgets its partitions; returns them. */
