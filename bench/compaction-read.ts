@@ -59,7 +59,7 @@ export interface ReadResult {
   /** Bytes of the compacted topic's index before and after the clean. */
   indexBytes: { indexed: number; cleaned: number };
   runs: ReadRun[];
-  /** Reads on the fetch view answered from its cache over all rounds, and the bytes it held at the end. */
+  /** Reads the fetch view answered from its cache over all rounds, and the bytes it held at the end. */
   viewCache: { reads: number; bytes: number };
   /** Median seconds per target. */
   seconds: Record<ReadTarget, number>;

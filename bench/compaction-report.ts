@@ -64,7 +64,7 @@ export function readReport(r: ReadResult): string[] {
     `  net of a reader's fixed cost (the one-record topic, ${(1000 * r.seconds['one-proxy']).toFixed(0)} ms through the proxy, ${(1000 * r.seconds['one-direct']).toFixed(0)} ms direct; context, not the budget):`,
     `    raw log through the proxy / compacted view ${(netRaw / netView).toFixed(1)}x, compacted view / Kafka's compacted topic ${(netView / netKafka).toFixed(2)}x`,
     `  the first round, with nothing in the view cache yet (context): view ${first('view').toFixed(3)} s, Kafka ${first('kafka').toFixed(3)} s, ${(first('view') / first('kafka')).toFixed(2)}x;` +
-      ` later rounds read what survives from the cache (${int(r.viewCache.reads)} reads on answered from it, ${mib(r.viewCache.bytes)} held)`,
+      ` later rounds read what survives from the cache (${int(r.viewCache.reads)} reads answered from it, ${mib(r.viewCache.bytes)} held)`,
     `  the compacted view ${same ? 'returned as many records as Kafka' : `returned ${[...viewRecords].join('/')} records, Kafka ${[...kafkaRecords].join('/')}: they should be equal`}`,
   ];
 }

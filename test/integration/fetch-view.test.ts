@@ -300,7 +300,7 @@ test('franz-go reading twice with small fetches: the second read reads on from t
   const cacheReads = view.cache.reads;
   const again = await measured(() => peerConsume(path.join(binDir, 'franzclient'), ['consume', ...small]));
   assertSurvivors(again.result.records, 'franz-go, read again');
-  assert.ok(view.cache.reads > cacheReads, 'reads on answered from the view cache');
+  assert.ok(view.cache.reads > cacheReads, 'reads answered from the view cache');
   assert.equal(again.extraReads, 0, 'and none from the upstream');
 });
 

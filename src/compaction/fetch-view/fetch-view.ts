@@ -4,6 +4,11 @@
  * from the next surviving offset (read-plan.ts), the answer's batches are filtered to the
  * survivors (visible-records.ts, partition-view.ts), and fetch sessions are kept off
  * (fetch-session.ts). Partitions of other topics pass through byte for byte.
+ *
+ * A partition whose fetch offset the view cache holds is still asked of the upstream, for its
+ * error, high watermark, last stable offset and log start, but for no records: its answer comes
+ * from the cache. Otherwise each such fetch would read up to the client's partition limit of raw
+ * log (a megabyte by default, mostly superseded records) only for the view to drop it.
  */
 import type { Logger } from '../../ops/log.js';
 import { ApiKey, decodeResponse, encodeRequestFrame, encodeResponseFrame } from '../../protocol/messages.js';
@@ -17,7 +22,7 @@ import { isIncremental, isSessionless, sessionFields, sessionlessFrame, sessionN
 import { PartitionAnswer, type PartitionTarget, type ViewCounters } from './partition-view.js';
 import { planRead } from './read-plan.js';
 import type { PartitionRecords, UpstreamReads } from './upstream-reads.js';
-import { DEFAULT_VIEW_CACHE_BYTES, ViewCache, type ViewCacheStats } from './view-cache.js';
+import { DEFAULT_VIEW_CACHE_BYTES, ViewCache, type ViewCacheStats, type ViewedBatch } from './view-cache.js';
 
 export interface FetchViewOptions {
   config: TopicConfigView;
@@ -63,6 +68,7 @@ interface FetchRequestBody {
   replicaId?: number;
   replicaState?: { replicaId: number };
   maxWaitMs: number;
+  minBytes: number;
   maxBytes: number;
   isolationLevel: number;
   sessionId: number;
@@ -87,9 +93,17 @@ interface FetchResponseBody {
 }
 
 const FIRST_TOPIC_ID_VERSION = 13;
+const READ_UNCOMMITTED = 0;
 const FORWARD: Interception = { forward: true };
 
 const targetKey = (topicKey: string, partition: number) => `${topicKey}\u0000${partition}`;
+
+/** What a cached run brings an answer limited to `limit` bytes. */
+function cachedBytesUpTo(batches: readonly ViewedBatch[], limit: number): number {
+  let bytes = 0;
+  for (let i = 0; i < batches.length && bytes < limit; i++) bytes += batches[i]!.bytes.length;
+  return Math.min(bytes, limit);
+}
 
 export function createFetchView(opts: FetchViewOptions): FetchView {
   const clock = opts.clock ?? Date.now;
@@ -111,10 +125,15 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
   const topicKey = (t: { topic?: string; topicId?: string }, byId: boolean) => (byId ? t.topicId ?? '' : t.topic ?? '');
   const topicName = (t: { topic?: string; topicId?: string }, byId: boolean) => (byId ? opts.topicIds.name(t.topicId ?? '') : t.topic);
 
-  /** Plans each compacted partition's read, moving its fetch offset in the body. */
-  function plan(req: InterceptedRequest, body: FetchRequestBody, byId: boolean): { targets: Map<string, PartitionTarget>; moved: boolean } {
+  /**
+   * Plans each compacted partition's read, moving its fetch offset in the body, and asking for no
+   * records where the view cache answers. The bytes the cache brings count towards the request's
+   * min bytes, as they would in Kafka's cleaned log, so the upstream does not wait for more.
+   */
+  function plan(req: InterceptedRequest, body: FetchRequestBody, byId: boolean): { targets: Map<string, PartitionTarget>; changed: boolean } {
     const targets = new Map<string, PartitionTarget>();
-    let moved = false;
+    let changed = false;
+    let cachedBytes = 0;
     for (const t of body.topics) {
       const name = topicName(t, byId);
       if (name === undefined || !opts.config.compacted(name)) continue;
@@ -122,12 +141,19 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
         const view = opts.index.partition(name, p.partition);
         if (!view) continue;
         const clientOffset = Number(p.fetchOffset);
+        const partitionMaxBytes = p.partitionMaxBytes;
         const answerKey = EmptyAnswers.key(req.header.clientId, name, p.partition, clientOffset);
         const read = planRead(view, clientOffset, answers.recall(answerKey));
         if (read.fetchOffset !== clientOffset) {
           p.fetchOffset = BigInt(read.fetchOffset);
           stats.seeks++;
-          moved = true;
+          changed = true;
+        }
+        const cached = body.isolationLevel === READ_UNCOMMITTED ? cache.from(name, p.partition, view, read.fetchOffset, clientOffset) : undefined;
+        if (cached) {
+          cachedBytes += cachedBytesUpTo(cached, partitionMaxBytes);
+          p.partitionMaxBytes = 0;
+          changed = true;
         }
         targets.set(targetKey(topicKey(t, byId), p.partition), {
           topic: name,
@@ -135,25 +161,27 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
           view,
           clientOffset,
           plan: read,
+          cached,
           currentLeaderEpoch: p.currentLeaderEpoch,
-          partitionMaxBytes: p.partitionMaxBytes,
+          partitionMaxBytes,
           isolationLevel: body.isolationLevel,
           answerKey,
         });
       }
     }
-    return { targets, moved };
+    if (cachedBytes > 0) body.minBytes = Math.max(0, body.minBytes - cachedBytes);
+    return { targets, changed };
   }
 
   function view(req: InterceptedRequest, body: FetchRequestBody, byId: boolean): Interception {
     const session = sessionFields(req);
-    const { targets, moved } = plan(req, body, byId);
+    const { targets, changed } = plan(req, body, byId);
     const sessionless = isSessionless(session);
     if (targets.size === 0) return sessionless ? FORWARD : { forward: true, frame: sessionlessFrame(req) };
     stats.viewedRequests++;
     const started = clock();
     let frame: Buffer | undefined;
-    if (moved) {
+    if (changed) {
       if (session) {
         body.sessionId = 0;
         body.sessionEpoch = SESSIONLESS_EPOCH;

@@ -27,6 +27,8 @@ export interface PartitionTarget {
   /** The offset the client asked for. */
   clientOffset: number;
   plan: ReadPlan;
+  /** The view cache's batches from the planned fetch offset, when it held them at planning. */
+  cached?: readonly ViewedBatch[];
   currentLeaderEpoch: number;
   partitionMaxBytes: number;
   isolationLevel: number;
@@ -57,6 +59,8 @@ export class PartitionAnswer {
   private full = false;
   /** The complete raw batches seen so far, to size further reads by what an offset costs. */
   private readonly walked: BatchesWalked = { bytes: 0, offsets: 0, batches: 0 };
+  /** Whether the answer's last batches came from the view cache rather than an upstream read. */
+  private lastFromCache = false;
   /** The reads on made for this answer: parts of the answer are views of them until it goes out. */
   private readonly reads: UpstreamRead[] = [];
 
@@ -73,11 +77,20 @@ export class PartitionAnswer {
    * larger than the upstream's, so the limits hold here too: a cut-off tail that no longer fits
    * is left out, and whole batches past them wait; the first always comes, or a batch that grew
    * past a limit its original met would never reach the client.
+   * A partition planned from the view cache was asked of the upstream for no records (at most its
+   * first batch comes, as Kafka's first partition of a response always brings one): the cache's
+   * batches are its answer, unless the upstream's high watermark says they are no longer there.
    */
   static async start(target: PartitionTarget, data: PartitionRecords, counters: ViewCounters, responseRoom: number, cache: ViewCache): Promise<PartitionAnswer> {
     const answer = new PartitionAnswer(target, data, counters, cache);
+    if (data.errorCode !== 0) return answer;
     const budget = { maxBytes: Math.min(target.partitionMaxBytes, responseRoom), oneAnyway: true };
-    if (data.errorCode === 0) answer.add(await answer.view(data.records, budget));
+    if (target.cached && target.plan.fetchOffset < Number(answer.limit())) {
+      answer.changed = true;
+      answer.add(cachedRecords(target.cached, budget), true);
+    } else {
+      answer.add(await answer.view(data.records, budget));
+    }
     return answer;
   }
 
@@ -100,15 +113,16 @@ export class PartitionAnswer {
   /**
    * Whether another read belongs in the answer: records remain before the high watermark, and
    * either the client has nothing yet or the answer is below its partition limit and the next
-   * offset below the cleaner's horizon. Past the horizon nothing is filtered, so the one read
-   * already made is what Kafka would have answered.
+   * offset below the cleaner's horizon. Past the horizon nothing is filtered, so an upstream read
+   * that ran into it is what Kafka would have answered; cached batches stop at the horizon, and
+   * one upstream read past it follows them.
    */
   get wantsMore(): boolean {
     if (this.failed || this.corrupt !== null || this.full || this.end < 0) return false;
     const next = this.end + 1;
     if (next >= Number(this.limit())) return false;
     if (this.progress === 0) return true;
-    return next < this.target.view.cleanedUpTo() && this.size < this.target.partitionMaxBytes;
+    return (next < this.target.view.cleanedUpTo() || this.lastFromCache) && this.size < this.target.partitionMaxBytes;
   }
 
   /**
@@ -138,7 +152,7 @@ export class PartitionAnswer {
         const seen = cachedRecords(cached, { maxBytes: room, oneAnyway: alone });
         if (seen.end < 0 || (seen.full && seen.batches.length === 0)) return;
         this.changed = true;
-        this.add(seen);
+        this.add(seen, true);
         continue;
       }
       this.counters.extraReads++;
@@ -212,7 +226,8 @@ export class PartitionAnswer {
     return this.target.isolationLevel === 1 && lso >= 0n ? lso : this.data.highWatermark;
   }
 
-  private add(seen: VisibleRecords): void {
+  private add(seen: VisibleRecords, fromCache = false): void {
+    this.lastFromCache = fromCache;
     this.walked.bytes += seen.walked.bytes;
     this.walked.offsets += seen.walked.offsets;
     this.walked.batches += seen.walked.batches;

@@ -54,7 +54,7 @@ interface PartitionEntries {
 
 export interface ViewCacheStats {
   bytes: number;
-  /** Reads on answered from the cache instead of the upstream. */
+  /** Reads answered from the cache instead of the upstream. */
   reads: number;
 }
 

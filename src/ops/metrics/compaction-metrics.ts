@@ -116,7 +116,7 @@ export class CompactionMetrics {
     });
     new Counter({
       name: 'kcompact_view_cache_reads_total',
-      help: 'Reads on past removed records that the fetch view answered from its cache instead of the upstream',
+      help: 'Reads of compacted partitions that the fetch view answered from its cache instead of the upstream',
       registers,
       collect(this: Counter) {
         this.reset();

@@ -244,6 +244,7 @@ export interface FetchSpec {
   version?: number;
   clientId?: string;
   maxWaitMs?: number;
+  minBytes?: number;
   maxBytes?: number;
   isolationLevel?: number;
   sessionId?: number;
@@ -270,7 +271,7 @@ export function fetchFrame(spec: FetchSpec): Buffer {
     {
       replicaId: -1,
       maxWaitMs: spec.maxWaitMs ?? 500,
-      minBytes: 1,
+      minBytes: spec.minBytes ?? 1,
       maxBytes: spec.maxBytes ?? 50 * 1024 * 1024,
       isolationLevel: spec.isolationLevel ?? 0,
       sessionId: spec.sessionId ?? 0,

@@ -156,6 +156,83 @@ describe('reads served from the view cache', () => {
     assert.ok(served > 50, `${served} reads on served from the cache`);
   });
 
+  test('a fetch the cache holds asks the upstream for its offsets only: no records, and fewer bytes to wait for', async () => {
+    const survivors: number[] = [];
+    for (let o = 7; o < 2000; o += 13) survivors.push(o);
+    const b = await bed(async ({ c0 }) => {
+      for (let i = 0; i < 100; i++) await c0.append({ count: 20, codec: i % 5 });
+      return { c0: new FakeIndex(survivors, 2000) };
+    }, { cacheBytes: 1 << 20 });
+    const fetch = (over: Partial<FetchSpec> = {}) =>
+      roundTrip(b.view, b.upstream, { topics: [{ topic: 'c', topicId: TOPIC_ID, partitions: [{ partition: 0, fetchOffset: 0, partitionMaxBytes: 4000 }] }], ...over });
+    const cold = await fetch({ minBytes: 10_000 });
+    assert.equal(cold.forwarded.topics[0].partitions[0].partitionMaxBytes, 4000, 'nothing cached yet: the client\'s limit goes upstream');
+    assert.equal(cold.forwarded.minBytes, 10_000);
+    const seen = await readBatches(cold.response.responses[0].partitions[0].records);
+    assert.ok(seen.records.length > 10);
+
+    const warm = await fetch({ minBytes: 10_000 });
+    const p = warm.forwarded.topics[0].partitions[0];
+    assert.equal(p.partitionMaxBytes, 0, 'no records asked of the upstream');
+    assert.equal(p.fetchOffset, 7n, 'from the first survivor, as before');
+    const answer = warm.response.responses[0].partitions[0];
+    assert.equal(warm.forwarded.minBytes, 10_000 - answer.records.length, 'what the cache brings counts towards min bytes');
+    assert.deepEqual((await readBatches(answer.records)).records, seen.records, 'the same records as the read of the upstream');
+    assert.ok(answer.records.length <= 4000);
+    assert.equal((await fetch()).forwarded.minBytes, 0, 'a client waiting for one byte lets the upstream answer at once');
+
+    await b.logs['c-0']!.append({ count: 20 });
+    const later = (await fetch()).response.responses[0].partitions[0];
+    assert.equal(later.highWatermark, 2020n, 'the high watermark is the upstream\'s');
+    assert.equal(later.logStartOffset, 0n);
+    assert.deepEqual((await readBatches(later.records)).records, seen.records);
+
+    const committed = await fetch({ isolationLevel: 1 });
+    assert.equal(committed.forwarded.topics[0].partitions[0].partitionMaxBytes, 4000, 'read_committed reads the upstream, for its aborted transactions');
+  });
+
+  test('an answer from the cache that reaches the horizon reads on past it once, as an upstream read would have', async () => {
+    const survivors: number[] = [];
+    for (let o = 7; o < 1600; o += 13) survivors.push(o);
+    const b = await bed(async ({ c0 }) => {
+      for (let i = 0; i < 100; i++) await c0.append({ count: 20 });
+      return { c0: new FakeIndex(survivors, 1600) };
+    }, { cacheBytes: 1 << 20 });
+    const fetch = () => roundTrip(b.view, b.upstream, { topics: [{ topic: 'c', topicId: TOPIC_ID, partitions: [{ partition: 0, fetchOffset: 0, partitionMaxBytes: 1 << 20 }] }] });
+    const offsets = async (r: Awaited<ReturnType<typeof fetch>>) => (await readBatches(r.response.responses[0].partitions[0].records)).records.map((x) => x.offset);
+    const head = Array.from({ length: 400 }, (_, i) => 1600 + i);
+    assert.deepEqual(await offsets(await fetch()), [...survivors, ...head]);
+    const reads = b.upstream.reads.length;
+    const warm = await fetch();
+    assert.equal(warm.forwarded.topics[0].partitions[0].partitionMaxBytes, 0);
+    assert.deepEqual(await offsets(warm), [...survivors, ...head], 'the survivors from the cache, then the head up to the high watermark');
+    assert.deepEqual(b.upstream.reads.slice(reads).map((r) => r.fetchOffset), [1600], 'one read on, from the horizon');
+  });
+
+  test('a fetch the cache holds still gets the upstream\'s error, or nothing at its high watermark', async () => {
+    const survivors: number[] = [];
+    for (let o = 0; o < 2000; o += 10) survivors.push(o);
+    const b = await bed(async ({ c0 }) => {
+      for (let i = 0; i < 100; i++) await c0.append({ count: 20 });
+      return { c0: new FakeIndex(survivors, 2000) };
+    }, { cacheBytes: 1 << 20 });
+    const fetch = (fetchOffset: number) =>
+      roundTrip(b.view, b.upstream, { topics: [{ topic: 'c', topicId: TOPIC_ID, partitions: [{ partition: 0, fetchOffset, partitionMaxBytes: 1 << 20 }] }] });
+    await fetch(0);
+    assert.equal((await fetch(1000)).forwarded.topics[0].partitions[0].partitionMaxBytes, 0, 'offset 1000 is cached');
+    // The upstream lost the second half of the log (an unclean leader election).
+    b.logs['c-0']!.batches.length = 50;
+    const atEnd = await fetch(1000);
+    assert.equal(atEnd.forwarded.topics[0].partitions[0].partitionMaxBytes, 0);
+    const p = atEnd.response.responses[0].partitions[0];
+    assert.equal(p.errorCode, 0);
+    assert.equal(p.highWatermark, 1000n);
+    assert.equal((await readBatches(p.records)).records.length, 0, 'nothing past the upstream\'s high watermark');
+    const past = (await fetch(1500)).response.responses[0].partitions[0];
+    assert.equal(past.errorCode, 1, 'OFFSET_OUT_OF_RANGE, as the upstream says');
+    assert.equal(past.records, null);
+  });
+
   test('a second read from offset 0 reads nothing on from the upstream, and a clean brings the upstream back', async () => {
     const survivors: number[] = [];
     for (let o = 7; o < 2000; o += 13) survivors.push(o);
