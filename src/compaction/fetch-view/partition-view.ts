@@ -14,7 +14,7 @@ import { mergeAbortedTransactions, visibleAbortedTransactions } from './aborted-
 import type { EmptyAnswers } from './empty-answers.js';
 import { nextReadable, type ReadPlan } from './read-plan.js';
 import { rawBytesFor } from './read-size.js';
-import type { PartitionRecords, UpstreamRead, UpstreamReads } from './upstream-reads.js';
+import type { PartitionRecords, UpstreamReads } from './upstream-reads.js';
 import type { ViewCache, ViewedBatch } from './view-cache.js';
 import { cachedRecords, visibleRecords, type BatchesWalked, type MarkerSeen, type VisibleRecords, type Visibility } from './visible-records.js';
 
@@ -61,8 +61,6 @@ export class PartitionAnswer {
   private readonly walked: BatchesWalked = { bytes: 0, offsets: 0, batches: 0 };
   /** Whether the answer's last batches came from the view cache rather than an upstream read. */
   private lastFromCache = false;
-  /** The reads on made for this answer: parts of the answer are views of them until it goes out. */
-  private readonly reads: UpstreamRead[] = [];
 
   constructor(
     readonly target: PartitionTarget,
@@ -164,14 +162,19 @@ export class PartitionAnswer {
         maxBytes: room > 0 ? rawBytesFor(view, fetchOffset, room, this.walked) : 1,
         isolationLevel: this.target.isolationLevel,
       });
-      this.reads.push(read);
-      if (read.errorCode !== 0) return;
-      const seen = await this.view(read.records, { maxBytes: room, oneAnyway: alone });
-      // Beside other data, a first batch too big for the room waits for the client's next fetch.
-      if (seen.end < 0 || (seen.full && seen.batches.length === 0)) return;
-      // An unreadable batch goes out as read, uncut: when that is more than the room, the
-      // client's own next fetch brings it.
-      if (seen.corrupt !== null && bytesOf(seen) > room) return;
+      let seen: VisibleRecords;
+      try {
+        if (read.errorCode !== 0) return;
+        seen = await this.view(read.records, { maxBytes: room, oneAnyway: alone });
+        // Beside other data, a first batch too big for the room waits for the client's next fetch.
+        if (seen.end < 0 || (seen.full && seen.batches.length === 0)) return;
+        // An unreadable batch goes out as read, uncut: when that is more than the room, the
+        // client's own next fetch brings it.
+        if (seen.corrupt !== null && bytesOf(seen) > room) return;
+        copyOut(seen, read.records!.buffer);
+      } finally {
+        read.release();
+      }
       this.data.highWatermark = read.highWatermark;
       this.data.lastStableOffset = read.lastStableOffset;
       this.data.logStartOffset = read.logStartOffset;
@@ -215,12 +218,6 @@ export class PartitionAnswer {
     return Buffer.concat(parts);
   }
 
-  /** Gives the memory of the reads on back: once the response holding this answer is encoded. */
-  release(): void {
-    for (const read of this.reads) read.release();
-    this.reads.length = 0;
-  }
-
   private limit(): bigint {
     const lso = this.data.lastStableOffset;
     return this.target.isolationLevel === 1 && lso >= 0n ? lso : this.data.highWatermark;
@@ -245,6 +242,32 @@ export class PartitionAnswer {
     this.counters.rebuiltBatches += seen.rebuiltBatches;
     if (seen.corrupt) this.counters.corruptBatches++;
   }
+}
+
+/**
+ * Copies what a read on keeps out of the read's memory into one buffer: the answer then holds
+ * its survivors alone, and the read's buffer goes back for the next read at once, however much
+ * superseded log it took to find them. Held until the response went out, the reads of one answer
+ * could add up to many times the answer (a megabyte of survivors among ten of raw log).
+ */
+function copyOut(seen: VisibleRecords, memory: ArrayBufferLike): void {
+  const inRead = (b: Buffer) => b.buffer === memory;
+  let bytes = 0;
+  for (const b of seen.batches) if (inRead(b)) bytes += b.length;
+  if (seen.trailingEmpty && inRead(seen.trailingEmpty)) bytes += seen.trailingEmpty.length;
+  if (inRead(seen.truncatedTail)) bytes += seen.truncatedTail.length;
+  if (bytes === 0) return;
+  const own = Buffer.allocUnsafeSlow(bytes);
+  let at = 0;
+  const copy = (b: Buffer) => {
+    if (!inRead(b)) return b;
+    const start = at;
+    at += b.copy(own, at);
+    return own.subarray(start, at);
+  };
+  for (let i = 0; i < seen.batches.length; i++) seen.batches[i] = copy(seen.batches[i]!);
+  if (seen.trailingEmpty) seen.trailingEmpty = copy(seen.trailingEmpty);
+  seen.truncatedTail = copy(seen.truncatedTail);
 }
 
 function bytesOf(seen: VisibleRecords): number {

@@ -55,10 +55,11 @@ const STALE_LEADER = new Set<number>([
 
 const EARLIEST_TIMESTAMP = -2n;
 /**
- * Read memory kept for reuse: what the reads of a few answers being put together at once hold
- * (an answer keeps its reads until it has gone out), let go after a few idle seconds.
+ * Read memory kept for reuse: an answer gives each read back once it has copied its survivors
+ * out (partition-view.ts), so this is the reads of the few answers put together at once, the
+ * largest of them (read-size.ts) anyway; let go after a few idle seconds.
  */
-const KEEP_READ_BYTES = 24 << 20;
+const KEEP_READ_BYTES = 16 << 20;
 const KEEP_READS_IDLE_MS = 5_000;
 const FIRST_TOPIC_ID_FETCH_VERSION = 13;
 

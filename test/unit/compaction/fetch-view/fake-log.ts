@@ -173,6 +173,8 @@ export class FakeUpstream implements UpstreamReads {
   reads: PartitionRead[] = [];
   /** Reads given back; their records are overwritten then, as a reused buffer would be. */
   released = 0;
+  /** How many reads had been given back when each read was made. */
+  releasedAtRead: number[] = [];
   forwarded: Record<string, any>[] = []; // eslint-disable-line @typescript-eslint/no-explicit-any
   resolved: string[][] = [];
 
@@ -196,6 +198,7 @@ export class FakeUpstream implements UpstreamReads {
 
   async readPartition(read: PartitionRead): Promise<UpstreamRead> {
     this.reads.push(read);
+    this.releasedAtRead.push(this.released);
     const data = this.partitionData(read.topic, read.partition, read.fetchOffset, read.maxBytes, true, read.isolationLevel);
     let given = false;
     return {

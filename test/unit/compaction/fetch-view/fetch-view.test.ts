@@ -170,6 +170,25 @@ describe('fetch view', () => {
     assert.equal(p1.records.length, 10, 'a later partition gets only what fits (a cut-off tail)');
   });
 
+  test('a response with records to filter holds at most 8 MiB; one with nothing to filter asks for what the client did', async () => {
+    const b = await bed(async ({ c0, c1 }) => {
+      for (let i = 0; i < 12; i++) {
+        await c0.append({ count: 100, valueSize: 10_000 });
+        await c1.append({ count: 100, valueSize: 10_000 });
+      }
+      const all = Array.from({ length: 1200 }, (_, i) => i);
+      return { c0: new FakeIndex(all.filter((o) => o % 100 !== 0), 1200), c1: new FakeIndex(all.filter((o) => o % 100 !== 1), 1200) };
+    });
+    const partitions = [0, 1].map((partition) => ({ partition, fetchOffset: 0, partitionMaxBytes: 16 << 20 }));
+    const r = await roundTrip(b.view, b.upstream, { maxBytes: 50 << 20, topics: [{ topic: 'c', topicId: TOPIC_ID, partitions }] });
+    assert.equal(r.forwarded.maxBytes, 8 << 20);
+    const [p0, p1] = r.response.responses[0].partitions;
+    assert.ok(p0.records.length + (p1.records?.length ?? 0) <= 8 << 20, 'the answer keeps to it');
+    assert.ok(p0.records.length > 7 << 20, 'and fills it');
+    const past = await roundTrip(b.view, b.upstream, { maxBytes: 50 << 20, topics: [{ topic: 'c', topicId: TOPIC_ID, partitions: [{ partition: 0, fetchOffset: 1200, partitionMaxBytes: 16 << 20 }] }] });
+    assert.equal(past.forwarded.maxBytes, 50 << 20, 'a reader at the horizon');
+  });
+
   test('a rebuilt batch that came out larger than the upstream’s keeps to the limit: the cut-off tail gives way', async () => {
     let zstd = 0;
     const b = await bed(async ({ c0 }) => {

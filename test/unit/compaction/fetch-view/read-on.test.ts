@@ -196,7 +196,27 @@ describe('reading on past one upstream window', () => {
     assert.deepEqual(out.batches.map((x) => [x.base, x.last, x.count]), [[20, 29, 0]]);
   });
 
-  test('large answers of fetches served at once each come out whole: reads on go back only once their response is out', async () => {
+  test('an answer holds its survivors, not its reads: each read goes back before the next is made', async () => {
+    const survivors = every(5, 40, 20_000);
+    const b = await bed(async ({ c0, c1 }) => {
+      for (let i = 0; i < 200; i++) {
+        await c0.append({ count: 100, valueSize: 200 });
+        await c1.append({ count: 100, valueSize: 200 });
+      }
+      return { c0: new FakeIndex(survivors, c0.end), c1: new FakeIndex(survivors, c1.end) };
+    });
+    const partitions = [0, 1].map((partition) => ({ partition, fetchOffset: 0, partitionMaxBytes: 1 << 20 }));
+    const { response } = await roundTrip(b.view, b.upstream, { topics: [{ topic: 'c', topicId: TOPIC_ID, partitions }] });
+    assert.deepEqual(b.upstream.reads.map((r) => r.partition), [0, 1], 'each partition read on');
+    assert.deepEqual(b.upstream.releasedAtRead, [0, 1], 'the first read was given back before the second was made');
+    assert.equal(b.upstream.released, 2);
+    // Given back reads are overwritten (FakeUpstream): the answers' batches are copies, CRCs intact.
+    for (const p of response.responses[0].partitions) {
+      assert.deepEqual((await readBatches(p.records)).records.map((r) => r.offset), survivors);
+    }
+  });
+
+  test('large answers of fetches served at once each come out whole, their reads given back', async () => {
     const survivors = every(2, 3, 6000);
     const b = await bed(async ({ c0 }) => {
       for (let i = 0; i < 60; i++) await c0.append({ count: 100, valueSize: 300 });
@@ -315,9 +335,9 @@ async function randomReads(rng: Rng): Promise<void> {
       clean(r, r.position);
     }
     const { response } = await pending;
-    // Reads on are given back (and overwritten, see FakeUpstream) once the response is out: its
-    // batches must be copies by then, which the CRC checks of readBatches below confirm.
-    assert.equal(b.upstream.released, b.upstream.reads.length, 'every read on is given back once the response is encoded');
+    // Reads on are given back (and overwritten, see FakeUpstream) as soon as they are viewed: the
+    // response's batches must be copies, which the CRC checks of readBatches below confirm.
+    assert.equal(b.upstream.released, b.upstream.reads.length, 'every read on is given back');
     const parts = response.responses[0].partitions as { partitionIndex: number; errorCode: number; records: Buffer | null }[];
     let total = 0;
     let batchCount = 0;
