@@ -130,6 +130,20 @@ async function readToEnd(b: Bed, from: number, end: number, isolationLevel: numb
   return seen;
 }
 
+/**
+ * Topic "c", partition 0, with a view cache: 100 batches of 20 records (2,000 offsets, codecs in
+ * turn), a survivor every 13th offset from 7 below the cleaner's horizon.
+ */
+async function sparse(horizon: number): Promise<{ b: Bed; survivors: number[] }> {
+  const survivors: number[] = [];
+  for (let o = 7; o < horizon; o += 13) survivors.push(o);
+  const b = await bed(async ({ c0 }) => {
+    for (let i = 0; i < 100; i++) await c0.append({ count: 20, codec: i % 5 });
+    return { c0: new FakeIndex(survivors, horizon) };
+  }, { cacheBytes: 1 << 20 });
+  return { b, survivors };
+}
+
 describe('reads served from the view cache', () => {
   test('readers see exactly what reads of the upstream show them, within the limits, reading the upstream less', async () => {
     let served = 0;
@@ -157,12 +171,7 @@ describe('reads served from the view cache', () => {
   });
 
   test('a fetch the cache holds asks the upstream for its offsets only: no records, and fewer bytes to wait for', async () => {
-    const survivors: number[] = [];
-    for (let o = 7; o < 2000; o += 13) survivors.push(o);
-    const b = await bed(async ({ c0 }) => {
-      for (let i = 0; i < 100; i++) await c0.append({ count: 20, codec: i % 5 });
-      return { c0: new FakeIndex(survivors, 2000) };
-    }, { cacheBytes: 1 << 20 });
+    const { b } = await sparse(2000);
     const fetch = (over: Partial<FetchSpec> = {}) =>
       roundTrip(b.view, b.upstream, { topics: [{ topic: 'c', topicId: TOPIC_ID, partitions: [{ partition: 0, fetchOffset: 0, partitionMaxBytes: 4000 }] }], ...over });
     const cold = await fetch({ minBytes: 10_000 });
@@ -192,12 +201,7 @@ describe('reads served from the view cache', () => {
   });
 
   test('an answer from the cache that reaches the horizon reads on past it once, as an upstream read would have', async () => {
-    const survivors: number[] = [];
-    for (let o = 7; o < 1600; o += 13) survivors.push(o);
-    const b = await bed(async ({ c0 }) => {
-      for (let i = 0; i < 100; i++) await c0.append({ count: 20 });
-      return { c0: new FakeIndex(survivors, 1600) };
-    }, { cacheBytes: 1 << 20 });
+    const { b, survivors } = await sparse(1600);
     const fetch = () => roundTrip(b.view, b.upstream, { topics: [{ topic: 'c', topicId: TOPIC_ID, partitions: [{ partition: 0, fetchOffset: 0, partitionMaxBytes: 1 << 20 }] }] });
     const offsets = async (r: Awaited<ReturnType<typeof fetch>>) => (await readBatches(r.response.responses[0].partitions[0].records)).records.map((x) => x.offset);
     const head = Array.from({ length: 400 }, (_, i) => 1600 + i);
@@ -234,12 +238,7 @@ describe('reads served from the view cache', () => {
   });
 
   test('a second read from offset 0 reads nothing on from the upstream, and a clean brings the upstream back', async () => {
-    const survivors: number[] = [];
-    for (let o = 7; o < 2000; o += 13) survivors.push(o);
-    const b = await bed(async ({ c0 }) => {
-      for (let i = 0; i < 100; i++) await c0.append({ count: 20, codec: i % 5 });
-      return { c0: new FakeIndex(survivors, 2000) };
-    }, { cacheBytes: 1 << 20 });
+    const { b, survivors } = await sparse(2000);
     const readAll = async () => {
       let position = 0;
       const seen: number[] = [];
