@@ -209,7 +209,7 @@ export const SETTINGS: readonly Setting[] = [
     key: 'viewCacheBytes',
     arg: 'BYTES',
     description: 'memory for compacted batches already read, so reading a compacted topic again skips its superseded records upstream; 0 turns it off',
-    defaultText: `${DEFAULT_VIEW_CACHE_BYTES} (32 MiB)`,
+    defaultText: `${DEFAULT_VIEW_CACHE_BYTES} (16 MiB)`,
     parse: integer(0, 2 ** 40),
   },
   {

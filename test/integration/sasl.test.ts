@@ -22,6 +22,7 @@ import { UpstreamConnector } from '../../src/upstream/upstream-connector.js';
 import { startProxy, type RunningProxy } from '../support/kcompact.js';
 import { startCliProxy, type CliProxy, type LogLine } from '../support/kcompact-cli.js';
 import { freePorts, kcat, kcatAvailable, makeTempDir, missingPeers, pollUntil, python, startKafka, type ConsumeSummary, type RunningKafka, type TempDir } from '../support/index.js';
+import { compactRound, ROUND_SURVIVORS } from '../support/compact-round.js';
 import { askOnce, RawConnection } from '../support/raw-client.js';
 import { createTestCa, kafkaTlsListenerProperties, type IssuedCert, type TestCa } from '../support/tls-certs.js';
 
@@ -192,24 +193,11 @@ test('a compacted topic works end to end over TLS and SASL: the proxy\'s own con
   const admin = kafkaClient.admin();
   const producer = kafkaClient.producer();
   const consumer = kafkaClient.consumer({ groupId: 'sasl-test-group' });
-  const expected = [[3, 'b', '2'], [4, 'a', '3'], [5, 'c', 'roll']];
+  const expected = ROUND_SURVIVORS;
   try {
     await admin.connect();
     await admin.createTopics({ topics: [{ topic: TOPIC, numPartitions: 1, configEntries: [{ name: 'cleanup.policy', value: 'compact' }, { name: 'segment.ms', value: '1000' }] }] });
-    await producer.connect();
-    const old = String(Date.now() - 60_000);
-    await producer.send({ topic: TOPIC, acks: -1, messages: [['a', '1'], ['b', '1'], ['a', '2'], ['b', '2'], ['a', '3']].map(([key, value]) => ({ key, value, timestamp: old })) });
-    await producer.send({ topic: TOPIC, acks: -1, messages: [{ key: 'c', value: 'roll' }] });
-    const clean = await cli.http(`/compact?topic=${TOPIC}`, 'POST');
-    assert.equal(clean.status, 200, clean.body);
-    assert.equal((JSON.parse(clean.body) as { cleaned: { removed: number }[] }).cleaned[0]?.removed, 3, clean.body);
-
-    const seen: [number, string, string][] = [];
-    await consumer.connect();
-    await consumer.subscribe({ topic: TOPIC, fromBeginning: true });
-    await consumer.run({ eachMessage: async ({ message }) => void seen.push([Number(message.offset), String(message.key), String(message.value)]) });
-    await pollUntil('kafkajs reads the survivors', 30_000, async () => (seen.length >= expected.length ? true : undefined));
-    assert.deepEqual(seen, expected);
+    await compactRound(cli, TOPIC, producer, consumer);
   } finally {
     await consumer.disconnect();
     await producer.disconnect();

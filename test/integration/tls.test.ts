@@ -19,6 +19,7 @@ import { UpstreamReachability } from '../../src/ops/health/upstream-reachability
 import { freePortRun } from '../support/kcompact.js';
 import { startCliProxy, type CliProxy } from '../support/kcompact-cli.js';
 import { freePorts, kcat, kcatAvailable, makeTempDir, missingPeers, pollUntil, python, startKafka, type ConsumeSummary, type RunningKafka, type TempDir } from '../support/index.js';
+import { compactRound, ROUND_SURVIVORS } from '../support/compact-round.js';
 import { RawConnection } from '../support/raw-client.js';
 import { createTestCa, kafkaTlsListenerProperties, type IssuedCert, type TestCa } from '../support/tls-certs.js';
 
@@ -124,25 +125,8 @@ test('kafkajs and librdkafka read a compacted topic over TLS at both ends; the p
     const described = await admin.describeConfigs({ includeSynonyms: false, resources: [{ type: 2, name: TOPIC, configNames: ['cleanup.policy'] }] });
     assert.equal(described.resources[0]!.configEntries.find((e) => e.configName === 'cleanup.policy')?.configValue, 'compact');
 
-    // Old timestamps, then a current one: the virtual segment rolls, so the first five are cleanable.
-    await producer.connect();
-    const old = String(Date.now() - 60_000);
-    const records = [['a', '1'], ['b', '1'], ['a', '2'], ['b', '2'], ['a', '3']].map(([key, value]) => ({ key, value, timestamp: old }));
-    await producer.send({ topic: TOPIC, acks: -1, messages: records });
-    await producer.send({ topic: TOPIC, acks: -1, messages: [{ key: 'c', value: 'roll' }] });
-
-    // The indexer tails the upstream over TLS; the clean waits for it to catch up.
-    const clean = await cli.http(`/compact?topic=${TOPIC}`, 'POST');
-    assert.equal(clean.status, 200, clean.body);
-    assert.equal((JSON.parse(clean.body) as { cleaned: { removed: number }[] }).cleaned[0]?.removed, 3, clean.body);
-
-    const expected = [[3, 'b', '2'], [4, 'a', '3'], [5, 'c', 'roll']];
-    const seen: [number, string, string][] = [];
-    await consumer.connect();
-    await consumer.subscribe({ topic: TOPIC, fromBeginning: true });
-    await consumer.run({ eachMessage: async ({ message }) => void seen.push([Number(message.offset), String(message.key), String(message.value)]) });
-    await pollUntil('kafkajs reads the survivors', 30_000, async () => (seen.length >= expected.length ? true : undefined));
-    assert.deepEqual(seen, expected);
+    await compactRound(cli, TOPIC, producer, consumer);
+    const expected = ROUND_SURVIVORS;
 
     const librdkafka = ['security.protocol=ssl', `ssl.ca.location=${proxyCa.caFile}`, `ssl.certificate.location=${appCert.certFile}`, `ssl.key.location=${appCert.keyFile}`];
     const ck = await python<ConsumeSummary>('ck.py', ['consume', '--brokers', cli.bootstrap, '--topic', TOPIC, '--count', '3', '--records', ...librdkafka.flatMap((kv) => ['--client-config', kv])], { timeoutMs: 60_000 });

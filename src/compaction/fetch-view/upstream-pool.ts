@@ -59,7 +59,7 @@ const EARLIEST_TIMESTAMP = -2n;
  * out (partition-view.ts), so this is the reads of the few answers put together at once, the
  * largest of them (read-size.ts) anyway; let go after a few idle seconds.
  */
-const KEEP_READ_BYTES = 16 << 20;
+const KEEP_READ_BYTES = 8 << 20;
 const KEEP_READS_IDLE_MS = 5_000;
 const FIRST_TOPIC_ID_FETCH_VERSION = 13;
 

@@ -65,6 +65,11 @@ export interface CompactionEngine {
 
 const RESTART_DELAY_MS = 1000;
 const CLOSE_TIMEOUT_MS = 30_000;
+/**
+ * The worker's young generation: V8 lets it grow to 32 MiB, which the worker keeps reserved
+ * once its ingest has grown it, though what survives a scavenge there is a few batches' worth.
+ */
+const WORKER_YOUNG_GENERATION_MB = 16;
 
 function levelOf(log: Logger): LogLevel {
   const levels: LogLevel[] = ['debug', 'info', 'warn', 'error'];
@@ -121,7 +126,7 @@ export async function startCompactionEngine(opts: CompactionEngineOptions): Prom
 
   const spawn = (): Promise<void> =>
     new Promise<void>((resolve, reject) => {
-      const w = new Worker(new URL('./engine-worker.js', import.meta.url), { workerData: config });
+      const w = new Worker(new URL('./engine-worker.js', import.meta.url), { workerData: config, resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB } });
       worker = w;
       let isReady = false;
       w.on('message', (m: FromWorker) =>
