@@ -159,8 +159,10 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
           stats.seeks++;
           changed = true;
         }
-        if (read.fetchOffset < view.cleanedUpTo()) filtered = true;
-        const cached = body.isolationLevel === READ_UNCOMMITTED ? cache.from(name, p.partition, view, read.fetchOffset, clientOffset) : undefined;
+        // The cache holds batches below the horizon only: a tailing reader's partitions skip it.
+        const belowHorizon = read.fetchOffset < view.cleanedUpTo();
+        if (belowHorizon) filtered = true;
+        const cached = belowHorizon && body.isolationLevel === READ_UNCOMMITTED ? cache.from(name, p.partition, view, read.fetchOffset, clientOffset) : undefined;
         if (cached) {
           cachedBytes += cachedBytesUpTo(cached, partitionMaxBytes);
           p.partitionMaxBytes = 0;
