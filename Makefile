@@ -41,8 +41,8 @@ bench: build peers
 bench-compaction: build peers
 	node dist/bench/compaction.js
 
-# 1,000 compacted partitions, 10M keys and a 30-minute soak (about 40 minutes);
-# SCALE_ARGS="--partitions 50 --keys 200000 --soak-minutes 1" for a run of a minute and a half.
+# 1,000 compacted partitions, 10M keys and a 30-minute soak after 25 minutes of warm-up (about 65 minutes);
+# SCALE_ARGS="--partitions 50 --keys 200000 --soak-minutes 1 --soak-warm-up-minutes 0" for a run of a minute and a half.
 bench-scale: build peers
 	node dist/bench/scale.js $(SCALE_ARGS)
 

@@ -25,6 +25,9 @@ import type { ScaleTopic } from './scale-load.js';
 import { collections, trend, type Point, type Trend } from './soak-trend.js';
 
 export interface SoakConfig {
+  /** Traffic before the judged stretch (soak-trend.ts says why); sampled and shown, not judged. */
+  warmUpSeconds: number;
+  /** The judged stretch, after the warm-up. */
   seconds: number;
   /** Records per second produced over all topics. */
   rate: number;
@@ -37,7 +40,7 @@ export interface SoakConfig {
 }
 
 export interface SoakSample {
-  /** Seconds since the soak began. */
+  /** Seconds since the traffic began (the warm-up's start). */
   at: number;
   rss: number;
   anon: number;
@@ -113,9 +116,10 @@ async function sample(proxy: RunningProxyProcess, reportDir: string, at: number)
 /** The proxy must write diagnostic reports into reportDir (heap-report.ts's reportNodeArgs). */
 export async function soak(proxy: RunningProxyProcess, reportDir: string, topics: ScaleTopic[], cfg: SoakConfig, log: (s: string) => void): Promise<SoakResult> {
   const partitions = topics.reduce((n, t) => n + t.partitions, 0);
-  const run = `${cfg.seconds}s`;
-  const timeout = `${cfg.seconds + 600}s`;
-  log(`soak: ${cfg.seconds} s of ${cfg.rate} records/s (every ${cfg.tombstoneEvery}th a tombstone) over ${topics.length} topics, ${cfg.groups} consumer group(s) tailing them, a new group bootstrapping a topic every ${cfg.bootstrapEverySeconds} s`);
+  const total = cfg.warmUpSeconds + cfg.seconds;
+  const run = `${total}s`;
+  const timeout = `${total + 600}s`;
+  log(`soak: ${cfg.warmUpSeconds} s of warm-up, then ${cfg.seconds} s judged, of ${cfg.rate} records/s (every ${cfg.tombstoneEvery}th a tombstone) over ${topics.length} topics, ${cfg.groups} consumer group(s) tailing them, a new group bootstrapping a topic every ${cfg.bootstrapEverySeconds} s`);
   const producers: BackgroundKbench[] = topics.map((t, i) =>
     startKbench('latency', proxy.bootstrap, t.name, [
       '--rate', String(Math.max(1, Math.round((cfg.rate * t.partitions) / partitions))), '--duration', run, '--warmup', '0s',
@@ -133,11 +137,11 @@ export async function soak(proxy: RunningProxyProcess, reportDir: string, topics
   // A failed bootstrap read ends the soak with its error (held here, so it is never unhandled).
   let failure: { err: unknown } | undefined;
   const bootstrapping = (async () => {
-    for (let n = 0; elapsed() < cfg.seconds; n++) {
+    for (let n = 0; elapsed() < total; n++) {
       const topic = topics[n % topics.length]!.name;
       const result = await kbench('consume', proxy.bootstrap, topic, ['--group', `soak-bootstrap-${n}`, '--to-end', '--timeout', '30m'], 1_900_000);
       bootstraps.push({ topic, result });
-      await sleep(Math.max(0, Math.min((n + 1) * cfg.bootstrapEverySeconds, cfg.seconds) - elapsed()) * 1000);
+      await sleep(Math.max(0, Math.min((n + 1) * cfg.bootstrapEverySeconds, total) - elapsed()) * 1000);
     }
   })().catch((err: unknown) => {
     failure = { err };
@@ -145,13 +149,13 @@ export async function soak(proxy: RunningProxyProcess, reportDir: string, topics
 
   const samples: SoakSample[] = [];
   try {
-    while (elapsed() < cfg.seconds && !failure) {
+    while (elapsed() < total && !failure) {
       const s = await sample(proxy, reportDir, elapsed());
       samples.push(s);
       if (samples.length % Math.max(1, Math.round(60 / cfg.sampleSeconds)) === 1) {
         log(`soak: ${s.at.toFixed(0)} s: RSS ${(s.rss / 2 ** 20).toFixed(0)} MiB, heaps ${((s.heapUsed.main + s.heapUsed.worker) / 2 ** 20).toFixed(0)} MiB, index ${((s.files.db + s.files.wal) / 2 ** 20).toFixed(0)} MiB, lag ${s.lag}, cleans ${s.cleans}`);
       }
-      await sleep(Math.max(0, Math.min((samples.length * cfg.sampleSeconds), cfg.seconds) - elapsed()) * 1000);
+      await sleep(Math.max(0, Math.min(samples.length * cfg.sampleSeconds, total) - elapsed()) * 1000);
     }
     samples.push(await sample(proxy, reportDir, elapsed()));
   } finally {
@@ -163,10 +167,11 @@ export async function soak(proxy: RunningProxyProcess, reportDir: string, topics
 
   const points = (pick: (s: SoakSample) => number): Point[] => samples.map((s) => ({ at: s.at, value: pick(s) }));
   const afterCollections = collections(points((s) => s.heapUsed.main));
+  const judged = { from: cfg.warmUpSeconds, to: total };
   const trends = {
-    rss: trend(points((s) => s.rss), cfg.seconds, afterCollections),
-    heapUsed: trend(points((s) => s.heapUsed.main + s.heapUsed.worker), cfg.seconds, afterCollections),
-    indexFiles: trend(points((s) => s.files.db + s.files.wal), cfg.seconds),
+    rss: trend(points((s) => s.rss), judged, afterCollections),
+    heapUsed: trend(points((s) => s.heapUsed.main + s.heapUsed.worker), judged, afterCollections),
+    indexFiles: trend(points((s) => s.files.db + s.files.wal), judged),
   };
   const verdicts = [trends.rss.flat, trends.heapUsed.flat];
   return {

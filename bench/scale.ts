@@ -11,7 +11,8 @@
  *       cleaner on is the reference);
  *   (c) the proxy stays under 300 MiB resident with every key indexed and cleaned;
  *
- * and a soak under mixed traffic keeps memory flat (scale-soak.ts, soak-trend.ts's rule).
+ * and a soak under mixed traffic keeps memory flat after a warm-up of the same traffic
+ * (scale-soak.ts, soak-trend.ts's rule).
  * It also checks invariants, which unlike budgets fail the run: every partition indexed, one
  * index row and one record read per live key (scale-check.ts).
  *
@@ -21,7 +22,8 @@
  * --index-dir (default the system temp dir).
  *
  *   node dist/bench/scale.js [--partitions 1000] [--keys 10000000] [--soak-minutes 30]
- *     [--json FILE]   (--help lists every flag; a small run: --partitions 50 --keys 200000 --soak-minutes 1)
+ *     [--soak-warm-up-minutes 25] [--json FILE]
+ *   (--help lists every flag; a small run: --partitions 50 --keys 200000 --soak-minutes 1 --soak-warm-up-minutes 0)
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -36,7 +38,7 @@ import { kbenchMissing } from './kbench.js';
 import { DEPLOYED_MALLOC_ARENA_MAX, startProxyProcess, type RunningProxyProcess } from './proxy-process.js';
 import { checkInvariants, type Invariants } from './scale-check.js';
 import { load, memoryAt, type LoadResult, type MemoryAt, type ScaleTopic } from './scale-load.js';
-import { soak, type SoakResult } from './scale-soak.js';
+import { soak, type SoakResult, type SoakSample } from './scale-soak.js';
 import { FLAT_RULE, type Trend } from './soak-trend.js';
 import { median, table } from './text-table.js';
 import { numberFlags } from './number-flag.js';
@@ -53,6 +55,7 @@ const OPTIONS = {
   'sample-records': { type: 'string' },
   'read-rounds': { type: 'string', default: '3' },
   'soak-minutes': { type: 'string', default: '30' },
+  'soak-warm-up-minutes': { type: 'string', default: '25' },
   'soak-rate': { type: 'string' },
   'tombstone-every': { type: 'string', default: '20' },
   'soak-groups': { type: 'string', default: '2' },
@@ -78,7 +81,8 @@ const HELP: Record<keyof typeof OPTIONS, string> = {
   'sample-keys': '(b) keys of the read sample (default 1,000 per sample partition)',
   'sample-records': '(b) records of the read sample, uniformly random updates (default 100 per sample key)',
   'read-rounds': '(b) rounds of reads; medians are reported',
-  'soak-minutes': 'length of the soak (fractions allowed; 0 skips it)',
+  'soak-minutes': 'length of the judged soak, after its warm-up (fractions allowed; 0 skips the soak)',
+  'soak-warm-up-minutes': 'minutes of the same traffic before the judged soak (sampled and shown, not judged; fractions allowed)',
   'soak-rate': 'records/s produced through the proxy during the soak (default 2 per partition)',
   'tombstone-every': 'every Nth soak record is a tombstone',
   'soak-groups': 'consumer groups tailing every bulk topic during the soak',
@@ -147,6 +151,7 @@ const cfg = {
     segmentMs: 1000,
   },
   soak: {
+    warmUpSeconds: Math.round(60 * number('soak-warm-up-minutes', { integer: false, min: 0 })),
     seconds: soakSeconds,
     rate: number('soak-rate', { fallback: 2 * partitions }),
     tombstoneEvery: number('tombstone-every'),
@@ -223,8 +228,30 @@ function loadReport(r: LoadResult, inv: Invariants, afterReads: MemoryAt | undef
 
 function trendRow(label: string, t: Trend): string[] {
   const signed = (bytes: number) => `${bytes >= 0 ? '+' : '-'}${mib(Math.abs(bytes))}`;
-  return [label, mib(t.min), mib(t.max), mib(t.max - t.min), mib(t.mean), String(t.floorSamples), signed(t.floorGrowthPer10Min), signed(t.slopePer10Min), t.flat === undefined ? 'n/a (cannot tell)' : t.flat ? 'flat' : 'GROWING'];
+  return [label, mib(t.min), mib(t.max), mib(t.max - t.min), mib(t.mean), String(t.floorSamples), signed(t.floorSlopePer10Min), signed(t.slopePer10Min), t.flat === undefined ? 'n/a (cannot tell)' : t.flat ? 'flat' : 'GROWING'];
 }
+
+/** The soak's memory by stretches of `seconds`: where a rise levels off shows better than in one slope. */
+function segmentRows(samples: SoakSample[], seconds: number, warmUpSeconds: number): string[][] {
+  const rows = [['from', 'RSS min', 'RSS max', 'JS heap used min (main, worker)', 'JS heap reserved min (main, worker)', 'Buffers min']];
+  const low = (xs: SoakSample[], pick: (s: SoakSample) => number) => mib(Math.min(...xs.map(pick)));
+  for (let from = 0; ; from += seconds) {
+    const xs = samples.filter((s) => s.at >= from && s.at < from + seconds);
+    if (xs.length === 0) break;
+    rows.push([
+      `${(from / 60).toFixed(0)} min${from < warmUpSeconds ? ' (warm-up)' : ''}`,
+      low(xs, (s) => s.rss),
+      mib(Math.max(...xs.map((s) => s.rss))),
+      `${low(xs, (s) => s.heapUsed.main)}, ${low(xs, (s) => s.heapUsed.worker)}`,
+      `${low(xs, (s) => s.heapTotal.main)}, ${low(xs, (s) => s.heapTotal.worker)}`,
+      low(xs, (s) => s.external),
+    ]);
+  }
+  return rows;
+}
+
+/** Stretches of the soak's segment table. */
+const SEGMENT_SECONDS = 300;
 
 function soakReport(r: SoakResult): string[] {
   const c = r.config;
@@ -236,19 +263,22 @@ function soakReport(r: SoakResult): string[] {
   const last = r.samples.at(-1)!;
   const first = r.samples[0]!;
   return [
-    `soak: ${seconds(c.seconds)} of mixed traffic through the proxy, sampled every ${c.sampleSeconds} s (${r.samples.length} samples; each sample's diagnostic report pauses the proxy's main thread, median ${median(r.samples.map((x) => x.reportMs)).toFixed(0)} ms including the wait for the file)`,
-    `  produced ${int(produced)} records (${int(produced / c.seconds)}/s, every ${c.tombstoneEvery}th a tombstone), produce latency p99 ${p99.toFixed(1)} ms (worst topic), max ${max.toFixed(1)} ms`,
+    `soak: ${seconds(c.seconds)} of mixed traffic through the proxy after ${seconds(c.warmUpSeconds)} of warm-up, sampled every ${c.sampleSeconds} s (${r.samples.length} samples; each sample's diagnostic report pauses the proxy's main thread, median ${median(r.samples.map((x) => x.reportMs)).toFixed(0)} ms including the wait for the file)`,
+    `  warm-up and soak together: produced ${int(produced)} records (${int(produced / (c.warmUpSeconds + c.seconds))}/s, every ${c.tombstoneEvery}th a tombstone), produce latency p99 ${p99.toFixed(1)} ms (worst topic), max ${max.toFixed(1)} ms`,
     `  ${c.groups} consumer group(s) tailing every bulk topic read ${int(tailed)} records; ${boot.length} new group(s) read a topic from offset 0: ${boot.map((b) => `${int(b.records)} in ${b.seconds.toFixed(1)} s`).join(', ') || 'none'}`,
     `  the cleaner ran ${int(last.cleans - first.cleans)} partition cleans and reaped ${int(last.reaped - first.reaped)} records meanwhile; at the end ${int(last.tombstonesPending)} tombstones wait for their horizon, index lag ${int(last.lag)} records`,
     `  proxy CPU: main thread ${pct((last.cpu.main - first.cpu.main) / (last.at - first.at))}, compaction worker ${pct((last.cpu.worker - first.cpu.worker) / (last.at - first.at))}, whole process ${pct((last.cpu.process - first.cpu.process) / (last.at - first.at))} of a core`,
     '',
     table([
-      ['figure', 'min', 'max', 'max-min', 'mean after warm-up', 'floor samples', 'floor growth per 10 min', 'slope per 10 min', 'verdict'],
+      ['figure', 'min', 'max', 'max-min', 'mean after warm-up', 'floor samples', 'floor slope per 10 min', 'slope per 10 min', 'verdict'],
       trendRow('RSS (floors: after a full collection)', r.trends.rss),
       trendRow('JS heap used, main + worker (floors: after a full collection)', r.trends.heapUsed),
       trendRow('index files, databases + WALs (floors: every sample; informative)', r.trends.indexFiles),
     ]).replace(/^/gm, '  '),
     `  rule: ${FLAT_RULE}; memory is flat when RSS and the JS heaps are: ${r.flat === undefined ? 'n/a (cannot tell)' : r.flat ? 'FLAT' : 'NOT FLAT'}`,
+    '',
+    `  by ${SEGMENT_SECONDS / 60}-minute stretches of the traffic:`,
+    table(segmentRows(r.samples, SEGMENT_SECONDS, c.warmUpSeconds)).replace(/^/gm, '  '),
   ];
 }
 

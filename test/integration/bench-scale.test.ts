@@ -27,7 +27,7 @@ test('the scale benchmark runs at a tiny size and its invariants hold', { skip: 
     const json = path.join(dir.path, 'scale.json');
     const args = [
       benchPath, '--partitions', '20', '--topics', '2', '--keys', '20000', '--traffic-records', '5000', '--read-rounds', '1',
-      '--soak-minutes', '0.17', '--sample-seconds', '2', '--bootstrap-every', '4', '--index-dir', dir.path, '--json', json,
+      '--soak-minutes', '0.17', '--soak-warm-up-minutes', '0.05', '--sample-seconds', '2', '--bootstrap-every', '4', '--index-dir', dir.path, '--json', json,
     ];
     const run = await runProcess(process.execPath, args, { timeoutMs: 200_000 });
     assert.equal(run.code, 0, `bench exited ${run.code ?? run.signal}\nstdout: ${tail(run.stdout)}\nstderr: ${tail(run.stderr)}`);
@@ -53,6 +53,9 @@ test('the scale benchmark runs at a tiny size and its invariants hold', { skip: 
     assert.deepEqual(view, [1001]);
 
     assert.ok(r.soak.samples.length >= 3, `${r.soak.samples.length} soak samples`);
+    // Sampled through the warm-up (3 s) and the judged stretch (10.2 s) after it.
+    assert.ok(r.soak.samples.at(-1)!.at >= 13, `last sample at ${r.soak.samples.at(-1)!.at} s`);
+    assert.match(run.stdout, /after 3\.0 s of warm-up/);
     assert.ok(r.soak.producers.every((p) => p.records > 0));
     assert.ok(r.soak.bootstraps.length >= 1);
     assert.match(run.stdout, /invariants: OK/);
