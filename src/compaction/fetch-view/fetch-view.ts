@@ -162,7 +162,7 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
         // The cache holds batches below the horizon only: a tailing reader's partitions skip it.
         const belowHorizon = read.fetchOffset < view.cleanedUpTo();
         if (belowHorizon) filtered = true;
-        const cached = belowHorizon && body.isolationLevel === READ_UNCOMMITTED ? cache.from(name, p.partition, view, read.fetchOffset, clientOffset) : undefined;
+        const cached = belowHorizon && body.isolationLevel === READ_UNCOMMITTED ? cache.from(name, p.partition, view, read.fetchOffset, clientOffset, { maxBytes: partitionMaxBytes, oneAnyway: true }) : undefined;
         if (cached) {
           cachedBytes += cachedBytesUpTo(cached, partitionMaxBytes);
           p.partitionMaxBytes = 0;

@@ -16,7 +16,7 @@ import { nextReadable, type ReadPlan } from './read-plan.js';
 import { rawBytesFor } from './read-size.js';
 import type { PartitionRecords, UpstreamReads } from './upstream-reads.js';
 import type { ViewCache, ViewedBatch } from './view-cache.js';
-import { cachedRecords, visibleRecords, type BatchesWalked, type MarkerSeen, type VisibleRecords, type Visibility } from './visible-records.js';
+import { cachedRecords, visibleRecords, type BatchesWalked, type Budget, type MarkerSeen, type VisibleRecords, type Visibility } from './visible-records.js';
 
 const READ_UNCOMMITTED = 0;
 
@@ -145,9 +145,10 @@ export class PartitionAnswer {
       reads++;
       const { view } = this.target;
       const fetchOffset = nextReadable(view, this.end + 1, true);
-      const cached = this.target.isolationLevel === READ_UNCOMMITTED ? this.cache.from(this.target.topic, this.target.partition, view, fetchOffset, this.target.clientOffset) : undefined;
+      const budget = { maxBytes: room, oneAnyway: alone };
+      const cached = this.target.isolationLevel === READ_UNCOMMITTED ? this.cache.from(this.target.topic, this.target.partition, view, fetchOffset, this.target.clientOffset, budget) : undefined;
       if (cached) {
-        const seen = cachedRecords(cached, { maxBytes: room, oneAnyway: alone });
+        const seen = cachedRecords(cached, budget);
         if (seen.end < 0 || (seen.full && seen.batches.length === 0)) return;
         this.changed = true;
         this.add(seen, true);
@@ -165,7 +166,7 @@ export class PartitionAnswer {
       let seen: VisibleRecords;
       try {
         if (read.errorCode !== 0) return;
-        seen = await this.view(read.records, { maxBytes: room, oneAnyway: alone });
+        seen = await this.view(read.records, budget);
         // Beside other data, a first batch too big for the room waits for the client's next fetch.
         if (seen.end < 0 || (seen.full && seen.batches.length === 0)) return;
         // An unreadable batch goes out as read, uncut: when that is more than the room, the
@@ -185,7 +186,7 @@ export class PartitionAnswer {
   }
 
   /** The view of upstream records, whose batches below the horizon go to the view cache. */
-  private async view(records: Buffer | null, budget: { maxBytes: number; oneAnyway: boolean }): Promise<VisibleRecords> {
+  private async view(records: Buffer | null, budget: Budget): Promise<VisibleRecords> {
     const { topic, partition, view, clientOffset } = this.target;
     if (!this.cache.enabled) return visibleRecords(records, visibility(view), clientOffset, budget);
     const viewed: ViewedBatch[] = [];

@@ -17,6 +17,8 @@
  * least recently read first, to stay within the byte budget.
  */
 
+import type { Budget } from './visible-records.js';
+
 /** One upstream batch below the horizon and what the view made of it. */
 export interface ViewedBatch {
   base: number;
@@ -42,17 +44,44 @@ export interface ViewedBatch {
 export const DEFAULT_VIEW_CACHE_BYTES = 16 << 20;
 
 /**
- * Per entry, beyond its bytes, as heap snapshots of a soak measure it: the entry object (~86 B),
- * its Buffer view (~94 B) and its place in the array. Counted short, a cache of small batches
- * outgrew its budget by half again.
+ * An entry is a row of numbers, not an object: a cache full of small batches held some 40,000
+ * entries, and as objects with a Buffer view each (~180 bytes of JS heap apiece, heap snapshots
+ * of a soak) they moved memory from Buffers into the JS heap, which V8 then reserved room to grow
+ * past. A row's fields, each a float64; the producer id shares the last slot through a BigInt64
+ * view of the same memory.
  */
-export const ENTRY_OVERHEAD = 200;
+const BASE = 0;
+const LAST = 1;
+const RAW_BYTES = 2;
+const RECORD_COUNT = 3;
+const KEPT = 4;
+const START = 5;
+const LENGTH = 6;
+/** The row's chunk (the buffer its bytes lie in) times 4, plus REBUILT and MARKER. */
+const CHUNK_AND_FLAGS = 7;
+const PRODUCER = 8;
+const STRIDE = 9;
+const REBUILT = 1;
+const MARKER = 2;
+
+/** What a row costs: the budget counts the rows a partition has room for. */
+export const ROW_BYTES = STRIDE * Float64Array.BYTES_PER_ELEMENT;
+
+/**
+ * Per buffer of kept bytes (one per record() call), beyond the bytes: the Buffer and its
+ * ArrayBuffer objects and the allocation's own bookkeeping.
+ */
+export const CHUNK_OVERHEAD = 200;
 
 interface PartitionEntries {
   /** The survivor snapshot the entries were made under. */
   snapshot: object;
-  /** Non-overlapping, by base offset. */
-  batches: ViewedBatch[];
+  /** `count` rows of STRIDE numbers, non-overlapping, by base offset; room for more. */
+  rows: Float64Array;
+  producers: BigInt64Array;
+  count: number;
+  /** Only ever appended to, so a row's chunk number stays valid. */
+  chunks: Buffer[];
   bytes: number;
 }
 
@@ -80,22 +109,34 @@ export class ViewCache {
   /**
    * The entries from the one holding `offset` to the first gap, when one holds it and starts at
    * or after `from` (the client's fetch offset: entries were made with every record kept that
-   * survives, and records before a client's offset are left out of what it gets).
+   * survives, and records before a client's offset are left out of what it gets). The run ends
+   * with the first batch an answer within `budget` leaves out: what comes after it no answer
+   * takes (the rule of Assembly in visible-records.ts), and the run is made into objects for the
+ * one answer only.
    */
-  from(topic: string, partition: number, snapshot: object, offset: number, from: number): ViewedBatch[] | undefined {
+  from(topic: string, partition: number, snapshot: object, offset: number, from: number, budget: Budget): ViewedBatch[] | undefined {
     const key = partitionKey(topic, partition);
     const entries = this.current(key, snapshot);
     if (!entries) return undefined;
-    const list = entries.batches;
-    const i = firstEndingAtOrAfter(list, offset);
-    if (i >= list.length || list[i]!.base > offset || list[i]!.base < from) return undefined;
-    let end = i + 1;
-    while (end < list.length && list[end]!.base === list[end - 1]!.last + 1) end++;
+    const { rows, count } = entries;
+    const i = firstEndingAtOrAfter(entries, offset);
+    if (i >= count || rows[i * STRIDE + BASE]! > offset || rows[i * STRIDE + BASE]! < from) return undefined;
+    const run: ViewedBatch[] = [];
+    let bytes = 0;
+    for (let r = i; r < count; r++) {
+      const row = r * STRIDE;
+      if (r > i && rows[row + BASE] !== rows[row - STRIDE + LAST]! + 1) break;
+      run.push(batchAt(entries, r));
+      if (rows[row + KEPT]! === 0) continue;
+      const length = rows[row + LENGTH]!;
+      if (bytes + length > budget.maxBytes && !(budget.oneAnyway && bytes === 0)) break;
+      bytes += length;
+    }
     // Most recently read last: the first in the map goes first when room is needed.
     this.partitions.delete(key);
     this.partitions.set(key, entries);
     this.reads++;
-    return list.slice(i, end);
+    return run;
   }
 
   /**
@@ -108,32 +149,52 @@ export class ViewCache {
     const key = partitionKey(topic, partition);
     let entries = this.current(key, snapshot);
     if (!entries) {
-      entries = { snapshot, batches: [], bytes: 0 };
+      entries = { snapshot, rows: new Float64Array(0), producers: new BigInt64Array(0), count: 0, chunks: [], bytes: 0 };
       this.partitions.set(key, entries);
     }
-    const list = entries.batches;
+    const { rows, count } = entries;
     const places: number[] = [];
-    const kept: ViewedBatch[] = [];
+    const fresh: ViewedBatch[] = [];
     let bytes = 0;
-    let at = firstEndingAtOrAfter(list, batches[0]!.base);
+    let at = firstEndingAtOrAfter(entries, batches[0]!.base);
     for (const batch of batches) {
-      while (at < list.length && list[at]!.last < batch.base) at++;
-      if (at < list.length && list[at]!.base <= batch.last) continue;
-      const size = batch.bytes.length + ENTRY_OVERHEAD;
-      if (!this.makeRoom(size, key)) break;
-      places.push(at + kept.length);
-      kept.push(batch);
+      while (at < count && rows[at * STRIDE + LAST]! < batch.base) at++;
+      if (at < count && rows[at * STRIDE + BASE]! <= batch.last) continue;
+      places.push(at);
+      fresh.push(batch);
       bytes += batch.bytes.length;
-      entries.bytes += size;
-      this.bytes += size;
     }
-    if (kept.length === 0) return;
-    const own = Buffer.allocUnsafeSlow(bytes);
-    let written = 0;
-    for (const [i, batch] of kept.entries()) {
-      const copy = own.subarray(written, (written += batch.bytes.copy(own, written)));
-      list.splice(places[i]!, 0, { ...batch, bytes: copy });
+    while (fresh.length > 0 && !this.makeRoom(bytes + CHUNK_OVERHEAD + (capacityFor(entries, fresh.length) - capacityOf(entries)) * ROW_BYTES, key)) {
+      bytes -= fresh.pop()!.bytes.length;
     }
+    if (fresh.length === 0) return;
+    this.grow(entries, capacityFor(entries, fresh.length));
+    const chunk = Buffer.allocUnsafeSlow(bytes);
+    const chunkAndFlags = entries.chunks.push(chunk) * 4 - 4;
+    this.charge(entries, bytes + CHUNK_OVERHEAD);
+    let written = bytes;
+    let tail = count;
+    // From the last new row back, so that each row held moves once, past the new ones before it.
+    for (let j = fresh.length - 1; j >= 0; j--) {
+      const batch = fresh[j]!;
+      const place = places[j]!;
+      entries.rows.copyWithin((place + j + 1) * STRIDE, place * STRIDE, tail * STRIDE);
+      tail = place;
+      written -= batch.bytes.length;
+      batch.bytes.copy(chunk, written);
+      const row = (place + j) * STRIDE;
+      const r = entries.rows;
+      r[row + BASE] = batch.base;
+      r[row + LAST] = batch.last;
+      r[row + RAW_BYTES] = batch.rawBytes;
+      r[row + RECORD_COUNT] = batch.recordCount;
+      r[row + KEPT] = batch.kept;
+      r[row + START] = written;
+      r[row + LENGTH] = batch.bytes.length;
+      r[row + CHUNK_AND_FLAGS] = chunkAndFlags + (batch.rebuilt ? REBUILT : 0) + (batch.markerOf === null ? 0 : MARKER);
+      entries.producers[row + PRODUCER] = batch.markerOf ?? 0n;
+    }
+    entries.count += fresh.length;
   }
 
   private current(key: string, snapshot: object): PartitionEntries | undefined {
@@ -141,6 +202,22 @@ export class ViewCache {
     if (!entries || entries.snapshot === snapshot) return entries;
     this.drop(key, entries);
     return undefined;
+  }
+
+  /** Room for `capacity` rows, the rows held kept. */
+  private grow(entries: PartitionEntries, capacity: number): void {
+    const before = capacityOf(entries);
+    if (capacity === before) return;
+    const rows = new Float64Array(capacity * STRIDE);
+    rows.set(entries.rows.subarray(0, entries.count * STRIDE));
+    entries.rows = rows;
+    entries.producers = new BigInt64Array(rows.buffer);
+    this.charge(entries, (capacity - before) * ROW_BYTES);
+  }
+
+  private charge(entries: PartitionEntries, bytes: number): void {
+    entries.bytes += bytes;
+    this.bytes += bytes;
   }
 
   /** Drops other partitions, least recently read first, until `size` more bytes fit. */
@@ -161,13 +238,41 @@ export class ViewCache {
 
 const partitionKey = (topic: string, partition: number) => `${topic}\u0000${partition}`;
 
-/** The index of the first batch whose last offset is at or after `offset`. */
-function firstEndingAtOrAfter(list: readonly ViewedBatch[], offset: number): number {
+const capacityOf = (entries: PartitionEntries) => entries.rows.length / STRIDE;
+
+/** The rows to have room for once `more` are added: half again as many, so appends stay cheap. */
+function capacityFor(entries: PartitionEntries, more: number): number {
+  const capacity = capacityOf(entries);
+  const needed = entries.count + more;
+  return needed <= capacity ? capacity : Math.max(needed, Math.ceil(capacity * 1.5));
+}
+
+function batchAt(entries: PartitionEntries, r: number): ViewedBatch {
+  const { rows } = entries;
+  const row = r * STRIDE;
+  const chunkAndFlags = rows[row + CHUNK_AND_FLAGS]!;
+  const flags = chunkAndFlags % 4;
+  const start = rows[row + START]!;
+  return {
+    base: rows[row + BASE]!,
+    last: rows[row + LAST]!,
+    rawBytes: rows[row + RAW_BYTES]!,
+    recordCount: rows[row + RECORD_COUNT]!,
+    bytes: entries.chunks[(chunkAndFlags - flags) / 4]!.subarray(start, start + rows[row + LENGTH]!),
+    kept: rows[row + KEPT]!,
+    rebuilt: (flags & REBUILT) !== 0,
+    markerOf: (flags & MARKER) !== 0 ? entries.producers[row + PRODUCER]! : null,
+  };
+}
+
+/** The first row whose last offset is at or after `offset`. */
+function firstEndingAtOrAfter(entries: PartitionEntries, offset: number): number {
+  const { rows } = entries;
   let lo = 0;
-  let hi = list.length;
+  let hi = entries.count;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if (list[mid]!.last < offset) lo = mid + 1;
+    if (rows[mid * STRIDE + LAST]! < offset) lo = mid + 1;
     else hi = mid;
   }
   return lo;

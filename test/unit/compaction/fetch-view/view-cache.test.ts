@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { ENTRY_OVERHEAD, ViewCache, type ViewedBatch } from '../../../../src/compaction/fetch-view/view-cache.js';
+import { CHUNK_OVERHEAD, ROW_BYTES, ViewCache, type ViewedBatch } from '../../../../src/compaction/fetch-view/view-cache.js';
 import { FakeIndex, readBatches, roundTrip, type FetchSpec } from './fake-log.js';
 import { bed, TOPIC_ID, type Bed } from './fetch-bed.js';
 import { seededRng, type Rng } from '../../protocol/sample-body.js';
@@ -10,6 +10,8 @@ function batch(base: number, last: number, bytes = 100, rebuilt = true): ViewedB
 }
 
 const bases = (batches: ViewedBatch[] | undefined) => batches?.map((b) => b.base);
+const ALL = { maxBytes: Infinity, oneAnyway: true };
+const pick = (rng: Rng, min: number, max: number) => min + Math.floor(rng() * (max - min + 1));
 
 describe('ViewCache', () => {
   test('serves the batches from the one holding the offset up to the first gap', () => {
@@ -17,13 +19,13 @@ describe('ViewCache', () => {
     const snapshot = {};
     cache.record('t', 0, snapshot, [batch(0, 9), batch(10, 19), batch(20, 29)]);
     cache.record('t', 0, snapshot, [batch(40, 49), batch(50, 59)]);
-    assert.deepEqual(bases(cache.from('t', 0, snapshot, 15, 0)), [10, 20]);
-    assert.deepEqual(bases(cache.from('t', 0, snapshot, 40, 0)), [40, 50]);
-    assert.equal(cache.from('t', 0, snapshot, 35, 0), undefined, 'nothing holds 35');
-    assert.equal(cache.from('t', 0, snapshot, 60, 0), undefined);
-    assert.equal(cache.from('t', 1, snapshot, 15, 0), undefined, 'another partition');
+    assert.deepEqual(bases(cache.from('t', 0, snapshot, 15, 0, ALL)), [10, 20]);
+    assert.deepEqual(bases(cache.from('t', 0, snapshot, 40, 0, ALL)), [40, 50]);
+    assert.equal(cache.from('t', 0, snapshot, 35, 0, ALL), undefined, 'nothing holds 35');
+    assert.equal(cache.from('t', 0, snapshot, 60, 0, ALL), undefined);
+    assert.equal(cache.from('t', 1, snapshot, 15, 0, ALL), undefined, 'another partition');
     cache.record('t', 0, snapshot, [batch(30, 39)]);
-    assert.deepEqual(bases(cache.from('t', 0, snapshot, 15, 0)), [10, 20, 30, 40, 50], 'the gap is filled');
+    assert.deepEqual(bases(cache.from('t', 0, snapshot, 15, 0, ALL)), [10, 20, 30, 40, 50], 'the gap is filled');
     assert.equal(cache.stats.reads, 3);
   });
 
@@ -31,8 +33,8 @@ describe('ViewCache', () => {
     const cache = new ViewCache(1 << 20);
     const snapshot = {};
     cache.record('t', 0, snapshot, [batch(0, 9), batch(10, 19)]);
-    assert.equal(cache.from('t', 0, snapshot, 12, 11), undefined);
-    assert.deepEqual(bases(cache.from('t', 0, snapshot, 12, 10)), [10]);
+    assert.equal(cache.from('t', 0, snapshot, 12, 11, ALL), undefined);
+    assert.deepEqual(bases(cache.from('t', 0, snapshot, 12, 10, ALL)), [10]);
   });
 
   test('a new survivor snapshot (a clean) drops the partition', () => {
@@ -40,9 +42,9 @@ describe('ViewCache', () => {
     const before = {};
     cache.record('t', 0, before, [batch(0, 9)]);
     assert.ok(cache.stats.bytes > 0);
-    assert.equal(cache.from('t', 0, {}, 0, 0), undefined);
+    assert.equal(cache.from('t', 0, {}, 0, 0, ALL), undefined);
     assert.equal(cache.stats.bytes, 0);
-    assert.equal(cache.from('t', 0, before, 0, 0), undefined, 'gone for good');
+    assert.equal(cache.from('t', 0, before, 0, 0, ALL), undefined, 'gone for good');
   });
 
   test('batches already held are skipped; what is kept is copied into one buffer of its own', () => {
@@ -56,7 +58,7 @@ describe('ViewCache', () => {
     cache.record('t', 0, snapshot, [batch(0, 9), batch(10, 19)]);
     assert.equal(cache.stats.bytes, bytes);
     upstream.fill(0);
-    const served = cache.from('t', 0, snapshot, 0, 0)!;
+    const served = cache.from('t', 0, snapshot, 0, 0, ALL)!;
     assert.ok(served[0]!.bytes.equals(Buffer.alloc(50, 7)), 'a copy, not the reused read buffer');
     assert.ok(served[1]!.bytes.equals(rebuilt.bytes));
     assert.notEqual(served[1]!.bytes.buffer, rebuilt.bytes.buffer, 'not a slice of a pool slab a small rebuilt batch may lie in');
@@ -65,24 +67,85 @@ describe('ViewCache', () => {
   });
 
   test('stays within its budget, dropping the partition read least recently', () => {
-    const cache = new ViewCache(3 * (1000 + ENTRY_OVERHEAD));
+    // A partition of one batch of 1,000 bytes costs its bytes, its chunk and its row.
+    const one = 1000 + CHUNK_OVERHEAD + ROW_BYTES;
+    const cache = new ViewCache(3 * one);
     const snapshot = {};
     cache.record('t', 0, snapshot, [batch(0, 9, 1000)]);
+    assert.equal(cache.stats.bytes, one);
     cache.record('t', 1, snapshot, [batch(0, 9, 1000)]);
-    cache.from('t', 0, snapshot, 0, 0);
+    cache.from('t', 0, snapshot, 0, 0, ALL);
     cache.record('t', 2, snapshot, [batch(0, 9, 1000), batch(10, 19, 1000)]);
-    assert.ok(cache.stats.bytes <= 3 * (1000 + ENTRY_OVERHEAD));
-    assert.equal(cache.from('t', 1, snapshot, 0, 0), undefined, 'partition 1 was read least recently');
-    assert.ok(cache.from('t', 0, snapshot, 0, 0));
-    assert.deepEqual(bases(cache.from('t', 2, snapshot, 0, 0)), [0, 10]);
+    assert.ok(cache.stats.bytes <= 3 * one);
+    assert.equal(cache.from('t', 1, snapshot, 0, 0, ALL), undefined, 'partition 1 was read least recently');
+    assert.ok(cache.from('t', 0, snapshot, 0, 0, ALL));
+    assert.deepEqual(bases(cache.from('t', 2, snapshot, 0, 0, ALL)), [0, 10]);
     const off = new ViewCache(0);
     off.record('t', 0, snapshot, [batch(0, 9)]);
-    assert.equal(off.from('t', 0, snapshot, 0, 0), undefined);
+    assert.equal(off.from('t', 0, snapshot, 0, 0, ALL), undefined);
     assert.equal(off.enabled, false);
   });
-});
 
-const pick = (rng: Rng, min: number, max: number) => min + Math.floor(rng() * (max - min + 1));
+  test('what does not fit is left off the end of a record, and the rows a partition has room for count', () => {
+    const cache = new ViewCache(600);
+    const snapshot = {};
+    cache.record('t', 0, snapshot, [batch(0, 9), batch(10, 19), batch(20, 29)]);
+    assert.deepEqual(bases(cache.from('t', 0, snapshot, 0, 0, ALL)), [0, 10], 'the third batch did not fit');
+    assert.equal(cache.stats.bytes, 2 * 100 + CHUNK_OVERHEAD + 2 * ROW_BYTES);
+    cache.record('t', 0, snapshot, [batch(20, 29)]);
+    assert.deepEqual(bases(cache.from('t', 0, snapshot, 0, 0, ALL)), [0, 10]);
+    // Room grows by half again: for 1, 2, 3 and then 5 rows.
+    const growing = new ViewCache(1 << 20);
+    for (let base = 0; base < 40; base += 10) growing.record('t', 0, snapshot, [batch(base, base + 9)]);
+    assert.equal(growing.stats.bytes, 4 * (100 + CHUNK_OVERHEAD) + 5 * ROW_BYTES);
+  });
+
+  test('batches recorded out of order are served in order, with every field as recorded', () => {
+    const cache = new ViewCache(1 << 20);
+    const snapshot = {};
+    const rng = seededRng(7);
+    const all: ViewedBatch[] = [];
+    for (let base = 0; base < 2000; base += 10) {
+      all.push({
+        base,
+        last: base + 9,
+        rawBytes: pick(rng, 61, 1 << 20),
+        recordCount: 10,
+        bytes: Buffer.alloc(pick(rng, 61, 300), base % 251),
+        kept: pick(rng, 0, 10),
+        rebuilt: rng() < 0.5,
+        markerOf: rng() < 0.2 ? BigInt.asIntN(64, BigInt(pick(rng, 0, 1 << 30)) << 33n) : null,
+      });
+    }
+    // Runs recorded in a shuffled order, each a stretch of neighbours, overlapping some held.
+    const runs: ViewedBatch[][] = [];
+    for (let i = 0; i < all.length; i += 7) runs.push(all.slice(Math.max(0, i - 2), i + 7));
+    for (let i = runs.length - 1; i > 0; i--) {
+      const j = pick(rng, 0, i);
+      [runs[i], runs[j]] = [runs[j]!, runs[i]!];
+    }
+    for (const run of runs) cache.record('t', 0, snapshot, run);
+    const served = cache.from('t', 0, snapshot, 0, 0, ALL)!;
+    assert.equal(served.length, all.length);
+    for (const [i, b] of served.entries()) {
+      const { bytes, ...fields } = all[i]!;
+      const { bytes: got, ...gotFields } = b;
+      assert.deepEqual(gotFields, fields, `batch ${i}`);
+      assert.ok(got.equals(bytes), `batch ${i}'s bytes`);
+    }
+  });
+
+  test('a read ends with the first batch an answer within its budget leaves out', () => {
+    const cache = new ViewCache(1 << 20);
+    const snapshot = {};
+    const empty = (base: number) => ({ ...batch(base, base + 9), kept: 0 });
+    cache.record('t', 0, snapshot, [batch(0, 9), empty(10), batch(20, 29), empty(30), batch(40, 49), batch(50, 59)]);
+    assert.deepEqual(bases(cache.from('t', 0, snapshot, 0, 0, { maxBytes: 250, oneAnyway: false })), [0, 10, 20, 30, 40], 'emptied batches cost nothing on the way');
+    assert.deepEqual(bases(cache.from('t', 0, snapshot, 0, 0, { maxBytes: 50, oneAnyway: false })), [0]);
+    assert.deepEqual(bases(cache.from('t', 0, snapshot, 0, 0, { maxBytes: 50, oneAnyway: true })), [0, 10, 20], 'the first comes anyway');
+    assert.deepEqual(bases(cache.from('t', 0, snapshot, 10, 10, { maxBytes: 0, oneAnyway: false })), [10, 20]);
+  });
+});
 
 /** The same logs and survivors behind two fetch views: one with the cache, one without. */
 async function twins(rng: Rng): Promise<{ cached: Bed; plain: Bed; survivors: number[]; horizon: number; end: number }> {
