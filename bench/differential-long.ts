@@ -23,19 +23,33 @@ import {
   type WorkloadSizes,
 } from '../test/support/differential.js';
 import { missingPeers, startKafka, type RunningKafka } from '../test/support/index.js';
+import { printHelpAndExit } from './bench-help.js';
 import { numberFlags } from './number-flag.js';
 
-const { values: args } = parseArgs({
-  options: {
-    seeds: { type: 'string', default: '20' },
-    'first-seed': { type: 'string', default: '1000' },
-    steps: { type: 'string', default: '120' },
-    keys: { type: 'string', default: '80' },
-    'max-batch': { type: 'string', default: '40' },
-    'max-value-bytes': { type: 'string', default: '16384' },
-    json: { type: 'string' },
-  },
-});
+const OPTIONS = {
+  seeds: { type: 'string', default: '20' },
+  'first-seed': { type: 'string', default: '1000' },
+  steps: { type: 'string', default: '120' },
+  keys: { type: 'string', default: '80' },
+  'max-batch': { type: 'string', default: '40' },
+  'max-value-bytes': { type: 'string', default: '16384' },
+  json: { type: 'string' },
+  help: { type: 'boolean', default: false },
+} as const;
+
+const HELP: Record<keyof typeof OPTIONS, string> = {
+  seeds: 'workloads to run, one per seed',
+  'first-seed': 'the first seed; the rest follow it',
+  steps: 'steps (produce, transaction, clean) per workload',
+  keys: 'distinct keys per workload',
+  'max-batch': 'most records per produced batch',
+  'max-value-bytes': 'largest value',
+  json: 'also write every result to this file',
+  help: 'print the flags',
+};
+
+const { values: args } = parseArgs({ options: OPTIONS });
+if (args.help) printHelpAndExit('node dist/bench/differential-long.js [flags]', OPTIONS, HELP);
 
 const number = numberFlags(args);
 const seeds = number('seeds');

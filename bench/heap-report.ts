@@ -20,6 +20,8 @@ export interface ThreadHeap {
   heapUsed: number;
   /** Bytes of Buffers and ArrayBuffers the isolate holds outside its heap. */
   external: number;
+  /** Bytes each space of the heap has reserved (new_space, old_space, large_object_space, ...). */
+  spaces: Record<string, number>;
 }
 
 export interface HeapBreakdown {
@@ -31,10 +33,13 @@ interface JavascriptHeap {
   totalMemory: number;
   usedMemory: number;
   externalMemory: number;
+  heapSpaces?: Record<string, { memorySize: number }>;
 }
 
 function threadHeap(h: JavascriptHeap): ThreadHeap {
-  return { heapTotal: h.totalMemory, heapUsed: h.usedMemory, external: h.externalMemory };
+  const spaces: Record<string, number> = {};
+  for (const [name, space] of Object.entries(h.heapSpaces ?? {})) spaces[name] = space.memorySize;
+  return { heapTotal: h.totalMemory, heapUsed: h.usedMemory, external: h.externalMemory, spaces };
 }
 
 /** Signals the process and reads the report it writes into dir (then deletes it). */

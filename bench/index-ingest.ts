@@ -24,22 +24,39 @@ import { createLogger } from '../src/ops/log.js';
 import kafkajs from 'kafkajs';
 import { binDir } from '../test/support/paths.js';
 import { missingPeers, runProcess, startKafka } from '../test/support/index.js';
+import { printHelpAndExit } from './bench-help.js';
+import { numberFlags } from './number-flag.js';
 
-const { values } = parseArgs({
-  options: {
-    records: { type: 'string', default: '1000000' },
-    keys: { type: 'string', default: '10000' },
-    batch: { type: 'string', default: '500' },
-    'value-size': { type: 'string', default: '100' },
-    upstream: { type: 'string' },
-    topic: { type: 'string' },
-    kafka: { type: 'boolean', default: false },
-  },
-});
-const RECORDS = Number(values.records);
-const KEYS = Number(values.keys);
-const PER_BATCH = Number(values.batch);
-const VALUE_SIZE = Number(values['value-size']);
+const OPTIONS = {
+  records: { type: 'string', default: '1000000' },
+  keys: { type: 'string', default: '10000' },
+  batch: { type: 'string', default: '500' },
+  'value-size': { type: 'string', default: '100' },
+  upstream: { type: 'string' },
+  topic: { type: 'string' },
+  kafka: { type: 'boolean', default: false },
+  help: { type: 'boolean', default: false },
+} as const;
+
+const HELP: Record<keyof typeof OPTIONS, string> = {
+  records: 'records of the partition indexed',
+  keys: 'distinct keys, drawn at random',
+  batch: 'records per batch',
+  'value-size': 'value bytes',
+  upstream: 'also index --topic from this upstream (HOST:PORT), end to end',
+  topic: 'the topic --upstream holds (every partition is indexed)',
+  kafka: 'also end to end: a Kafka 4.4 broker gets the partition from kbench, then the worker indexes it',
+  help: 'print the flags',
+};
+
+const { values } = parseArgs({ options: OPTIONS });
+if (values.help) printHelpAndExit('node dist/bench/index-ingest.js [flags]', OPTIONS, HELP);
+if ((values.upstream === undefined) !== (values.topic === undefined)) throw new Error('--upstream and --topic go together');
+const number = numberFlags(values);
+const RECORDS = number('records');
+const KEYS = number('keys');
+const PER_BATCH = number('batch');
+const VALUE_SIZE = number('value-size');
 const FETCH_BYTES = 8 * 1024 * 1024;
 
 

@@ -34,6 +34,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import kafkajs from 'kafkajs';
 import { missingPeers, startKafka } from '../test/support/index.js';
+import { printHelpAndExit } from './bench-help.js';
 import { profileReport } from './cpu-profile.js';
 import { kbench, kbenchMissing, type KbenchResult } from './kbench.js';
 import { cpuSeconds } from './proc-stats.js';
@@ -45,22 +46,40 @@ import { numberFlags } from './number-flag.js';
 const THROUGHPUT_BUDGET = 0.85;
 const ADDED_P99_BUDGET_MS = 1;
 
-const { values: args } = parseArgs({
-  options: {
-    rounds: { type: 'string', default: '7' },
-    'produce-records': { type: 'string', default: '600000' },
-    'consume-records': { type: 'string', default: '1500000' },
-    'value-size': { type: 'string', default: '1024' },
-    partitions: { type: 'string', default: '4' },
-    'latency-seconds': { type: 'string', default: '5' },
-    rate: { type: 'string', default: '10000' },
-    modes: { type: 'string', default: 'produce,consume,latency' },
-    relays: { type: 'string', default: RELAYS.join(',') },
-    'cpu-layout': { type: 'string', default: 'shared' },
-    'cpu-prof': { type: 'string' },
-    json: { type: 'string' },
-  },
-});
+const OPTIONS = {
+  rounds: { type: 'string', default: '7' },
+  'produce-records': { type: 'string', default: '600000' },
+  'consume-records': { type: 'string', default: '1500000' },
+  'value-size': { type: 'string', default: '1024' },
+  partitions: { type: 'string', default: '4' },
+  'latency-seconds': { type: 'string', default: '5' },
+  rate: { type: 'string', default: '10000' },
+  modes: { type: 'string', default: 'produce,consume,latency' },
+  relays: { type: 'string', default: RELAYS.join(',') },
+  'cpu-layout': { type: 'string', default: 'shared' },
+  'cpu-prof': { type: 'string' },
+  json: { type: 'string' },
+  help: { type: 'boolean', default: false },
+} as const;
+
+const HELP: Record<keyof typeof OPTIONS, string> = {
+  rounds: 'direct/proxied pairs per mode; medians are reported',
+  'produce-records': 'records kbench produces per produce measurement',
+  'consume-records': 'records kbench consumes per consume measurement',
+  'value-size': 'value bytes per record',
+  partitions: 'partitions of the bench topic',
+  'latency-seconds': 'seconds of each produce-latency measurement',
+  rate: 'records/s of the produce-latency measurements',
+  modes: 'which of produce, consume, latency to run',
+  relays: 'reference relays to run beside the proxy (none for none)',
+  'cpu-layout': 'shared: every process anywhere; sidecar: Kafka and kbench on the first half of the CPUs, the proxy and relays on the rest',
+  'cpu-prof': 'write CPU profiles of the proxy here and report them',
+  json: 'also write every figure to this file',
+  help: 'print the flags',
+};
+
+const { values: args } = parseArgs({ options: OPTIONS });
+if (args.help) printHelpAndExit('node dist/bench/proxy-throughput.js [flags]', OPTIONS, HELP);
 
 const positive = numberFlags(args);
 

@@ -46,6 +46,8 @@ export interface SoakSample {
   anon: number;
   heapUsed: { main: number; worker: number };
   heapTotal: { main: number; worker: number };
+  /** What each space of the JS heaps has reserved (for the report's JSON: which space grew). */
+  heapSpaces: { main: Record<string, number>; worker: Record<string, number> };
   /** Buffers and ArrayBuffers of both threads. */
   external: number;
   files: IndexFiles;
@@ -87,6 +89,12 @@ function cpuNow(pid: number): SoakSample['cpu'] {
   return cpu;
 }
 
+function sumSpaces(threads: Record<string, number>[]): Record<string, number> {
+  const total: Record<string, number> = {};
+  for (const spaces of threads) for (const [name, bytes] of Object.entries(spaces)) total[name] = (total[name] ?? 0) + bytes;
+  return total;
+}
+
 async function sample(proxy: RunningProxyProcess, reportDir: string, at: number): Promise<SoakSample> {
   const m = memory(proxy.proc.pid);
   if (!m) throw new Error(proxy.crashed() ?? `cannot read /proc/${proxy.proc.pid}/status`);
@@ -101,6 +109,7 @@ async function sample(proxy: RunningProxyProcess, reportDir: string, at: number)
     anon: m.anon,
     heapUsed: { main: heap.main.heapUsed, worker: sum((w) => w.heapUsed) },
     heapTotal: { main: heap.main.heapTotal, worker: sum((w) => w.heapTotal) },
+    heapSpaces: { main: heap.main.spaces, worker: sumSpaces(heap.workers.map((w) => w.spaces)) },
     external: heap.main.external + sum((w) => w.external),
     files: indexFiles(proxy.dataDir),
     indexRows: status.partitions.reduce((n, p) => n + p.indexedRecords, 0),

@@ -112,7 +112,7 @@ export class ViewCache {
    * survives, and records before a client's offset are left out of what it gets). The run ends
    * with the first batch an answer within `budget` leaves out: what comes after it no answer
    * takes (the rule of Assembly in visible-records.ts), and the run is made into objects for the
- * one answer only.
+   * one answer only.
    */
   from(topic: string, partition: number, snapshot: object, offset: number, from: number, budget: Budget): ViewedBatch[] | undefined {
     const key = partitionKey(topic, partition);
