@@ -56,6 +56,8 @@ test('the scale benchmark runs at a tiny size and its invariants hold', { skip: 
     // Sampled through the warm-up (3 s) and the judged stretch (10.2 s) after it.
     assert.ok(r.soak.samples.at(-1)!.at >= 13, `last sample at ${r.soak.samples.at(-1)!.at} s`);
     assert.match(run.stdout, /after 3\.0 s of warm-up/);
+    const spaces = r.soak.samples[0]!.heapSpaces;
+    assert.ok(spaces.main.new_space! > 0 && spaces.main.old_space! > 0 && spaces.worker.old_space! > 0, JSON.stringify(spaces));
     assert.ok(r.soak.producers.every((p) => p.records > 0));
     assert.ok(r.soak.bootstraps.length >= 1);
     assert.match(run.stdout, /invariants: OK/);
