@@ -17,7 +17,7 @@
  * least recently read first, to stay within the byte budget.
  */
 
-import type { Budget } from './visible-records.js';
+import { leftOut, type Budget } from './visible-records.js';
 
 /** One upstream batch below the horizon and what the view made of it. */
 export interface ViewedBatch {
@@ -111,7 +111,7 @@ export class ViewCache {
    * or after `from` (the client's fetch offset: entries were made with every record kept that
    * survives, and records before a client's offset are left out of what it gets). The run ends
    * with the first batch an answer within `budget` leaves out: what comes after it no answer
-   * takes (the rule of Assembly in visible-records.ts), and the run is made into objects for the
+   * takes (visible-records.ts's leftOut, as Assembly applies it), and the run is made into objects for the
    * one answer only.
    */
   from(topic: string, partition: number, snapshot: object, offset: number, from: number, budget: Budget): ViewedBatch[] | undefined {
@@ -128,9 +128,8 @@ export class ViewCache {
       if (r > i && rows[row + BASE] !== rows[row - STRIDE + LAST]! + 1) break;
       run.push(batchAt(entries, r));
       if (rows[row + KEPT]! === 0) continue;
-      const length = rows[row + LENGTH]!;
-      if (bytes + length > budget.maxBytes && !(budget.oneAnyway && bytes === 0)) break;
-      bytes += length;
+      if (leftOut(budget, bytes, rows[row + LENGTH]!)) break;
+      bytes += rows[row + LENGTH]!;
     }
     // Most recently read last: the first in the map goes first when room is needed.
     this.partitions.delete(key);

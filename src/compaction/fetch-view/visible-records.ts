@@ -76,6 +76,11 @@ export interface Budget {
 
 const UNLIMITED: Budget = { maxBytes: Infinity, oneAnyway: true };
 
+/** Whether a batch of `size` bytes is left out of an answer already holding `taken` bytes. */
+export function leftOut(budget: Budget, taken: number, size: number): boolean {
+  return taken + size > budget.maxBytes && !(budget.oneAnyway && taken === 0);
+}
+
 const NO_SPANS: RecordSpan[] = [];
 /**
  * Only batches below the cleaner's horizon are rebuilt, and the indexer has checked the CRC of
@@ -230,7 +235,7 @@ class Assembly {
   take(batch: ViewedBatch, progress: number, unchanged: boolean, last: boolean): boolean {
     const { out } = this;
     const goes = batch.kept > 0 || last;
-    if (goes && this.bytes + batch.bytes.length > this.budget.maxBytes && !(this.budget.oneAnyway && this.bytes === 0)) {
+    if (goes && leftOut(this.budget, this.bytes, batch.bytes.length)) {
       out.full = true;
       out.changed = true;
       return false;
