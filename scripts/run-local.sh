@@ -26,7 +26,7 @@ MSG
 # no admin APIs); short segments so a clean has something to do within seconds.
 demo_topics='[{"topic":"table","configs":{"cleanup.policy":"compact","segment.ms":"1000","delete.retention.ms":"5000"}}]'
 # Two malloc arenas and the node flags of src/cli/node-flags.ts, as deploy/Dockerfile runs it.
-MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}" node --initial-old-space-size=64 dist/src/cli/main.js proxy --upstream "$bootstrap" --listen "$listen" --data-dir "$data_dir" \
+MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}" node --initial-old-space-size=64 --expose-gc dist/src/cli/main.js proxy --upstream "$bootstrap" --listen "$listen" --data-dir "$data_dir" \
   --metrics-listen "${KCOMPACT_METRICS_LISTEN:-127.0.0.1:9644}" --topics "${KCOMPACT_TOPICS:-$demo_topics}" &
 proxy_pid=$!
 trap 'kill "$proxy_pid" "$upstream_pid" 2>/dev/null || true; rm -f "$fifo"' EXIT

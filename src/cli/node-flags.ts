@@ -7,5 +7,8 @@
  * Buffers every upstream read allocates count against that limit, and on a consumer's stream of
  * Fetch responses V8 ran a full mark-compact every ~40 ms: 109 in two 1.5 GB consume runs, twice
  * the proxy's CPU per relayed gigabyte. With a 64 MiB starting limit: 2.
+ *
+ * --expose-gc: gives each thread the gc() that ops/idle-collection.ts runs once the thread has
+ * gone quiet after a burst, so that an idle proxy does not keep the burst's dead Buffers.
  */
-export const NODE_FLAGS: readonly string[] = ['--initial-old-space-size=64'];
+export const NODE_FLAGS: readonly string[] = ['--initial-old-space-size=64', '--expose-gc'];

@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { log, setLogLevel } from '../ops/log.js';
 import { Reply, startManagementServer, type ManagementServer, type Route } from '../ops/management-server.js';
 import { adminRoutes } from '../ops/admin-routes.js';
+import { collectWhenIdle } from '../ops/idle-collection.js';
 import { createMetrics } from '../ops/metrics/metrics.js';
 import { Health } from '../ops/health/health.js';
 import { UpstreamReachability } from '../ops/health/upstream-reachability.js';
@@ -113,6 +114,7 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
     }),
   );
   health.markStarted();
+  const idleCollection = collectWhenIdle(log);
   log.info('kcompact proxy started', {
     bootstrap: `${config.advertisedHost}:${config.listen.port}`,
     management: `http://${config.metricsListen.host}:${management.address.port}`,
@@ -128,6 +130,7 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
     const deadlineMs = config.drainTimeoutMs + CLOSE_BUDGET_MS;
     setTimeout(() => fail('shutdown did not finish in time, exiting', { deadlineMs }), deadlineMs).unref();
     health.markStopping();
+    idleCollection.stop();
     log.info('shutting down: readiness fails, listeners close, in-flight requests drain', {
       signal,
       connections: proxy.connectionCount,

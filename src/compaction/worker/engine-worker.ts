@@ -15,6 +15,7 @@ import type { FromWorker, RebuildingPartition, ToWorker, WorkerConfig } from './
 import { engineStatus, inspectTopic } from './engine-status.js';
 import { serializeError, workerLogger } from './worker-log.js';
 import { UpstreamConnector } from '../../upstream/upstream-connector.js';
+import { collectWhenIdle } from '../../ops/idle-collection.js';
 
 if (!parentPort) throw new Error('engine-worker.js must run as a worker thread');
 const port = parentPort;
@@ -67,6 +68,7 @@ async function reply(id: number, work: () => unknown): Promise<void> {
 }
 
 async function shutdown(): Promise<void> {
+  idleCollection.stop();
   const indexerDone = indexer.close();
   cluster.close();
   connector.close();
@@ -129,5 +131,6 @@ function onMessage(message: ToWorker): void {
 registry.openExisting();
 indexer.start();
 cleaner.start();
+const idleCollection = collectWhenIdle(log);
 port.on('message', onMessage);
 send({ type: 'ready' });
