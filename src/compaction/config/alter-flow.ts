@@ -90,7 +90,7 @@ export function runAlter<R extends AlterResource>(
         }
         responses.push(result);
       }
-      for (const rest of queues.values()) responses.push(...rest);
+      for (const rest of queues.values()) for (const r of rest) responses.push(r);
       return responseFrame(req, { ...answer, responses });
     },
   };

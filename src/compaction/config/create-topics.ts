@@ -107,7 +107,7 @@ async function interceptCreateTopics(ctx: ConfigContext, req: InterceptedRequest
       );
       const merged = assemble(byName);
       const known = new Set(plans.keys());
-      merged.topics.push(...answer.topics.filter((r) => !known.has(r.name)));
+      for (const r of answer.topics) if (!known.has(r.name)) merged.topics.push(r);
       return responseFrame(req, { ...answer, topics: merged.topics });
     },
   };

@@ -229,14 +229,15 @@ export class PartitionAnswer {
     this.walked.bytes += seen.walked.bytes;
     this.walked.offsets += seen.walked.offsets;
     this.walked.batches += seen.walked.batches;
-    this.batches.push(...seen.batches);
+    // Loops, not push(...): one read of tiny batches comes near the ~120,000 arguments a call takes.
+    for (const b of seen.batches) this.batches.push(b);
     // A later read starts where the earlier one's complete batches ended: its tail is read again.
     this.trailingEmpty = seen.trailingEmpty;
     this.truncatedTail = seen.truncatedTail;
     this.progress += seen.progress;
     this.end = seen.end;
     this.full = seen.full;
-    this.markers.push(...seen.markers);
+    for (const m of seen.markers) this.markers.push(m);
     this.corrupt = seen.corrupt;
     if (seen.changed) this.changed = true;
     this.counters.removedRecords += seen.removedRecords;

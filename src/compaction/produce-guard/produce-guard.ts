@@ -159,7 +159,7 @@ export function createProduceGuard(opts: ProduceGuardOptions): ProduceGuard {
       for (const r of theirs?.partitionResponses ?? []) if (!partitions.includes(r)) partitions.push(r);
       responses.push(byId ? { topicId: key, partitionResponses: partitions } : { name: key, partitionResponses: partitions });
     }
-    responses.push(...upstreamTopics.values());
+    for (const t of upstreamTopics.values()) responses.push(t);
     return { ...answer, responses };
   }
 
