@@ -181,11 +181,18 @@ function copySpans(payload: Buffer, spans: readonly RecordSpan[], out: Buffer, p
 /**
  * Kafka's empty batch: same base offset, last offset delta, producer id/epoch, base sequence and
  * leader epoch; no compression; baseTimestamp -1; maxTimestamp, timestamp type, transactional and
- * control flags kept.
+ * control flags kept. Made from the original header's bytes rather than its parsed fields: a read
+ * of small batches empties tens of thousands, and writing the 64-bit fields from BigInts made
+ * viewing one 8% slower (`node dist/bench/view-filter.js --batch 4 --records 300000 --keys 100000`:
+ * 231-244 ms per pass before, 209-227 ms after).
  */
 function emptyBatch(header: BatchHeader): Buffer {
   const out = Buffer.allocUnsafe(BATCH_HEADER_SIZE);
-  const keptFlags = Attributes.timestampType | Attributes.transactional | Attributes.control;
-  writeBatchHeader(out, 0, { ...header, attributes: header.attributes & keptFlags, baseTimestamp: -1n }, 0, BATCH_HEADER_SIZE);
+  header.bytes.copy(out, 0, 0, BATCH_HEADER_SIZE);
+  out.writeInt32BE(BATCH_HEADER_SIZE - LOG_OVERHEAD, Offsets.batchLength);
+  out.writeInt16BE(header.attributes & (Attributes.timestampType | Attributes.transactional | Attributes.control), Offsets.attributes);
+  out.fill(0xff, Offsets.baseTimestamp, Offsets.baseTimestamp + 8);
+  out.writeInt32BE(0, Offsets.recordCount);
+  out.writeUInt32BE(crc32c(out, Offsets.attributes), Offsets.crc);
   return out;
 }
