@@ -44,7 +44,7 @@ import { soak, type SoakResult, type SoakSample } from './scale-soak.js';
 import { FLAT_RULE, type Trend } from './soak-trend.js';
 import { median, table } from './text-table.js';
 import { numberFlags } from './number-flag.js';
-import { QUIET_MS } from '../src/ops/idle-collection.js';
+import { QUIET_LOOKS, QUIET_MS } from '../src/ops/idle-collection.js';
 
 const OPTIONS = {
   partitions: { type: 'string', default: '1000' },
@@ -290,10 +290,10 @@ function soakReport(r: SoakResult): string[] {
 
 /**
  * How long the idle proxy is left before the last memory figure: long enough for both threads'
- * idle collections (a look that still saw the reads, a quiet one, the freeing after it), so what
+ * idle collections (a look that still saw the reads, the quiet ones, the freeing after it), so what
  * stays shows apart from what a burst of reads holds for a moment.
  */
-const SETTLE_MS = 2 * QUIET_MS + 3_000;
+const SETTLE_MS = (QUIET_LOOKS + 1) * QUIET_MS + 3_000;
 
 async function main(): Promise<void> {
   const missing: string[] = missingPeers().filter((m) => m === 'Kafka jars' || m === 'java');

@@ -11,10 +11,12 @@
  *
  * Like the JVM's periodic collection of an idle heap (G1, JEP 346), a timer looks at the thread
  * every QUIET_MS and collects when its event loop was busy at most IDLE_BUSY_SHARE of the time
- * since the last look and its Buffers have grown GROWTH_BYTES past the floor: what the last
- * collection left, or the fewest seen since. A busy thread is left to V8. QUIET_MS is longer
- * than reused-buffers.ts's 5 s after which buffers kept for reuse are let go, so that a
- * burst's kept buffers are garbage by the time a quiet look collects.
+ * through the last QUIET_LOOKS looks and its Buffers have grown GROWTH_BYTES past the floor: what
+ * the last collection left, or the fewest seen since. A busy thread is left to V8. A collection
+ * holds the thread for 10-30 ms and its helper threads take CPU from the rest of the process, so
+ * only a thread quiet for a while is collected, not one between two requests of a burst.
+ * QUIET_MS is longer than reused-buffers.ts's 5 s after which buffers kept for reuse are let go,
+ * so that a burst's kept buffers are garbage by the time the thread is collected.
  *
  * Collections need gc(), there when node runs with --expose-gc (node-flags.ts); without it
  * this does nothing.
@@ -31,7 +33,8 @@ export interface IdleCollectionProbes {
 }
 
 export const QUIET_MS = 6_000;
-export const IDLE_BUSY_SHARE = 0.05;
+export const QUIET_LOOKS = 2;
+export const IDLE_BUSY_SHARE = 0.02;
 export const GROWTH_BYTES = 16 << 20;
 /** V8 frees dead Buffers' memory on a background thread, within milliseconds of a collection. */
 const FREED_MS = 1_000;
@@ -54,6 +57,7 @@ export function threadProbes(): IdleCollectionProbes {
 /** The looks at one thread: look() collects when due and says whether it did. */
 export class IdleCollector {
   private floor = 0;
+  private quietLooks = 0;
 
   constructor(
     private readonly probes: IdleCollectionProbes,
@@ -66,7 +70,8 @@ export class IdleCollector {
     const busy = this.probes.busyShare();
     const bytes = this.probes.bufferBytes();
     this.floor = Math.min(this.floor, bytes);
-    if (!this.probes.gc || busy > IDLE_BUSY_SHARE || bytes - this.floor < GROWTH_BYTES) return false;
+    this.quietLooks = busy > IDLE_BUSY_SHARE ? 0 : this.quietLooks + 1;
+    if (!this.probes.gc || this.quietLooks < QUIET_LOOKS || bytes - this.floor < GROWTH_BYTES) return false;
     const started = performance.now();
     this.probes.gc();
     const ms = performance.now() - started;

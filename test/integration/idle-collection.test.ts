@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { kafkajsConsume, kafkajsProduce, missingPeers, pollUntil, startKfake } from '../support/index.js';
 import { startCliProxy, type LogLine } from '../support/kcompact-cli.js';
+import { IDLE_BUSY_SHARE } from '../../src/ops/idle-collection.js';
 
 const skip = missingPeers().length > 0 && !process.env.CI ? 'test peers not installed: run bash test/peers/install.sh' : false;
 
@@ -39,7 +40,7 @@ test('after a burst of compacted reads, the quiet proxy is collected', { skip, t
       cli.logs().find((l: LogLine) => l.msg === 'idle: collected garbage' && l.component === 'kcompact'),
     );
     assert.ok((collected.buffersAfter as number) <= (collected.buffersBefore as number), JSON.stringify(collected));
-    assert.ok((collected.busyShare as number) <= 0.05, 'only a quiet thread is collected');
+    assert.ok((collected.busyShare as number) <= IDLE_BUSY_SHARE, 'only a quiet thread is collected');
   } finally {
     await cli.stop();
     await kfake.stop();
