@@ -13,7 +13,7 @@
  * every QUIET_MS and collects when its event loop was busy at most IDLE_BUSY_SHARE of the time
  * through the last QUIET_LOOKS looks and its Buffers have grown GROWTH_BYTES past the floor: what
  * the last collection left, or the fewest seen since. A busy thread is left to V8. A collection
- * holds the thread for 10-30 ms and its helper threads take CPU from the rest of the process, so
+ * holds the thread for up to 30 ms and its helper threads take CPU from the rest of the process, so
  * only a thread quiet for a while is collected, not one between two requests of a burst.
  * QUIET_MS is longer than reused-buffers.ts's 5 s after which buffers kept for reuse are let go,
  * so that a burst's kept buffers are garbage by the time the thread is collected.

@@ -21,7 +21,7 @@ test('after a burst of compacted reads, the quiet proxy is collected', { skip, t
   const cli = await startCliProxy({ upstream: kfake.bootstrap, args: ['--log-level', 'debug'] });
   try {
     // 72 MB over 24,000 keys, then a record past segment.ms so that a clean covers them: the
-    // reads below go through the fetch view, whose cache (32 MiB) fills with what survives.
+    // reads below go through the fetch view, whose cache (16 MiB by default) fills with what survives.
     const spec = { topic: 'burst', keys: KEYS, valueSize: 1_500, createPartitions: 1, topicConfigs: { 'cleanup.policy': 'compact', 'segment.ms': '100' } };
     assert.deepEqual((await kafkajsProduce(cli.bootstrap, { ...spec, count: 2 * KEYS })).errors, []);
     await new Promise((resolve) => setTimeout(resolve, 200));
