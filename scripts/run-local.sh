@@ -29,5 +29,8 @@ demo_topics='[{"topic":"table","configs":{"cleanup.policy":"compact","segment.ms
 MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}" node --initial-old-space-size=64 --expose-gc dist/src/cli/main.js proxy --upstream "$bootstrap" --listen "$listen" --data-dir "$data_dir" \
   --metrics-listen "${KCOMPACT_METRICS_LISTEN:-127.0.0.1:9644}" --topics "${KCOMPACT_TOPICS:-$demo_topics}" &
 proxy_pid=$!
-trap 'kill "$proxy_pid" "$upstream_pid" 2>/dev/null || true; rm -f "$fifo"' EXIT
+# Ctrl-C reaches the whole process group: kcompact shuts down on its own, and a second signal would
+# cut its shutdown short, so the script waits for it. A SIGTERM to the script alone is passed on.
+trap 'wait "$proxy_pid"' INT
+trap 'kill -TERM "$proxy_pid" 2>/dev/null; wait "$proxy_pid"' TERM
 wait "$proxy_pid"
