@@ -2,8 +2,10 @@
  * The `kcompact proxy` process, started with the node flags it ships with, has the idle
  * collection (ops/idle-collection.ts) on in both threads, and once a burst of compacted reads is
  * over, the quiet main thread, holding more Buffers than the collection's growth (the view
- * cache's alone are), is collected. Whether a collection gives memory back depends on what V8
- * collected on its own during the burst: the scale benchmark shows that (bench/scale.ts).
+ * cache's alone are), is collected and left with little more than the view cache. Whether the
+ * collection itself frees much depends on what V8 collected on its own during the burst, and a
+ * few KiB may be allocated in the second before the collection's result is read (CI saw 8 KiB
+ * more after than before): the scale benchmark shows what it gives back (bench/scale.ts).
  * kfake upstream.
  */
 import assert from 'node:assert/strict';
@@ -11,12 +13,14 @@ import { test } from 'node:test';
 import { kafkajsConsume, kafkajsProduce, missingPeers, pollUntil, startKfake } from '../support/index.js';
 import { startCliProxy, type LogLine } from '../support/kcompact-cli.js';
 import { IDLE_BUSY_SHARE } from '../../src/ops/idle-collection.js';
+import { DEFAULT_VIEW_CACHE_BYTES } from '../../src/compaction/fetch-view/view-cache.js';
 
 const skip = missingPeers().length > 0 && !process.env.CI ? 'test peers not installed: run bash test/peers/install.sh' : false;
 
 const KEYS = 24_000;
+const LIVE_SLACK_BYTES = 4 << 20;
 
-test('after a burst of compacted reads, the quiet proxy is collected', { skip, timeout: 180_000 }, async () => {
+test('after a burst of compacted reads, the quiet proxy is collected', { skip, timeout: 180_000 }, async (t) => {
   const kfake = await startKfake({ brokers: 1 });
   const cli = await startCliProxy({ upstream: kfake.bootstrap, args: ['--log-level', 'debug'] });
   try {
@@ -39,7 +43,9 @@ test('after a burst of compacted reads, the quiet proxy is collected', { skip, t
     const collected = await pollUntil('an idle collection in the main thread', 60_000, async () =>
       cli.logs().find((l: LogLine) => l.msg === 'idle: collected garbage' && l.component === 'kcompact'),
     );
-    assert.ok((collected.buffersAfter as number) <= (collected.buffersBefore as number), JSON.stringify(collected));
+    t.diagnostic(`main thread collected: ${JSON.stringify(collected)}`);
+    // What stays is what is live: the full view cache, and the odd socket or request buffer.
+    assert.ok((collected.buffersAfter as number) <= DEFAULT_VIEW_CACHE_BYTES + LIVE_SLACK_BYTES, JSON.stringify(collected));
     assert.ok((collected.busyShare as number) <= IDLE_BUSY_SHARE, 'only a quiet thread is collected');
   } finally {
     await cli.stop();

@@ -150,7 +150,8 @@ export class ConfigSync {
       }
       const progressed = read.nextOffset > this.nextOffset;
       this.nextOffset = read.nextOffset;
-      this.cache.commit(changes, this.nextOffset);
+      // An idle poll changes nothing: no write to the cache's file twice a second.
+      if (progressed || changes.length > 0) this.cache.commit(changes, this.nextOffset);
       if (this.nextOffset >= read.highWatermark || !progressed) break;
     }
     this.state.recheckTopicIds();
