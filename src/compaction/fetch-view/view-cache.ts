@@ -34,6 +34,11 @@ export interface ViewedBatch {
   rebuilt: boolean;
   /** Set for a transaction marker: the producer whose transaction it ends. */
   markerOf: bigint | null;
+  /**
+   * Upstream batches it stands for: 1, or more for neighbours that all lost every record, held
+   * as one entry (record() joins them) with the last one's emptied bytes.
+   */
+  batches: number;
 }
 
 /**
@@ -60,7 +65,8 @@ const LENGTH = 6;
 /** The row's chunk (the buffer its bytes lie in) times 4, plus REBUILT and MARKER. */
 const CHUNK_AND_FLAGS = 7;
 const PRODUCER = 8;
-const STRIDE = 9;
+const BATCHES = 9;
+const STRIDE = 10;
 const REBUILT = 1;
 const MARKER = 2;
 
@@ -143,8 +149,9 @@ export class ViewCache {
    * copied into one buffer of its own: an upstream batch lies in memory that goes back for later
    * reads, and a small buffer of Node's shared pool would keep its whole 8 KiB slab alive.
    */
-  record(topic: string, partition: number, snapshot: object, batches: readonly ViewedBatch[]): void {
-    if (!this.enabled || batches.length === 0) return;
+  record(topic: string, partition: number, snapshot: object, viewed: readonly ViewedBatch[]): void {
+    if (!this.enabled || viewed.length === 0) return;
+    const batches = joinEmptied(viewed);
     const key = partitionKey(topic, partition);
     let entries = this.current(key, snapshot);
     if (!entries) {
@@ -192,6 +199,7 @@ export class ViewCache {
       r[row + LENGTH] = batch.bytes.length;
       r[row + CHUNK_AND_FLAGS] = chunkAndFlags + (batch.rebuilt ? REBUILT : 0) + (batch.markerOf === null ? 0 : MARKER);
       entries.producers[row + PRODUCER] = batch.markerOf ?? 0n;
+      r[row + BATCHES] = batch.batches;
     }
     entries.count += fresh.length;
   }
@@ -261,7 +269,42 @@ function batchAt(entries: PartitionEntries, r: number): ViewedBatch {
     kept: rows[row + KEPT]!,
     rebuilt: (flags & REBUILT) !== 0,
     markerOf: (flags & MARKER) !== 0 ? entries.producers[row + PRODUCER]! : null,
+    batches: rows[row + BATCHES]!,
   };
+}
+
+const emptied = (b: ViewedBatch) => b.kept === 0 && b.markerOf === null;
+
+/**
+ * Neighbouring batches that lost every record, as one entry holding the last one's emptied
+ * bytes: in an answer such a run goes out only as its trailing empty batch, which is the last
+ * one's. Below the horizon of a log of small batches most batches lose every record (some
+ * 224,000 of 250,000 in a million records written 4 to a batch over 50,000 keys), and one entry
+ * each filled the cache with rows and 61-byte empty batches, three times the survivors' bytes.
+ * Markers stay entries of their own: an answer reports each one.
+ */
+function joinEmptied(batches: readonly ViewedBatch[]): readonly ViewedBatch[] {
+  let joined: ViewedBatch[] | undefined;
+  /** The entry being extended: a copy, the caller's batches stay as they were. */
+  let own: ViewedBatch | undefined;
+  for (let i = 1; i < batches.length; i++) {
+    const batch = batches[i]!;
+    const before = joined ? joined[joined.length - 1]! : batches[i - 1]!;
+    if (!(emptied(batch) && emptied(before) && batch.base === before.last + 1)) {
+      joined?.push(batch);
+      continue;
+    }
+    joined ??= batches.slice(0, i);
+    let run = joined[joined.length - 1]!;
+    if (run !== own) joined[joined.length - 1] = own = run = { ...run };
+    run.last = batch.last;
+    run.rawBytes += batch.rawBytes;
+    run.recordCount += batch.recordCount;
+    run.bytes = batch.bytes;
+    run.rebuilt = batch.rebuilt;
+    run.batches += batch.batches;
+  }
+  return joined ?? batches;
 }
 
 /** The first row whose last offset is at or after `offset`. */

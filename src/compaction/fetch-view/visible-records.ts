@@ -243,11 +243,11 @@ class Assembly {
     if (goes) this.bytes += batch.bytes.length;
     out.walked.bytes += batch.rawBytes;
     out.walked.offsets += batch.last - batch.base + 1;
-    out.walked.batches++;
+    out.walked.batches += batch.batches;
     out.end = batch.last;
     out.removedRecords += batch.recordCount - batch.kept;
     out.progress += progress;
-    if (batch.rebuilt) out.rebuiltBatches++;
+    if (batch.rebuilt) out.rebuiltBatches += batch.batches;
     if (batch.markerOf !== null) out.markers.push({ producerId: batch.markerOf, offset: batch.base, visible: batch.kept > 0 });
     if (batch.kept > 0) out.batches.push(batch.bytes);
     else if (last) out.trailingEmpty = batch.bytes;
@@ -301,6 +301,7 @@ export async function visibleRecords(
       kept: outcome.kept,
       rebuilt: outcome.rebuilt,
       markerOf: batch.isControl ? batch.producerId : null,
+      batches: 1,
     };
     if (!assembly.take(viewed, outcome.progress, outcome.bytes === batch.bytes, i === batches.length - 1)) return out;
     if (keep && viewed.base >= from && viewed.last < visibility.cleanedUpTo) keep(viewed);

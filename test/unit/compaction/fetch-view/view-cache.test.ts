@@ -6,7 +6,7 @@ import { bed, TOPIC_ID, type Bed } from './fetch-bed.js';
 import { seededRng, type Rng } from '../../protocol/sample-body.js';
 
 function batch(base: number, last: number, bytes = 100, rebuilt = true): ViewedBatch {
-  return { base, last, rawBytes: 1000, recordCount: last - base + 1, bytes: Buffer.alloc(bytes, base % 251), kept: 1, rebuilt, markerOf: null };
+  return { base, last, rawBytes: 1000, recordCount: last - base + 1, bytes: Buffer.alloc(bytes, base % 251), kept: 1, rebuilt, markerOf: null, batches: 1 };
 }
 
 const bases = (batches: ViewedBatch[] | undefined) => batches?.map((b) => b.base);
@@ -115,6 +115,7 @@ describe('ViewCache', () => {
         kept: pick(rng, 0, 10),
         rebuilt: rng() < 0.5,
         markerOf: rng() < 0.2 ? BigInt.asIntN(64, BigInt(pick(rng, 0, 1 << 30)) << 33n) : null,
+        batches: 1,
       });
     }
     // Runs recorded in a shuffled order, each a stretch of neighbours, overlapping some held.
@@ -133,6 +134,28 @@ describe('ViewCache', () => {
       assert.deepEqual(gotFields, fields, `batch ${i}`);
       assert.ok(got.equals(bytes), `batch ${i}'s bytes`);
     }
+  });
+
+  test('neighbours that lost every record are one entry, with the last one\'s emptied bytes; markers stay apart', () => {
+    const cache = new ViewCache(1 << 20);
+    const snapshot = {};
+    const empty = (base: number, bytes = 61): ViewedBatch => ({ ...batch(base, base + 9, bytes), kept: 0 });
+    const marker: ViewedBatch = { ...empty(40), last: 40, recordCount: 1, markerOf: 7n };
+    const recorded = [batch(0, 9), empty(10), empty(20, 62), empty(30, 63), marker, empty(41), empty(51, 64), batch(61, 70)];
+    const copies = recorded.map((b) => ({ ...b }));
+    cache.record('t', 0, snapshot, recorded);
+    assert.deepEqual(recorded, copies, 'the batches handed over are left as they were');
+    const served = cache.from('t', 0, snapshot, 0, 0, ALL)!;
+    assert.deepEqual(served.map((b) => [b.base, b.last, b.recordCount, b.rawBytes, b.batches, b.bytes.length]), [
+      [0, 9, 10, 1000, 1, 100],
+      [10, 39, 30, 3000, 3, 63],
+      [40, 40, 1, 1000, 1, 61],
+      [41, 60, 20, 2000, 2, 64],
+      [61, 70, 10, 1000, 1, 100],
+    ]);
+    assert.ok(served[1]!.bytes.equals(recorded[3]!.bytes), 'the last emptied batch of the run');
+    assert.equal(served[2]!.markerOf, 7n);
+    assert.equal(cache.stats.bytes, 100 + 63 + 61 + 64 + 100 + CHUNK_OVERHEAD + 5 * ROW_BYTES);
   });
 
   test('a read ends with the first batch an answer within its budget leaves out', () => {
