@@ -35,7 +35,7 @@ export interface IdleCollectionProbes {
 export const QUIET_MS = 6_000;
 export const QUIET_LOOKS = 2;
 /**
- * A proxy with no clients is 1-2.5% busy in its main thread (the topic config store's poll
+ * A proxy with no clients is 1.5-2.5% busy in its main thread (the topic config store's poll
  * twice a second; measured on a 2-vCPU machine running its upstream too), and a thread relaying
  * a burst tens of percent.
  */
