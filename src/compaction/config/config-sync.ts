@@ -150,8 +150,9 @@ export class ConfigSync {
       }
       const progressed = read.nextOffset > this.nextOffset;
       this.nextOffset = read.nextOffset;
-      // An idle poll changes nothing: no write to the cache's file twice a second.
-      if (progressed || changes.length > 0) this.cache.commit(changes, this.nextOffset);
+      // An idle poll reads nothing (records would have moved the offset on): no write to the
+      // cache's file twice a second.
+      if (progressed) this.cache.commit(changes, this.nextOffset);
       if (this.nextOffset >= read.highWatermark || !progressed) break;
     }
     this.state.recheckTopicIds();

@@ -151,8 +151,16 @@ export async function rebuildBatch(header: BatchHeader, payload: Buffer, kept: r
   copySpans(payload, kept, target, bodyOffset);
   const out = compressed ? withHeaderRoom(await compress(header.compression, target)) : target;
   header.bytes.copy(out, 0, 0, BATCH_HEADER_SIZE);
+  return sealed(out, kept.length);
+}
+
+/**
+ * A batch whose header was copied from the original, with what a rebuild changes written afresh:
+ * its length, its record count and then the CRC over everything after it.
+ */
+function sealed(out: Buffer, recordCount: number): Buffer {
   out.writeInt32BE(out.length - LOG_OVERHEAD, Offsets.batchLength);
-  out.writeInt32BE(kept.length, Offsets.recordCount);
+  out.writeInt32BE(recordCount, Offsets.recordCount);
   out.writeUInt32BE(crc32c(out, Offsets.attributes), Offsets.crc);
   return out;
 }
@@ -189,10 +197,7 @@ function copySpans(payload: Buffer, spans: readonly RecordSpan[], out: Buffer, p
 function emptyBatch(header: BatchHeader): Buffer {
   const out = Buffer.allocUnsafe(BATCH_HEADER_SIZE);
   header.bytes.copy(out, 0, 0, BATCH_HEADER_SIZE);
-  out.writeInt32BE(BATCH_HEADER_SIZE - LOG_OVERHEAD, Offsets.batchLength);
   out.writeInt16BE(header.attributes & (Attributes.timestampType | Attributes.transactional | Attributes.control), Offsets.attributes);
   out.fill(0xff, Offsets.baseTimestamp, Offsets.baseTimestamp + 8);
-  out.writeInt32BE(0, Offsets.recordCount);
-  out.writeUInt32BE(crc32c(out, Offsets.attributes), Offsets.crc);
-  return out;
+  return sealed(out, 0);
 }
