@@ -67,7 +67,7 @@ export function sampleIngest(proxy: RunningProxyProcess, topics: readonly string
   const loop = (async () => {
     while (running) {
       const started = performance.now();
-      const partitions = (await engineStatus(proxy.management)).partitions.filter((p) => wanted.has(p.topic));
+      const partitions = (await engineStatus(proxy.admin)).partitions.filter((p) => wanted.has(p.topic));
       samples.push({
         at: performance.now(),
         next: partitions.reduce((n, p) => n + p.nextOffset, 0),

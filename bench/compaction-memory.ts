@@ -80,7 +80,7 @@ export async function measureMemory(upstream: string, proxy: RunningProxyProcess
   await createTopics(proxy.bootstrap, [{ topic: TOPIC, partitions: 1, configs: { 'cleanup.policy': 'compact', 'segment.ms': String(cfg.segmentMs) } }]);
   // Compacted topics left on the upstream by an earlier phase would be indexed too (their configs
   // live in the upstream) and their memory counted here.
-  const others = [...new Set((await engineStatus(proxy.management)).partitions.map((p) => p.topic).filter((t) => t !== TOPIC))];
+  const others = [...new Set((await engineStatus(proxy.admin)).partitions.map((p) => p.topic).filter((t) => t !== TOPIC))];
   if (others.length) throw new Error(`the memory phase's proxy also indexes ${others.join(', ')}: delete them first`);
   const baseline = rssOf(proxy);
   const steps: MemoryStep[] = [];
@@ -96,17 +96,17 @@ export async function measureMemory(upstream: string, proxy: RunningProxyProcess
       ], 900_000);
       const produced = performance.now();
       // kbench writes a warm-up record before its n.
-      await waitIndexed(proxy.management, TOPIC, end + n + 1, 900_000, proxy.crashed);
+      await waitIndexed(proxy.admin, TOPIC, end + n + 1, 900_000, proxy.crashed);
       const indexSeconds = (performance.now() - t0) / 1000;
       const indexed = rssOf(proxy);
       const heapIndexed = await heapBreakdown(proxy.proc.pid, reportDir);
       await sleep(cfg.segmentMs + 500 - (performance.now() - produced));
       const roll = await appendRecord(upstream, TOPIC, `roll-${target}`);
-      await waitIndexed(proxy.management, TOPIC, roll + 1, 60_000, proxy.crashed);
+      await waitIndexed(proxy.admin, TOPIC, roll + 1, 60_000, proxy.crashed);
       end = roll + 1;
       log(`(c) ${target} keys indexed: RSS ${(indexed.rss / 2 ** 20).toFixed(0)} MiB; cleaning`);
       const t1 = performance.now();
-      await cleanUpTo(proxy.management, TOPIC, roll, 900_000);
+      await cleanUpTo(proxy.admin, TOPIC, roll, 900_000);
       const cleanSeconds = (performance.now() - t1) / 1000;
       const cleaned = rssOf(proxy);
       const heapCleaned = await heapBreakdown(proxy.proc.pid, reportDir);

@@ -129,10 +129,10 @@ export async function measureReads(upstream: string, proxy: RunningProxyProcess,
   };
   log(`(b) rolled at ${rollOffset.kcompact.join(',')} (kcompact) and ${rollOffset.kafka.join(',')} (Kafka); waiting for the index and both cleaners`);
   const kafkaCleaned = Promise.all(rollOffset.kafka.map((o, p) => waitKafkaCleaned(`${kafka.dir}/data`, TOPICS.kafka, o, 300_000, p))).then(since);
-  await waitIndexedAll(proxy.management, TOPICS.compacted, rollOffset.kcompact.map((o) => o + 1), 300_000, proxy.crashed);
+  await waitIndexedAll(proxy.admin, TOPICS.compacted, rollOffset.kcompact.map((o) => o + 1), 300_000, proxy.crashed);
   const kcompactIndexed = since();
   const indexedBytes = indexBytes(proxy.dataDir, TOPICS.compacted);
-  const cleanCalls = await cleanUpToAll(proxy.management, TOPICS.compacted, rollOffset.kcompact, 300_000);
+  const cleanCalls = await cleanUpToAll(proxy.admin, TOPICS.compacted, rollOffset.kcompact, 300_000);
   const fromRoll = { kcompactIndexed, kcompactCleaned: since(), kafkaCleaned: await kafkaCleaned };
   const cleanedBytes = indexBytes(proxy.dataDir, TOPICS.compacted);
 

@@ -230,7 +230,7 @@ async function main(): Promise<void> {
   try {
     if (phases.has('ingest') || phases.has('read')) {
       proxy = await startProxyProcess(kafka.bootstrap, 1, { cpuProfDir: profDir('ingest-read'), parentDir: indexDir, args: proxyArgs });
-      log(`Kafka at ${kafka.bootstrap}, proxy at ${proxy.bootstrap} (pid ${proxy.proc.pid}, management ${proxy.management})`);
+      log(`Kafka at ${kafka.bootstrap}, proxy at ${proxy.bootstrap} (pid ${proxy.proc.pid}, metrics ${proxy.management}, admin ${proxy.admin})`);
       if (phases.has('ingest')) results.ingest = await measureIngest(kafka.bootstrap, proxy, cfg.ingest, log);
       if (phases.has('read')) {
         log('starting the reference: Kafka 4.4 with its cleaner on (fast settings)');

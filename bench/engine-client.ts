@@ -1,5 +1,5 @@
 /**
- * The benchmarks' view of a running proxy's compaction engine: its management endpoint
+ * The benchmarks' view of a running proxy's compaction engine: its admin listener
  * (`GET /status`, `GET /inspect`, `POST /compact`, as the `kcompact` admin verbs use them) and the
  * index files in its data directory.
  */
@@ -10,22 +10,22 @@ import { indexRoot, topicIndexFile } from '../src/compaction/index/index-files.j
 import type { EngineStatus, PartitionDetail, PartitionStatus } from '../src/compaction/worker/engine-status.js';
 import { pollUntil } from '../test/support/index.js';
 
-export async function engineStatus(management: string): Promise<EngineStatus> {
-  const res = await fetch(`http://${management}/status`);
+export async function engineStatus(admin: string): Promise<EngineStatus> {
+  const res = await fetch(`http://${admin}/status`);
   if (!res.ok) throw new Error(`GET /status: ${res.status} ${await res.text()}`);
   return (await res.json()) as EngineStatus;
 }
 
 /** Cleans the topic now; resolves when the clean has run. */
-export async function compactNow(management: string, topic: string): Promise<CleanReport> {
-  const res = await fetch(`http://${management}/compact?topic=${encodeURIComponent(topic)}`, { method: 'POST' });
+export async function compactNow(admin: string, topic: string): Promise<CleanReport> {
+  const res = await fetch(`http://${admin}/compact?topic=${encodeURIComponent(topic)}`, { method: 'POST' });
   if (!res.ok) throw new Error(`POST /compact: ${res.status} ${await res.text()}`);
   return (await res.json()) as CleanReport;
 }
 
 /** The topic's indexed partitions in detail (GET /inspect, as `kcompact inspect` asks). */
-export async function inspectTopic(management: string, topic: string): Promise<PartitionDetail[]> {
-  const res = await fetch(`http://${management}/inspect?topic=${encodeURIComponent(topic)}`);
+export async function inspectTopic(admin: string, topic: string): Promise<PartitionDetail[]> {
+  const res = await fetch(`http://${admin}/inspect?topic=${encodeURIComponent(topic)}`);
   if (!res.ok) throw new Error(`GET /inspect: ${res.status} ${await res.text()}`);
   return ((await res.json()) as { partitions: PartitionDetail[] }).partitions;
 }
@@ -35,15 +35,15 @@ export function partitionsOf(status: EngineStatus, topic: string): PartitionStat
 }
 
 /** Waits until the engine has indexed the topic's partition 0 up to `offset` (exclusive). */
-export async function waitIndexed(management: string, topic: string, offset: number, deadlineMs: number, gone?: () => string | undefined): Promise<PartitionStatus> {
-  return (await waitIndexedAll(management, topic, [offset], deadlineMs, gone))[0]!;
+export async function waitIndexed(admin: string, topic: string, offset: number, deadlineMs: number, gone?: () => string | undefined): Promise<PartitionStatus> {
+  return (await waitIndexedAll(admin, topic, [offset], deadlineMs, gone))[0]!;
 }
 
 /** Waits until the engine has indexed each partition p of the topic up to offsets[p] (exclusive). */
-export async function waitIndexedAll(management: string, topic: string, offsets: number[], deadlineMs: number, gone?: () => string | undefined): Promise<PartitionStatus[]> {
+export async function waitIndexedAll(admin: string, topic: string, offsets: number[], deadlineMs: number, gone?: () => string | undefined): Promise<PartitionStatus[]> {
   const what = offsets.length === 1 ? `${topic}-0 indexed up to ${offsets[0]}` : `${offsets.length} partitions of ${topic} indexed`;
   return pollUntil(what, deadlineMs, async () => {
-    const ps = partitionsOf(await engineStatus(management), topic);
+    const ps = partitionsOf(await engineStatus(admin), topic);
     const at = offsets.map((o, p) => ps.find((s) => s.partition === p && s.nextOffset >= o));
     return at.every((s) => s !== undefined) ? (at as PartitionStatus[]) : undefined;
   }, gone);
@@ -53,21 +53,21 @@ export async function waitIndexedAll(management: string, topic: string, offsets:
  * Cleans the topic's partition 0 until the cleaner's first dirty offset reaches `offset` (the
  * start of the active segment after a roll); resolves with the seconds each clean-now call spent on it.
  */
-export async function cleanUpTo(management: string, topic: string, offset: number, deadlineMs: number): Promise<number[]> {
-  return cleanUpToAll(management, topic, [offset], deadlineMs);
+export async function cleanUpTo(admin: string, topic: string, offset: number, deadlineMs: number): Promise<number[]> {
+  return cleanUpToAll(admin, topic, [offset], deadlineMs);
 }
 
 /**
  * Cleans the topic until each partition p's first dirty offset reaches offsets[p]; resolves with
  * the seconds each clean-now call spent cleaning those partitions.
  */
-export async function cleanUpToAll(management: string, topic: string, offsets: number[], deadlineMs: number): Promise<number[]> {
+export async function cleanUpToAll(admin: string, topic: string, offsets: number[], deadlineMs: number): Promise<number[]> {
   const calls: number[] = [];
   const what = offsets.length === 1 ? `${topic}-0 cleaned up to ${offsets[0]}` : `${offsets.length} partitions of ${topic} cleaned`;
   await pollUntil(what, deadlineMs, async () => {
-    const report = await compactNow(management, topic);
+    const report = await compactNow(admin, topic);
     calls.push(report.cleaned.filter((c) => c.partition < offsets.length).reduce((n, c) => n + c.durationMs / 1000, 0));
-    const ps = partitionsOf(await engineStatus(management), topic);
+    const ps = partitionsOf(await engineStatus(admin), topic);
     return offsets.every((o, p) => ps.some((s) => s.partition === p && s.cleanedUpTo >= o)) ? true : undefined;
   });
   return calls;

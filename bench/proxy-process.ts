@@ -1,7 +1,7 @@
 /**
  * The proxy as the benchmarks run it: its own node process started from the CLI, so it does not
- * share an event loop (or a CPU profile) with the orchestrator, with its management endpoint on
- * a free port.
+ * share an event loop (or a CPU profile) with the orchestrator, with its metrics and admin
+ * listeners on free ports.
  */
 import fs from 'node:fs';
 import net from 'node:net';
@@ -33,8 +33,10 @@ export interface ProxyProcessOptions {
 
 export interface RunningProxyProcess {
   bootstrap: string;
-  /** HOST:PORT of the management endpoint (/status, /compact). */
+  /** HOST:PORT of the metrics listener (/metrics, probes). */
   management: string;
+  /** HOST:PORT of the admin listener (/status, /compact). */
+  admin: string;
   dataDir: string;
   proc: BackgroundProcess;
   stderrTail(): string;
@@ -61,13 +63,14 @@ export async function startProxyProcess(upstream: string, upstreamNodeId: number
   const remove = () => (temp.remove ? temp.remove() : fs.rmSync(dir, { recursive: true, force: true }));
   const port = await freePortRun(upstreamNodeId + 2);
   const management = `127.0.0.1:${await freePort()}`;
+  const admin = `127.0.0.1:${await freePort()}`;
   const dataDir = path.join(dir, 'data');
   const stderrFile = path.join(dir, 'stderr.log');
   const nodeArgs = [...NODE_FLAGS, ...(opts.cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', opts.cpuProfDir] : []), ...(opts.nodeArgs ?? [])];
   const proc = startBackground(
     process.execPath,
     [...nodeArgs, cliPath, 'proxy', '--upstream', upstream, '--listen', `127.0.0.1:${port}`, '--broker-port-base', String(port + 1),
-      '--data-dir', dataDir, '--metrics-listen', management, '--log-level', 'warn', ...(opts.args ?? [])],
+      '--data-dir', dataDir, '--metrics-listen', management, '--admin-listen', admin, '--log-level', 'warn', ...(opts.args ?? [])],
     { stdoutFile: path.join(dir, 'stdout.log'), stderrFile, env: { ...process.env, MALLOC_ARENA_MAX: DEPLOYED_MALLOC_ARENA_MAX } },
   );
   const stderrTail = () => tail(fs.existsSync(stderrFile) ? fs.readFileSync(stderrFile, 'utf8') : '');
@@ -89,5 +92,5 @@ export async function startProxyProcess(upstream: string, upstreamNodeId: number
     await stop();
     throw e;
   }
-  return { bootstrap: `127.0.0.1:${port}`, management, dataDir, proc, stderrTail, crashed, stop };
+  return { bootstrap: `127.0.0.1:${port}`, management, admin, dataDir, proc, stderrTail, crashed, stop };
 }

@@ -31,7 +31,7 @@ export interface Invariants {
 
 export async function checkInvariants(proxy: RunningProxyProcess, topics: ScaleTopic[], rollOffsets: Record<string, number[]>, log: (s: string) => void): Promise<Invariants> {
   const problems: string[] = [];
-  const status = await engineStatus(proxy.management);
+  const status = await engineStatus(proxy.admin);
   let partitions = 0;
   let indexedPartitions = 0;
   let indexRows = 0;

@@ -88,7 +88,7 @@ async function statusMs(proxy: RunningProxyProcess): Promise<number> {
   const times: number[] = [];
   for (let i = 0; i < 5; i++) {
     const t0 = performance.now();
-    await engineStatus(proxy.management);
+    await engineStatus(proxy.admin);
     times.push(performance.now() - t0);
   }
   return median(times);
@@ -110,8 +110,8 @@ async function rollAll(upstream: string, proxy: RunningProxyProcess, topics: Sca
     const still: ScaleTopic[] = [];
     for (const t of pending) {
       const rolls = offsets[t.name]!;
-      await waitIndexedAll(proxy.management, t.name, rolls.map((o) => o + 1), 300_000, proxy.crashed);
-      const parts = await inspectTopic(proxy.management, t.name);
+      await waitIndexedAll(proxy.admin, t.name, rolls.map((o) => o + 1), 300_000, proxy.crashed);
+      const parts = await inspectTopic(proxy.admin, t.name);
       if (!rolls.every((o, p) => (parts.find((x) => x.partition === p)?.firstUncleanable ?? -1) >= o)) still.push(t);
     }
     if (still.length > 0) log(`load: ${still.length} topic(s) had partitions that did not roll yet; rolling them again`);
@@ -176,7 +176,7 @@ export async function load(upstream: string, proxy: RunningProxyProcess, reportD
   const t0 = performance.now();
   const [, cleanedPeakRss] = await withPeakRss(proxy, async () => {
     for (const t of cfg.topics) {
-      const calls = await cleanUpToAll(proxy.management, t.name, roll.offsets[t.name]!, PHASE_DEADLINE_MS);
+      const calls = await cleanUpToAll(proxy.admin, t.name, roll.offsets[t.name]!, PHASE_DEADLINE_MS);
       cleanEngineSeconds += calls.reduce((n, s) => n + s, 0);
     }
   });

@@ -101,7 +101,7 @@ async function sample(proxy: RunningProxyProcess, reportDir: string, at: number)
   const t0 = performance.now();
   const heap = await heapBreakdown(proxy.proc.pid, reportDir);
   const reportMs = performance.now() - t0;
-  const status = await engineStatus(proxy.management);
+  const status = await engineStatus(proxy.admin);
   const sum = (pick: (w: (typeof heap.workers)[number]) => number) => heap.workers.reduce((n, w) => n + pick(w), 0);
   return {
     at,

@@ -315,7 +315,7 @@ async function main(): Promise<void> {
   const results: { load?: LoadResult; invariants?: Invariants; reads?: ReadResult; afterReads?: MemoryAt; settled?: MemoryAt; soak?: SoakResult } = {};
   try {
     proxy = await startProxyProcess(kafka.bootstrap, 1, { nodeArgs: reportNodeArgs(reports.path), parentDir: indexDir, args: ['--cleaner-backoff-ms', String(cfg.cleanerBackoffMs)] });
-    log(`Kafka at ${kafka.bootstrap}, proxy at ${proxy.bootstrap} (pid ${proxy.proc.pid}, management ${proxy.management})`);
+    log(`Kafka at ${kafka.bootstrap}, proxy at ${proxy.bootstrap} (pid ${proxy.proc.pid}, metrics ${proxy.management}, admin ${proxy.admin})`);
     results.load = await load(kafka.bootstrap, proxy, reports.path, cfg.load, log);
     results.invariants = await checkInvariants(proxy, topics, results.load.rollOffsets, log);
     log('starting the reference: Kafka 4.4 with its cleaner on (fast settings)');

@@ -19,7 +19,8 @@ bootstrap="$(node -e 'console.log(JSON.parse(process.argv[1]).bootstrap)' "$anno
 cat <<MSG
 kcompact: local upstream (kfake, 3 brokers, no compaction) at $bootstrap
 kcompact: proxy bootstrap at $listen  (data in $data_dir)
-kcompact: metrics at http://${KCOMPACT_METRICS_LISTEN:-127.0.0.1:9644}/metrics  (probes: /livez /readyz /startupz; npx kcompact status)
+kcompact: metrics at http://${KCOMPACT_METRICS_LISTEN:-127.0.0.1:9644}/metrics  (probes: /livez /readyz /startupz)
+kcompact: admin listener at ${KCOMPACT_ADMIN_LISTEN:-127.0.0.1:9645}  (npx kcompact status, compact, inspect, rebuild-index)
 kcompact: topic "table" is compacted; try   kcat -b $listen -L   (README.md has a walkthrough)
 MSG
 # A compacted topic to try right away (kcompact's configuration can compact topics on stores with
@@ -27,7 +28,7 @@ MSG
 demo_topics='[{"topic":"table","configs":{"cleanup.policy":"compact","segment.ms":"1000","delete.retention.ms":"5000"}}]'
 # Two malloc arenas and the node flags of src/cli/node-flags.ts, as deploy/Dockerfile runs it.
 MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}" node --initial-old-space-size=64 --expose-gc dist/src/cli/main.js proxy --upstream "$bootstrap" --listen "$listen" --data-dir "$data_dir" \
-  --metrics-listen "${KCOMPACT_METRICS_LISTEN:-127.0.0.1:9644}" --topics "${KCOMPACT_TOPICS:-$demo_topics}" &
+  --metrics-listen "${KCOMPACT_METRICS_LISTEN:-127.0.0.1:9644}" --admin-listen "${KCOMPACT_ADMIN_LISTEN:-127.0.0.1:9645}" --topics "${KCOMPACT_TOPICS:-$demo_topics}" &
 proxy_pid=$!
 # Ctrl-C reaches the whole process group: kcompact shuts down on its own, and a second signal would
 # cut its shutdown short, so the script waits for it. A SIGTERM to the script alone is passed on.

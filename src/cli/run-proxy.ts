@@ -2,6 +2,8 @@ import { mkdirSync } from 'node:fs';
 import { log, setLogLevel } from '../ops/log.js';
 import { Reply, startManagementServer, type ManagementServer, type Route } from '../ops/management-server.js';
 import { adminRoutes } from '../ops/admin-routes.js';
+import { adminGate, adminRoutesElsewhere } from '../ops/admin-access.js';
+import { AdminToken } from '../ops/admin-token.js';
 import { collectWhenIdle } from '../ops/idle-collection.js';
 import { createMetrics } from '../ops/metrics/metrics.js';
 import { Health } from '../ops/health/health.js';
@@ -25,7 +27,7 @@ function fail(msg: string, fields: Record<string, unknown>): never {
 }
 
 /**
- * Runs the proxy until SIGTERM/SIGINT. The management endpoint comes up first, so the startup
+ * Runs the proxy until SIGTERM/SIGINT. The management listeners come up first, so the startup
  * probe can watch index recovery; the Kafka listeners open once the index is recovered.
  */
 export async function runProxy(config: ProxyConfig): Promise<void> {
@@ -56,20 +58,34 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
     (use: (c: Compaction, url: URL) => Promise<unknown>): Route =>
     async (url) =>
       compaction ? use(compaction, url) : Reply.json(503, { error: 'kcompact is still starting (recovering the key index); try again once /startupz answers 200' });
-  const routes = new Map<string, Route>([
+  const admin = adminRoutes({ config, server: () => server, withCompaction, connector });
+  const metricsRoutes = new Map<string, Route>([
     ...health.routes(),
     ['GET /metrics', async () => {
       const { contentType, body } = await metrics.scrape();
       return Reply.text(200, body, contentType);
     }],
-    ...adminRoutes({ config, server: () => server, withCompaction, connector }),
   ]);
-  const management: ManagementServer = await startManagementServer(config.metricsListen, routes, log).catch((err: unknown) =>
-    fail('cannot start the management endpoint', {
-      metricsListen: `${config.metricsListen.host}:${config.metricsListen.port}`,
-      err,
-      fix: 'free the port or choose another --metrics-listen',
-    }),
+  const adminPaths = new Set(admin.map(([key]) => key.slice(key.indexOf(' ') + 1)));
+  const management: ManagementServer = await startManagementServer(config.metricsListen, metricsRoutes, log, {
+    listener: 'metrics',
+    gate: adminRoutesElsewhere(adminPaths),
+    onRefused: (reason) => metrics.refused('metrics', reason),
+  }).catch((err: unknown) =>
+    fail('cannot start the metrics listener', { metricsListen: `${config.metricsListen.host}:${config.metricsListen.port}`, err, fix: 'free the port or choose another --metrics-listen' }),
+  );
+  let adminToken: AdminToken | undefined;
+  try {
+    adminToken = config.adminTokenFile === undefined ? undefined : new AdminToken(config.adminTokenFile, log);
+  } catch (err) {
+    fail('cannot read the admin token file', { adminTokenFile: config.adminTokenFile, err, fix: 'make the file readable by the proxy and write a token into it' });
+  }
+  const adminServer: ManagementServer = await startManagementServer(config.adminListen, new Map(admin), log, {
+    listener: 'admin',
+    gate: adminGate(adminToken),
+    onRefused: (reason) => metrics.refused('admin', reason),
+  }).catch((err: unknown) =>
+    fail('cannot start the admin listener', { adminListen: `${config.adminListen.host}:${config.adminListen.port}`, err, fix: 'free the port or choose another --admin-listen' }),
   );
 
   const topicIds = new TopicIds();
@@ -117,7 +133,9 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
   const idleCollection = collectWhenIdle(log);
   log.info('kcompact proxy started', {
     bootstrap: `${config.advertisedHost}:${config.listen.port}`,
-    management: `http://${config.metricsListen.host}:${management.address.port}`,
+    metrics: `http://${config.metricsListen.host}:${management.address.port}`,
+    admin: `http://${config.adminListen.host}:${adminServer.address.port}`,
+    adminToken: adminToken ? 'required' : 'none (loopback)',
     upstream: config.upstream.map((u) => `${u.host}:${u.port}`),
     dataDir: config.dataDir,
     listenerTls: config.tlsCertFile === undefined ? 'off' : config.tlsClientCaFile === undefined ? 'on' : 'on, client certificates required',
@@ -140,7 +158,8 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
     if (undrained > 0) log.warn('drain deadline passed; closing connections with requests still in flight', { connections: undrained, drainTimeoutMs: config.drainTimeoutMs });
     else log.info('connections drained');
     await proxy.stop();
-    await management.close();
+    await Promise.all([management.close(), adminServer.close()]);
+    adminToken?.close();
     log.info('closing the key index');
     await engine.close();
     log.info('shutdown complete', { signal });

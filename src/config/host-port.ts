@@ -15,3 +15,16 @@ export function parseHostPortList(raw: string): HostPort[] {
   if (parts.length === 0) throw new Error('expected at least one HOST:PORT');
   return parts.map(parseHostPort);
 }
+
+/** Whether only this machine (this pod) can reach an address bound on the host: 127.0.0.0/8, ::1, localhost. */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.toLowerCase().replace(/^\[|\]$/g, '');
+  return h === 'localhost' || h === '::1' || /^(::ffff:)?127(\.\d{1,3}){3}$/.test(h);
+}
+
+/** An address to connect to for one bound on it: a wildcard (every interface) is reached on loopback. */
+export function connectableHost(host: string): string {
+  if (host === '0.0.0.0') return '127.0.0.1';
+  if (host === '::') return '::1';
+  return host;
+}

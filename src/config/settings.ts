@@ -4,7 +4,7 @@
  * Precedence: command line, then environment, then config file, then default.
  */
 import fs from 'node:fs';
-import { parseHostPort, parseHostPortList } from './host-port.js';
+import { isLoopbackHost, parseHostPort, parseHostPortList } from './host-port.js';
 import { createLogger, isLogLevel, type LogLevel } from '../ops/log.js';
 import type { HostPort } from '../proxy/broker-map.js';
 import type { StaticTopic } from '../compaction/config/topic-configs.js';
@@ -18,6 +18,7 @@ import { DEFAULT_VIEW_CACHE_BYTES } from '../compaction/fetch-view/view-cache.js
 import { listenerContextOptions, type ListenerTlsSettings } from '../proxy/listener-tls.js';
 import { passwordOf, upstreamContext, type UpstreamSecurity, type UpstreamTlsSettings } from '../upstream/upstream-connector.js';
 import { SASL_MECHANISMS, type SaslMechanism } from '../upstream/sasl-client.js';
+import { MIN_TOKEN_LENGTH, tokenOf } from '../ops/admin-token.js';
 
 export interface ProxyConfig {
   upstream: HostPort[];
@@ -31,6 +32,9 @@ export interface ProxyConfig {
   cleanerBackoffMs: number;
   viewCacheBytes: number;
   metricsListen: HostPort;
+  adminListen: HostPort;
+  /** Bearer token file of the admin listener; needed when it is not on loopback. */
+  adminTokenFile: string | undefined;
   topics: StaticTopic[];
   brokerConfigs: Record<string, string>;
   drainTimeoutMs: number;
@@ -215,9 +219,23 @@ export const SETTINGS: readonly Setting[] = [
   {
     key: 'metricsListen',
     arg: 'HOST:PORT',
-    description: 'management HTTP endpoint: /metrics, /livez, /readyz, /startupz and operator actions such as `kcompact compact`',
+    description: 'metrics listener: /metrics and the probes /livez, /readyz, /startupz, for the kubelet and Prometheus (0.0.0.0 in a pod); no admin routes',
     defaultText: '127.0.0.1:9644',
     parse: (raw) => parseHostPort(String(raw)),
+  },
+  {
+    key: 'adminListen',
+    arg: 'HOST:PORT',
+    description: 'admin listener: /status, /inspect, /compact, /rebuild-index for the admin verbs; off loopback only with --admin-token-file',
+    defaultText: '127.0.0.1:9645',
+    parse: (raw) => parseHostPort(String(raw)),
+  },
+  {
+    key: 'adminTokenFile',
+    arg: 'FILE',
+    description: `file holding the bearer token the admin listener requires (at least ${MIN_TOKEN_LENGTH} characters); re-read when it changes and on SIGHUP; the admin verbs send it`,
+    defaultText: 'none (no token: the admin listener must be on loopback)',
+    parse: readableFile,
   },
   {
     key: 'topics',
@@ -396,11 +414,12 @@ export const SETTINGS: readonly Setting[] = [
 export const flagOf = (key: string): string => key.replace(/[A-Z]/g, (c) => '-' + c.toLowerCase());
 export const envOf = (key: string): string => 'KCOMPACT_' + flagOf(key).replace(/-/g, '_').toUpperCase();
 
-function describeKey(key: string): string {
+export function describeKey(key: string): string {
   return `--${flagOf(key)} / ${envOf(key)} / config key "${key}"`;
 }
 
 export const DEFAULT_METRICS_LISTEN: Readonly<HostPort> = { host: '127.0.0.1', port: 9644 };
+export const DEFAULT_ADMIN_LISTEN: Readonly<HostPort> = { host: '127.0.0.1', port: 9645 };
 
 function checkFileKeys(file: Record<string, unknown>): void {
   const known = new Set<string>(SETTINGS.map((s) => s.key));
@@ -524,6 +543,35 @@ function checkSecurity(c: ProxyConfig): void {
   }
 }
 
+const wildcard = (host: string) => host === '0.0.0.0' || host === '::';
+
+/**
+ * The admin routes can drop every index and make the proxy re-read the store: off loopback they
+ * need a token. The two listeners cannot share a port: which routes a request reaches is decided
+ * by the listener it arrived on.
+ */
+function checkManagementListeners(c: ProxyConfig): void {
+  const { adminListen: admin, metricsListen: metrics } = c;
+  if (admin.port !== 0 && admin.port === metrics.port && (admin.host === metrics.host || wildcard(admin.host) || wildcard(metrics.host))) {
+    throw new ConfigError(`${describeKey('adminListen')} and ${describeKey('metricsListen')} both name port ${admin.port}; give the admin listener a port of its own (default ${DEFAULT_ADMIN_LISTEN.port})`);
+  }
+  if (c.adminTokenFile === undefined) {
+    if (!isLoopbackHost(admin.host)) {
+      throw new ConfigError(
+        `${describeKey('adminListen')} is ${admin.host}:${admin.port}, reachable beyond this machine, and no ${describeKey('adminTokenFile')} is set: ` +
+          `anyone who reaches it could drop the key index or force cleans; keep it on loopback (kubectl exec or kubectl port-forward reach it) or set a token file`,
+      );
+    }
+    return;
+  }
+  try {
+    tokenOf(readForCheck([['adminTokenFile', c.adminTokenFile]])[0]!);
+  } catch (err) {
+    if (err instanceof ConfigError) throw err;
+    throw new ConfigError(`${describeKey('adminTokenFile')}: ${c.adminTokenFile}: ${(err as Error).message}`);
+  }
+}
+
 /** TLS of the client listeners, when configured. */
 export function listenerTlsSettings(c: ProxyConfig): ListenerTlsSettings | undefined {
   if (c.tlsCertFile === undefined || c.tlsKeyFile === undefined) return undefined;
@@ -584,6 +632,8 @@ export function resolveConfig(cli: Record<string, unknown>, env: NodeJS.ProcessE
     cleanerBackoffMs: (values.cleanerBackoffMs as number | undefined) ?? 15_000,
     viewCacheBytes: (values.viewCacheBytes as number | undefined) ?? DEFAULT_VIEW_CACHE_BYTES,
     metricsListen: (values.metricsListen as HostPort | undefined) ?? { ...DEFAULT_METRICS_LISTEN },
+    adminListen: (values.adminListen as HostPort | undefined) ?? { ...DEFAULT_ADMIN_LISTEN },
+    adminTokenFile: values.adminTokenFile as string | undefined,
     topics: (values.topics as StaticTopic[] | undefined) ?? [],
     brokerConfigs: (values.brokerConfigs as Record<string, string> | undefined) ?? {},
     drainTimeoutMs: (values.drainTimeoutMs as number | undefined) ?? 10_000,
@@ -607,5 +657,6 @@ export function resolveConfig(cli: Record<string, unknown>, env: NodeJS.ProcessE
     upstreamSaslPasswordFile: values.upstreamSaslPasswordFile as string | undefined,
   };
   checkSecurity(config);
+  checkManagementListeners(config);
   return config;
 }

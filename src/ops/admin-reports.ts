@@ -23,7 +23,10 @@ export interface Listeners {
   bootstrap: string;
   advertisedHost: string;
   brokers: BrokerListener[];
+  /** The metrics listener (probes, /metrics). */
   management: string;
+  /** The admin listener, and whether it requires a bearer token. */
+  admin?: { address: string; token: boolean };
   connections: number;
 }
 

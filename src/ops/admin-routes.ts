@@ -137,6 +137,7 @@ export function adminRoutes(deps: AdminRouteDeps): [string, Route][] {
           upstream: address(brokers.upstreamOf(nodeId)!),
         })),
       management: address(config.metricsListen),
+      admin: { address: address(config.adminListen), token: config.adminTokenFile !== undefined },
       connections: server.connectionCount,
     };
   }

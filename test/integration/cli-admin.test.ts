@@ -71,6 +71,7 @@ test('admin verbs against a kcompact proxy process in front of kfake', async (t:
   const dataDir = path.join(temp.path, 'data');
   const port = await freePortRun(3);
   const management = `127.0.0.1:${await freePort()}`;
+  const admin = `127.0.0.1:${await freePort()}`;
   const bootstrap = `127.0.0.1:${port}`;
   const configFile = path.join(temp.path, 'kcompact.json');
   fs.writeFileSync(
@@ -80,6 +81,7 @@ test('admin verbs against a kcompact proxy process in front of kfake', async (t:
       listen: bootstrap,
       dataDir,
       metricsListen: management,
+      adminListen: admin,
       // Only the verbs clean: a round would otherwise race the assertions.
       cleanerBackoffMs: 86_400_000,
       // Segments roll on a record a second younger than their first: a later produce makes the earlier records cleanable.
@@ -89,7 +91,7 @@ test('admin verbs against a kcompact proxy process in front of kfake', async (t:
   const stderrFile = path.join(temp.path, 'proxy.stderr');
   const proxy = startBackground(process.execPath, [main, 'proxy', '--config', configFile], { stdoutFile: path.join(temp.path, 'proxy.stdout'), stderrFile });
   const proxyLog = () => (fs.existsSync(stderrFile) ? fs.readFileSync(stderrFile, 'utf8') : '');
-  const endpoint = ['--metrics-listen', management];
+  const endpoint = ['--admin-listen', admin];
   try {
     await pollUntil('proxy started', 30_000, async () => (proxyLog().includes('kcompact proxy started') ? true : undefined), () => {
       const s = proxy.exitStatus();
@@ -102,6 +104,7 @@ test('admin verbs against a kcompact proxy process in front of kfake', async (t:
       assert.deepEqual(status.upstream, [kfake.bootstrap]);
       assert.equal(status.listeners?.bootstrap, bootstrap);
       assert.equal(status.listeners?.management, management);
+      assert.deepEqual(status.listeners?.admin, { address: admin, token: false });
       assert.deepEqual(status.listeners?.brokers.map((b) => [b.nodeId, b.listen, b.upstream]), kfake.brokers.map((b) => [b.nodeId, `127.0.0.1:${port + 1 + b.nodeId}`, `${b.host}:${b.port}`]));
       assert.deepEqual(status.compactedTopics.map((c) => c.topic), [TOPIC]);
       assert.equal(status.cleaner?.backoffMs, 86_400_000);
@@ -195,11 +198,11 @@ test('admin verbs against a kcompact proxy process in front of kfake', async (t:
 
       const unreachable = await kcompact(['status', ...endpoint]);
       assert.equal(unreachable.code, 1);
-      assert.match(unreachable.stderr, new RegExp(`cannot reach the proxy's management endpoint at http://${management} \\(ECONNREFUSED\\): check that the proxy is running`));
+      assert.match(unreachable.stderr, new RegExp(`cannot reach the proxy's admin listener at http://${admin} \\(ECONNREFUSED\\): check that the proxy is running`));
       assert.match(unreachable.stderr, /give its data directory with --data-dir/);
 
       const status = await ok(['status', ...endpoint, '--data-dir', dataDir, '--json']);
-      assert.match(status.stderr, new RegExp(`no proxy answers at ${management}; reading its data directory`));
+      assert.match(status.stderr, new RegExp(`no proxy answers at ${admin}; reading its data directory`));
       const offline = JSON.parse(status.stdout) as StatusReport;
       assert.equal(offline.source, 'data-dir');
       assert.equal(offline.upstream, undefined);

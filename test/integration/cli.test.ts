@@ -13,7 +13,7 @@ import { ApiKey } from '../../src/protocol/messages.js';
 import { startFakeBroker } from '../support/fake-broker.js';
 import { freePortRun } from '../support/kcompact.js';
 import { RawConnection } from '../support/raw-client.js';
-import { pollUntil } from '../support/index.js';
+import { freePort, pollUntil } from '../support/index.js';
 import { envOf, flagOf, SETTINGS } from '../../src/config/settings.js';
 
 const main = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../src/cli/main.js');
@@ -34,7 +34,7 @@ test('--help documents every verb, and every flag with its environment twin, con
   }
   for (const verb of ['status', 'inspect', 'compact', 'rebuild-index']) {
     const help = spawnSync(process.execPath, [main, verb, '--help'], { encoding: 'utf8' }).stdout.replace(/\s+/g, ' ');
-    for (const flag of ['--metrics-listen <HOST:PORT>', '(env: KCOMPACT_METRICS_LISTEN)', '--config <FILE>', '--json']) assert.ok(help.includes(flag), `${verb} ${flag}`);
+    for (const flag of ['--admin-listen <HOST:PORT>', '(env: KCOMPACT_ADMIN_LISTEN)', '--admin-token-file <FILE>', '(env: KCOMPACT_ADMIN_TOKEN_FILE)', '--config <FILE>', '--json']) assert.ok(help.includes(flag), `${verb} ${flag}`);
     assert.equal(help.includes('--data-dir <DIR>'), verb === 'status' || verb === 'inspect', `${verb} --data-dir`);
   }
 });
@@ -57,7 +57,9 @@ test('each kind of invalid configuration exits 2 naming the key and what is allo
     ['topic config Kafka refuses', ['--config', write('topics.json', { upstream: 'a:1', topics: [{ topic: 't', configs: { 'cleanup.policy': 'compact', 'min.cleanable.dirty.ratio': '2' } }] })], {}, /config key "topics": static topic t: Invalid value 2\.0 for configuration min.cleanable.dirty.ratio: Value must be no more than 1/],
     ['unreadable config file', ['--config', path.join(dir, 'missing.json')], {}, /cannot read config file .*missing\.json \(--config \/ KCOMPACT_CONFIG\): ENOENT/],
     ['config file not JSON', ['--config', write('broken.json', '{"upstream": "a:1",')], {}, /broken\.json \(--config \/ KCOMPACT_CONFIG\) is not valid JSON/],
-    ['admin verb with a bad endpoint', ['status', '--metrics-listen', 'nohost'], {}, /config key "metricsListen": expected HOST:PORT/],
+    ['admin verb with a bad endpoint', ['status', '--admin-listen', 'nohost'], {}, /config key "adminListen": expected HOST:PORT/],
+    ['admin listener off loopback without a token', ['--upstream', 'a:1', '--admin-listen', '0.0.0.0:9645'], {}, /config key "adminListen" is 0\.0\.0\.0:9645, reachable beyond this machine, and no .*config key "adminTokenFile" is set/],
+    ['admin verb with a short token', ['status', '--admin-token-file', write('short-token', 'abc\n')], {}, /config key "adminTokenFile": .*short-token: the token has 3 characters; use at least 16/],
     ['unknown flag', ['status', '--colour'], {}, /unknown option '--colour'/],
   ];
   try {
@@ -95,9 +97,10 @@ test('runs from a config file with environment overrides, serves, and exits 0 on
   const broker = await startFakeBroker();
   const port = await freePortRun(4);
   const management = `127.0.0.1:${port + 3}`;
+  const admin = `127.0.0.1:${await freePort()}`;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kcompact-cli-'));
   const file = path.join(dir, 'kcompact.json');
-  fs.writeFileSync(file, JSON.stringify({ upstream: [broker.address], listen: '127.0.0.1:1', dataDir: path.join(dir, 'data'), logLevel: 'info', metricsListen: management }));
+  fs.writeFileSync(file, JSON.stringify({ upstream: [broker.address], listen: '127.0.0.1:1', dataDir: path.join(dir, 'data'), logLevel: 'info', metricsListen: management, adminListen: admin }));
   const proc = kcompact(['proxy', '--config', file], { KCOMPACT_LISTEN: `127.0.0.1:${port}` });
   let stderr = '';
   proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
@@ -111,7 +114,7 @@ test('runs from a config file with environment overrides, serves, and exits 0 on
     conn.request(ApiKey.Metadata, 12, { topics: [] }, 3);
     const res = await conn.response(ApiKey.Metadata, 12);
     assert.deepEqual([res.body.brokers[0].host, res.body.brokers[0].port], ['127.0.0.1', port + 1]);
-    const compact = spawnSync(process.execPath, [main, 'compact', '--metrics-listen', management, '--json'], { encoding: 'utf8' });
+    const compact = spawnSync(process.execPath, [main, 'compact', '--admin-listen', admin, '--json'], { encoding: 'utf8' });
     assert.equal(compact.status, 0, compact.stderr);
     assert.deepEqual(JSON.parse(compact.stdout), { cleaned: [], retention: [], failed: [] }, 'kcompact compact --json prints the clean report');
     proc.kill('SIGTERM');

@@ -1,7 +1,9 @@
 /**
  * deploy/ must describe the kcompact that exists: the Kubernetes manifests parse, their ports,
  * paths and flags are the CLI's, the ConfigMap's configuration passes the CLI's own validation,
- * and every metric the alerts and the dashboard query is one a running proxy exports.
+ * the pod network reaches the probes and metrics and nothing else (the NetworkPolicy admits only
+ * Prometheus' namespace to the metrics port; the admin routes are not served there), and every
+ * metric the alerts and the dashboard query is one a running proxy exports.
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -12,6 +14,8 @@ import { parseAllDocuments } from 'yaml';
 import { startCliProxy, type CliProxy } from '../support/kcompact-cli.js';
 import { scrape } from '../support/prometheus.js';
 import { NODE_FLAGS } from '../../src/cli/node-flags.js';
+import { isLoopbackHost } from '../../src/config/host-port.js';
+import { ADMIN_PATHS } from '../support/kcompact-cli.js';
 import { makeTempDir, missingPeers, startKfake, type RunningKfake } from '../support/index.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -38,6 +42,29 @@ const deployment = () => only('deployment.yaml', 'Deployment');
 const sidecar = () => deployment().spec.template.spec.initContainers.find((c: Doc) => c.name === 'kcompact');
 const configJson = () => JSON.parse(only('configmap.yaml', 'ConfigMap').data['kcompact.json']);
 const port = (hostPort: string) => Number(hostPort.slice(hostPort.lastIndexOf(':') + 1));
+const host = (hostPort: string) => hostPort.slice(0, hostPort.lastIndexOf(':')).replace(/^\[|\]$/g, '');
+/** The config file the container reads (KCOMPACT_CONFIG, as the admin verbs run in it do). */
+const configPath = () => sidecar().env.find((e: Doc) => e.name === 'KCOMPACT_CONFIG')?.value as string | undefined;
+
+/**
+ * Whether a NetworkPolicy admits a connection from a pod in a namespace with these labels to the
+ * selected pod's port, by Kubernetes' rules for the fields it uses (namespaceSelector matchLabels,
+ * named or numbered ports); a rule with a field this reading does not know fails the test.
+ */
+function admits(policy: Doc, from: { namespaceLabels: Record<string, string> }, to: { port: number; names: Map<string, number> }): boolean {
+  return (policy.spec.ingress ?? []).some((rule: Doc) => {
+    const peers: Doc[] | undefined = rule.from;
+    const peerOk =
+      peers === undefined ||
+      peers.some((peer) => {
+        assert.deepEqual(Object.keys(peer), ['namespaceSelector'], 'a peer this test can read');
+        assert.deepEqual(Object.keys(peer.namespaceSelector), ['matchLabels']);
+        return Object.entries(peer.namespaceSelector.matchLabels as Record<string, string>).every(([k, v]) => from.namespaceLabels[k] === v);
+      });
+    const portOk = rule.ports === undefined || rule.ports.some((p: Doc) => (p.protocol ?? 'TCP') === 'TCP' && (typeof p.port === 'string' ? to.names.get(p.port) : p.port) === to.port);
+    return peerOk && portOk;
+  });
+}
 
 /** Metric names in PromQL expressions (histogram series map to their family). */
 function metricNames(expr: string): string[] {
@@ -101,22 +128,55 @@ test('ports, flags and probe paths are the CLI\'s, and the probes answer on a ru
   assert.equal(ports.get('kafka'), port(config.listen));
   assert.equal(ports.get('management'), port(config.metricsListen));
   assert.ok(config.metricsListen.startsWith('0.0.0.0:'), 'the kubelet reaches the probes on the pod IP');
-  const configFlag = c.args.indexOf('--config');
-  const mount = c.volumeMounts.find((m: Doc) => c.args[configFlag + 1].startsWith(`${m.mountPath}/`));
-  assert.ok(mount, 'the --config file is on a mounted volume');
+  assert.ok(isLoopbackHost(host(config.adminListen)), 'the admin listener stays on the pod\'s loopback');
+  assert.equal(config.adminTokenFile, undefined, 'on loopback it needs no token');
+  assert.ok(![...ports.values()].includes(port(config.adminListen)), 'the admin port is no container port');
+  const file = configPath();
+  assert.ok(file, 'the container names its config file in KCOMPACT_CONFIG, which the admin verbs read too');
+  assert.ok(!c.args.includes('--config'), 'one place names the config file');
+  const mount = c.volumeMounts.find((m: Doc) => file.startsWith(`${m.mountPath}/`));
+  assert.ok(mount, 'the config file is on a mounted volume');
+  assert.equal(`${mount.mountPath}/kcompact.json`, file, 'the ConfigMap key is the file');
   for (const probe of ['startupProbe', 'livenessProbe', 'readinessProbe']) {
     const get = c[probe].httpGet;
     assert.ok(ports.has(get.port), `${probe} uses a named container port`);
-    assert.equal((await proxy.http(get.path)).status, 200, `${probe} ${get.path} answers 200 on a running proxy`);
+    assert.equal(get.port, 'management', `${probe} is served on the metrics listener`);
+    assert.equal((await proxy.http(get.path, 'GET', { listener: 'metrics' })).status, 200, `${probe} ${get.path} answers 200 on a running proxy`);
   }
   const monitor = only('podmonitor.yaml', 'PodMonitor');
   const endpoint = monitor.spec.podMetricsEndpoints[0];
   assert.ok(ports.has(endpoint.port));
   assert.equal(endpoint.path, '/metrics');
+  assert.equal((await proxy.http('/metrics', 'GET', { listener: 'metrics' })).status, 200);
   const labels = deployment().spec.template.metadata.labels;
   for (const [k, v] of Object.entries(monitor.spec.selector.matchLabels)) assert.equal(labels[k], v, `the PodMonitor selects the pods (${k})`);
   const service = only('service-monitor.yaml', 'Service');
   for (const [k, v] of Object.entries(service.spec.selector)) assert.equal(labels[k], v, `the metrics Service selects the pods (${k})`);
+  // What the pod network reaches on the metrics port: none of the admin routes.
+  for (const path of ADMIN_PATHS) {
+    for (const method of ['GET', 'POST']) assert.equal((await proxy.http(path, method, { listener: 'metrics' })).status, 404, `${method} ${path} on the metrics port`);
+  }
+  assert.equal((await proxy.http('/status', 'GET', { listener: 'admin' })).status, 200, 'the admin listener serves them');
+});
+
+test('the NetworkPolicy admits Prometheus\' namespace to the metrics port and nothing else', () => {
+  const policy = only('networkpolicy.yaml', 'NetworkPolicy');
+  assert.ok(only('kustomization.yaml', 'Kustomization').resources.includes('networkpolicy.yaml'), 'kustomize applies it');
+  const labels = deployment().spec.template.metadata.labels;
+  for (const [k, v] of Object.entries(policy.spec.podSelector.matchLabels)) assert.equal(labels[k], v, `the policy selects the pods (${k})`);
+  assert.deepEqual(policy.spec.policyTypes, ['Ingress'], 'the pods are isolated for ingress');
+  const config = configJson();
+  const names = new Map<string, number>(sidecar().ports.map((p: Doc) => [p.name, p.containerPort]));
+  const metricsPort = port(config.metricsListen);
+  const namespaces = policy.spec.ingress.flatMap((r: Doc) => (r.from ?? []).map((p: Doc) => p.namespaceSelector?.matchLabels?.['kubernetes.io/metadata.name']));
+  assert.deepEqual(namespaces, ['monitoring'], 'one namespace is named, by its name label');
+  const monitoring = { namespaceLabels: { 'kubernetes.io/metadata.name': 'monitoring' } };
+  const elsewhere: { namespaceLabels: Record<string, string> }[] = [{ namespaceLabels: { 'kubernetes.io/metadata.name': 'default' } }, { namespaceLabels: {} }];
+  assert.ok(admits(policy, monitoring, { port: metricsPort, names }), 'Prometheus reaches the metrics port');
+  for (const from of elsewhere) assert.ok(!admits(policy, from, { port: metricsPort, names }), `another namespace (${JSON.stringify(from.namespaceLabels)}) does not`);
+  for (const other of [port(config.listen), port(config.adminListen), config.brokerPortBase, config.brokerPortBase + 1]) {
+    assert.ok(!admits(policy, monitoring, { port: other, names }), `nothing reaches port ${other}`);
+  }
 });
 
 test('the alerts and the dashboard query only metrics the proxy exports', { skip }, async () => {
@@ -148,6 +208,8 @@ test('the Dockerfile builds in stages and runs the CLI as a non-root user on Nod
   const script = (JSON.parse(entry) as string[]).find((a) => a.endsWith('.js'))!;
   assert.ok(fs.existsSync(path.join(root, script.replace(/^\/app\//, ''))), `the entrypoint ${script} is what the build produces`);
   assert.equal(sidecar().securityContext.runAsUser, 1000, "the manifests run as the image's node user (uid 1000)");
+  const link = dockerfile.match(/ln -s (\S+) \/usr\/local\/bin\/kcompact/)?.[1];
+  assert.equal(link, script, 'kcompact is on the PATH for kubectl exec, the same script as the entrypoint');
 });
 
 test('the image, make run and the kcompact bin start node with the same flags', () => {

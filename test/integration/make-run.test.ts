@@ -32,12 +32,14 @@ test('make run starts an upstream and kcompact, and the README walkthrough print
   const listenPort = await freePortRun(4); // the bootstrap, then kfake's three brokers
   const upstreamPort = await freePortRun(3);
   const metrics = `127.0.0.1:${await freePort()}`;
+  const admin = `127.0.0.1:${await freePort()}`;
   const temp = makeTempDir('kcompact-make-run-');
   const env = {
     ...process.env,
     KCOMPACT_LISTEN: `127.0.0.1:${listenPort}`,
     KCOMPACT_LOCAL_UPSTREAM_PORT: String(upstreamPort),
     KCOMPACT_METRICS_LISTEN: metrics,
+    KCOMPACT_ADMIN_LISTEN: admin,
     KCOMPACT_DATA_DIR: path.join(temp.path, 'data'),
   };
   const stdoutFile = path.join(temp.path, 'stdout.log');
@@ -49,6 +51,7 @@ test('make run starts an upstream and kcompact, and the README walkthrough print
     assert.match(printed, new RegExp(`proxy bootstrap at 127\\.0\\.0\\.1:${listenPort}`), 'prints the bootstrap address');
     assert.ok(printed.includes(`http://${metrics}/metrics`), 'prints the metrics URL');
     assert.equal((await fetch(`http://${metrics}/metrics`)).status, 200, 'the metrics URL answers');
+    assert.ok(printed.includes(`admin listener at ${admin}`), 'prints the admin address');
 
     const script = commands.replaceAll('127.0.0.1:9092', `127.0.0.1:${listenPort}`);
     const r = await runProcess('bash', ['-euo', 'pipefail', '-c', script], { cwd: root, env, timeoutMs: 120_000 });

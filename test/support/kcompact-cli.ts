@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NODE_FLAGS } from '../../src/cli/node-flags.js';
+import { tokenOf } from '../../src/ops/admin-token.js';
 import { freePortRun } from './kcompact.js';
 import { freePort } from './ports.js';
 import { makeTempDir, pollUntil, startBackground, tail, type TempDir } from './processes.js';
@@ -20,9 +21,14 @@ export interface CliProxyOptions {
   args?: string[];
   /** Broker ports to keep free after the bootstrap port (default 4). */
   brokerSlots?: number;
-  /** Bootstrap and management ports, for a restart that clients reconnect to (free ones when omitted). */
+  /** Bootstrap, metrics and admin ports, for a restart that clients reconnect to (free ones when omitted). */
   port?: number;
   managementPort?: number;
+  adminPort?: number;
+  /** Where the admin listener binds (default 127.0.0.1); off loopback it needs adminTokenFile. */
+  adminHost?: string;
+  /** The admin listener's token file; http() sends what it holds at each request. */
+  adminTokenFile?: string;
   startTimeoutMs?: number;
   /** More environment variables (KCOMPACT_* settings, secrets kept off the command line). */
   env?: Record<string, string>;
@@ -37,8 +43,10 @@ export interface LogLine {
 
 export interface CliProxy {
   bootstrap: string;
-  /** HOST:PORT of the management endpoint. */
+  /** HOST:PORT of the metrics listener (probes, /metrics). */
   management: string;
+  /** HOST:PORT to reach the admin listener at (/status, /inspect, /compact, /rebuild-index). */
+  admin: string;
   dataDir: string;
   pid: number;
   /** Every complete log line so far, parsed (a line that is not JSON fails the call). */
@@ -46,11 +54,23 @@ export interface CliProxy {
   exitStatus(): { code: number | null; signal: NodeJS.Signals | null } | undefined;
   /** Resolves with the exit status once the process has exited; rejects after the deadline. */
   waitExit(deadlineMs: number): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  /** GET (or another method) on the management endpoint. */
-  http(route: string, method?: string): Promise<{ status: number; body: string }>;
+  /**
+   * GET (or another method) on the listener that serves the route: the admin listener for the
+   * admin routes, the metrics listener for the rest, unless `opts.listener` names one.
+   */
+  http(route: string, method?: string, opts?: HttpOptions): Promise<{ status: number; body: string }>;
   /** SIGTERM and wait (SIGKILL past the grace); removes its temp data dir. */
   stop(): Promise<void>;
 }
+
+export interface HttpOptions {
+  listener?: 'metrics' | 'admin';
+  /** Instead of the token header http() sends to the admin listener. */
+  headers?: Record<string, string>;
+}
+
+/** The admin routes' paths: served on the admin listener only. */
+export const ADMIN_PATHS: ReadonlySet<string> = new Set(['/status', '/inspect', '/compact', '/rebuild-index']);
 
 export async function startCliProxy(opts: CliProxyOptions): Promise<CliProxy> {
   const slots = opts.brokerSlots ?? 4;
@@ -60,6 +80,9 @@ export async function startCliProxy(opts: CliProxyOptions): Promise<CliProxy> {
   const dataDir = opts.dataDir ?? path.join(temp.path, 'data');
   const stderrFile = path.join(temp.path, 'stderr.log');
   const management = `127.0.0.1:${managementPort}`;
+  const adminPort = opts.adminPort ?? (await freePort());
+  const adminHost = opts.adminHost ?? '127.0.0.1';
+  const admin = `127.0.0.1:${adminPort}`;
   const args = [
     ...NODE_FLAGS,
     main,
@@ -68,6 +91,8 @@ export async function startCliProxy(opts: CliProxyOptions): Promise<CliProxy> {
     '--listen', `127.0.0.1:${port}`,
     '--broker-port-base', String(port + 1),
     '--metrics-listen', management,
+    '--admin-listen', `${adminHost.includes(':') ? `[${adminHost}]` : adminHost}:${adminPort}`,
+    ...(opts.adminTokenFile !== undefined ? ['--admin-token-file', opts.adminTokenFile] : []),
     '--data-dir', dataDir,
     '--log-level', 'info',
     ...(opts.args ?? []),
@@ -78,13 +103,17 @@ export async function startCliProxy(opts: CliProxyOptions): Promise<CliProxy> {
     const s = proc.exitStatus();
     return s ? `kcompact exited (code ${s.code}, signal ${s.signal}); stderr tail:\n${tail(stderr())}` : undefined;
   };
-  const http = async (route: string, method = 'GET') => {
-    const res = await fetch(`http://${management}${route}`, { method });
+  const http = async (route: string, method = 'GET', o: HttpOptions = {}) => {
+    const listener = o.listener ?? (ADMIN_PATHS.has(new URL(route, 'http://x').pathname) ? 'admin' : 'metrics');
+    const token = listener === 'admin' && opts.adminTokenFile !== undefined ? { authorization: `Bearer ${tokenOf(fs.readFileSync(opts.adminTokenFile))}` } : undefined;
+    const headers = o.headers ?? token;
+    const res = await fetch(`http://${listener === 'admin' ? admin : management}${route}`, { method, ...(headers ? { headers } : {}) });
     return { status: res.status, body: await res.text() };
   };
   const cli: CliProxy = {
     bootstrap: `127.0.0.1:${port}`,
     management,
+    admin,
     dataDir,
     pid: proc.pid,
     logs: () =>

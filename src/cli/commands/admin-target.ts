@@ -1,35 +1,41 @@
 /**
  * What an admin verb talks to, from the same flags, KCOMPACT_* environment and config file as
- * the proxy it administers: the management endpoint, and for `status`/`inspect` the data
- * directory to read when that endpoint does not answer.
+ * the proxy it administers: the admin listener and its token file, and for `status`/`inspect` the
+ * data directory to read when that listener does not answer.
  */
+import fs from 'node:fs';
 import type { Command } from 'commander';
 import { loadConfigFile } from '../../config/file.js';
-import { DEFAULT_METRICS_LISTEN, resolveSettings } from '../../config/settings.js';
+import { ConfigError, DEFAULT_ADMIN_LISTEN, describeKey, resolveSettings } from '../../config/settings.js';
+import { tokenOf } from '../../ops/admin-token.js';
 import { configFileOption, settingOption } from '../setting-options.js';
-import { EndpointUnreachable, formatAddress, ManagementClient } from './management-client.js';
+import { AdminClient, EndpointUnreachable, formatAddress, type AdminCredentials } from './admin-client.js';
 
 export interface AdminOptions {
   config?: string;
-  metricsListen?: string;
+  adminListen?: string;
+  adminTokenFile?: string;
   dataDir?: string;
   json?: boolean;
 }
 
 export interface AdminTarget {
-  endpoint: ManagementClient;
+  endpoint: AdminClient;
   /** Given explicitly (flag, environment or config file): read when the endpoint does not answer. */
   dataDir?: string;
   json: boolean;
 }
 
-/** Adds --metrics-listen, --config and --json; with `dataDir`, --data-dir too. */
+/** Adds --admin-listen, --admin-token-file, --config and --json; with `dataDir`, --data-dir too. */
 export function adminOptions(command: Command, opts: { dataDir: boolean }): Command {
-  command.addOption(settingOption('metricsListen', { description: 'management endpoint of the running proxy (its --metrics-listen)' })).addOption(configFileOption("the proxy's JSON config file, for its metricsListen and dataDir"));
+  command
+    .addOption(settingOption('adminListen', { description: 'admin listener of the running proxy (its --admin-listen)' }))
+    .addOption(settingOption('adminTokenFile', { description: "the proxy's admin token file (its --admin-token-file), when its admin listener requires a token", defaultText: 'none' }))
+    .addOption(configFileOption("the proxy's JSON config file, for its adminListen, adminTokenFile and dataDir"));
   if (opts.dataDir) {
     command.addOption(
       settingOption('dataDir', {
-        description: "the proxy's data directory, read read-only when its management endpoint does not answer (a stopped proxy)",
+        description: "the proxy's data directory, read read-only when its admin listener does not answer (a stopped proxy)",
         defaultText: null,
       }),
     );
@@ -37,12 +43,21 @@ export function adminOptions(command: Command, opts: { dataDir: boolean }): Comm
   return command.option('--json', 'print JSON for machines instead of text');
 }
 
+function credentials(file: string | undefined): AdminCredentials | undefined {
+  if (file === undefined) return undefined;
+  try {
+    return { token: tokenOf(fs.readFileSync(file)), file };
+  } catch (err) {
+    throw new ConfigError(`${describeKey('adminTokenFile')}: ${file}: ${(err as Error).message}`);
+  }
+}
+
 export function adminTarget(opts: AdminOptions): AdminTarget {
   const file = loadConfigFile(opts.config);
   // Commander has already put the KCOMPACT_* twins into opts.
-  const settings = resolveSettings(['metricsListen', 'dataDir'], { metricsListen: opts.metricsListen, dataDir: opts.dataDir }, {}, file);
+  const settings = resolveSettings(['adminListen', 'adminTokenFile', 'dataDir'], { adminListen: opts.adminListen, adminTokenFile: opts.adminTokenFile, dataDir: opts.dataDir }, {}, file);
   return {
-    endpoint: new ManagementClient(settings.metricsListen ?? { ...DEFAULT_METRICS_LISTEN }),
+    endpoint: new AdminClient(settings.adminListen ?? { ...DEFAULT_ADMIN_LISTEN }, credentials(settings.adminTokenFile)),
     ...(settings.dataDir !== undefined ? { dataDir: settings.dataDir } : {}),
     json: opts.json === true,
   };

@@ -17,7 +17,8 @@ export function renderStatus(s: StatusReport, now: number): string {
       const l = s.listeners;
       facts.push(['bootstrap', `${l.bootstrap} (clients are told ${l.advertisedHost}), ${count(l.connections)} client connections`]);
       facts.push(['brokers', l.brokers.length > 0 ? l.brokers.map((b) => `${b.nodeId}: ${b.advertised} -> ${b.upstream}`).join(', ') : 'none discovered yet']);
-      facts.push(['management', l.management]);
+      facts.push(['metrics', `${l.management} (probes, /metrics)`]);
+      if (l.admin) facts.push(['admin', `${l.admin.address} (${l.admin.token ? 'bearer token required' : 'loopback, no token'})`]);
     }
     if (s.dataDir) facts.push(['data dir', s.dataDir]);
     if (s.cleaner) {

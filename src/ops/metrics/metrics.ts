@@ -3,7 +3,8 @@
  * and prom-client's default process and Node.js runtime metrics under their standard names
  * (process_*, nodejs_*), so stock dashboards and alerts for Node services work unchanged.
  */
-import { collectDefaultMetrics, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Registry } from 'prom-client';
+import type { ListenerName, RefusalReason } from '../management-server.js';
 import type { Logger } from '../log.js';
 import { CompactionMetrics } from './compaction-metrics.js';
 import { ProxyMeter } from './proxy-meter.js';
@@ -19,6 +20,8 @@ export interface MetricsOptions {
 export interface Metrics {
   readonly proxy: ProxyMeter;
   readonly compaction: CompactionMetrics;
+  /** Counts a management request turned away before its route ran. */
+  refused(listener: ListenerName, reason: RefusalReason): void;
   /** The text exposition and the content type to serve it with. */
   scrape(): Promise<{ contentType: string; body: string }>;
 }
@@ -32,9 +35,19 @@ export function createMetrics(opts: MetricsOptions): Metrics {
     topics: topicFilter(opts.topicsInclude, opts.topicsExclude),
     log: opts.log,
   });
+  const refused = new Counter({
+    name: 'kcompact_management_requests_refused_total',
+    help: 'Management requests turned away before their route ran: an admin route asked of the metrics listener, no or a wrong bearer token, a web page',
+    labelNames: ['listener', 'reason'],
+    registers: [registry],
+  });
+  // Present from the start, so that an alert on their rate sees the first refusal.
+  refused.inc({ listener: 'metrics', reason: 'admin-route' }, 0);
+  for (const reason of ['no-token', 'wrong-token', 'browser'] as const) refused.inc({ listener: 'admin', reason }, 0);
   return {
     proxy,
     compaction,
+    refused: (listener, reason) => refused.inc({ listener, reason }),
     scrape: async () => ({ contentType: registry.contentType, body: await registry.metrics() }),
   };
 }

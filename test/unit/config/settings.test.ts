@@ -91,3 +91,40 @@ test('a config file that cannot be read or parsed names --config and the file', 
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('the admin listener: loopback by default, elsewhere only with a usable token file, never on the metrics port', () => {
+  const temp = fs.mkdtempSync(path.join(os.tmpdir(), 'kcompact-admin-settings-'));
+  try {
+    const base = resolveConfig({ upstream: 'a:1' }, {}, {});
+    assert.deepEqual(base.adminListen, { host: '127.0.0.1', port: 9645 });
+    assert.equal(base.adminTokenFile, undefined);
+    for (const host of ['127.0.0.1', '127.1.2.3', 'localhost', '[::1]']) assert.doesNotThrow(() => resolveConfig({ upstream: 'a:1', adminListen: `${host}:7000` }, {}, {}), host);
+
+    const token = path.join(temp, 'token');
+    fs.writeFileSync(token, 'dG9rZW4tb2YtdGhlLWFkbWluLWxpc3RlbmVy\n');
+    const open = resolveConfig({ upstream: 'a:1' }, { KCOMPACT_ADMIN_LISTEN: '0.0.0.0:9645', KCOMPACT_ADMIN_TOKEN_FILE: token }, {});
+    assert.deepEqual([open.adminListen, open.adminTokenFile], [{ host: '0.0.0.0', port: 9645 }, token]);
+
+    const short = path.join(temp, 'short');
+    fs.writeFileSync(short, 'abc');
+    const cases: [Record<string, unknown>, RegExp][] = [
+      [{ adminListen: '0.0.0.0:9645' }, /--admin-listen \/ KCOMPACT_ADMIN_LISTEN \/ config key "adminListen" is 0\.0\.0\.0:9645, reachable beyond this machine, and no --admin-token-file .* is set: .*keep it on loopback/],
+      [{ adminListen: '10.1.2.3:9645' }, /reachable beyond this machine/],
+      [{ adminListen: 'kcompact.local:9645' }, /reachable beyond this machine/],
+      [{ adminListen: '[::]:9645' }, /reachable beyond this machine/],
+      [{ adminListen: '127.0.0.1:9644' }, /config key "adminListen" and .*config key "metricsListen" both name port 9644/],
+      [{ adminListen: '127.0.0.1:7000', metricsListen: '0.0.0.0:7000' }, /both name port 7000/],
+      [{ adminListen: '0.0.0.0:7000', metricsListen: '127.0.0.1:7000', adminTokenFile: token }, /both name port 7000/],
+      [{ adminTokenFile: path.join(temp, 'missing') }, /invalid --admin-token-file .*expected the path of a readable file \(ENOENT\)/],
+      [{ adminListen: '0.0.0.0:9645', adminTokenFile: short }, /config key "adminTokenFile": .*short: the token has 3 characters; use at least 16/],
+    ];
+    for (const [cli, pattern] of cases) {
+      assert.throws(() => resolveConfig({ upstream: 'a:1', ...cli }, {}, {}), (err: unknown) => err instanceof ConfigError && pattern.test(err.message), String(pattern));
+    }
+    // Two listeners on distinct hosts of one port, or both on port 0, are fine.
+    assert.doesNotThrow(() => resolveConfig({ upstream: 'a:1', adminListen: '127.0.0.1:7000', metricsListen: '127.0.0.2:7000' }, {}, {}));
+    assert.doesNotThrow(() => resolveConfig({ upstream: 'a:1', adminListen: '127.0.0.1:0', metricsListen: '127.0.0.1:0' }, {}, {}));
+  } finally {
+    fs.rmSync(temp, { recursive: true, force: true });
+  }
+});

@@ -4,7 +4,7 @@ import net from 'node:net';
 import os from 'node:os';
 import { createLogger } from '../../../src/ops/log.js';
 import { startManagementServer } from '../../../src/ops/management-server.js';
-import { DEFAULT_METRICS_LISTEN, resolveConfig } from '../../../src/config/settings.js';
+import { DEFAULT_ADMIN_LISTEN, DEFAULT_METRICS_LISTEN, resolveConfig } from '../../../src/config/settings.js';
 
 function accepts(host: string, port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -21,11 +21,13 @@ function accepts(host: string, port: number): Promise<boolean> {
   });
 }
 
-test('unless configured, the management endpoint (and the Kafka listener) bind to loopback only', async () => {
+test('unless configured, the management listeners (and the Kafka listener) bind to loopback only', async () => {
   const config = resolveConfig({ upstream: 'a:1' }, {}, {});
   assert.deepEqual(config.metricsListen, { host: '127.0.0.1', port: 9644 });
+  assert.deepEqual(config.adminListen, { host: '127.0.0.1', port: 9645 });
   assert.equal(config.listen.host, '127.0.0.1');
-  assert.deepEqual(DEFAULT_METRICS_LISTEN, config.metricsListen, 'the admin verbs look for the proxy at the same default');
+  assert.deepEqual(DEFAULT_METRICS_LISTEN, config.metricsListen);
+  assert.deepEqual(DEFAULT_ADMIN_LISTEN, config.adminListen, 'the admin verbs look for the proxy at the same default');
 
   // The default host as the proxy binds it (the port left to the system: 9644 may be taken here).
   const server = await startManagementServer({ ...config.metricsListen, port: 0 }, new Map(), createLogger());
