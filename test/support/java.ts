@@ -54,9 +54,15 @@ export interface JavaToolResult {
   stderr: string;
 }
 
+/**
+ * How long a Kafka CLI tool may run unless the caller says: a JVM starting on a busy machine beside
+ * Kafka takes tens of seconds before its first request, so the bound is for a tool that hangs.
+ */
+const JAVA_TOOL_TIMEOUT_MS = 180_000;
+
 /** Runs a Kafka CLI tool to completion; a non-zero exit is returned, not thrown. */
 export async function javaTool(tool: KafkaTool, args: readonly string[], opts: RunOptions = {}): Promise<JavaToolResult> {
-  const r = await runProcess(javaBin(), javaArgs(KAFKA_MAIN_CLASSES[tool], args), opts);
+  const r = await runProcess(javaBin(), javaArgs(KAFKA_MAIN_CLASSES[tool], args), { timeoutMs: JAVA_TOOL_TIMEOUT_MS, ...opts });
   return { code: r.code, stdout: r.stdout, stderr: r.stderr };
 }
 
