@@ -5,7 +5,7 @@
 SHELL := /bin/bash
 NODE_TEST := node --test --test-concurrency=1 --test-timeout=600000
 
-.PHONY: all deps build peers test test-unit test-integration run bench bench-compaction bench-scale fuzz gen clean
+.PHONY: all deps build lint format peers test test-unit test-integration run bench bench-compaction bench-scale fuzz gen clean
 
 all: build
 
@@ -19,10 +19,21 @@ build: deps
 	npx tsc -p tsconfig.json
 	@chmod +x dist/src/cli/main.js
 
+# What prettier formats; src/protocol/generated is the generator's (.prettierignore).
+FORMATTED := 'src/**/*.ts' 'test/**/*.ts' 'bench/**/*.ts' 'scripts/**/*.mjs' eslint.config.js
+
+# ESLint with typescript-eslint, and prettier's check: part of `make test`, so CI fails on either.
+lint: deps
+	npx eslint --max-warnings 0 .
+	npx prettier --check $(FORMATTED)
+
+format: deps
+	npx prettier --write $(FORMATTED)
+
 peers:
 	bash test/peers/install.sh
 
-test: build peers
+test: build lint peers
 	$(NODE_TEST) $$(find dist/test -name '*.test.js' | sort)
 
 test-unit: build

@@ -4,15 +4,8 @@
  * (informative, not a test).
  *   node dist/bench/batch-codec.js [seconds-per-case]
  */
-import {
-  decodeRecordKeys,
-  decodeRecords,
-  encodeBatch,
-  readBatchHeader,
-  rebuildBatch,
-  type RecordInput,
-} from "../src/protocol/records/batch.js";
-import { Compression } from "../src/protocol/records/compression.js";
+import { decodeRecordKeys, decodeRecords, encodeBatch, readBatchHeader, rebuildBatch, type RecordInput } from '../src/protocol/records/batch.js';
+import { Compression } from '../src/protocol/records/compression.js';
 
 const secondsPerCase = Number(process.argv[2] ?? 1.5);
 
@@ -21,17 +14,17 @@ function makeRecords(count: number, valueSize: number): RecordInput[] {
   let seed = 42;
   const token = () => {
     seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
-    return seed.toString(16).padStart(8, "0");
+    return seed.toString(16).padStart(8, '0');
   };
   return Array.from({ length: count }, (_, i) => {
-    let payload = "";
+    let payload = '';
     while (payload.length < valueSize) payload += `"f${payload.length % 7}":"${token()}${token()}",`;
     return {
       timestampDelta: i,
       offsetDelta: i,
       key: Buffer.from(`user-${token()}`),
       value: Buffer.from(`{"id":${i},${payload.slice(0, valueSize)}}`),
-      headers: i % 4 === 0 ? [{ key: Buffer.from("trace-id"), value: Buffer.from(`t-${i}`) }] : [],
+      headers: i % 4 === 0 ? [{ key: Buffer.from('trace-id'), value: Buffer.from(`t-${i}`) }] : [],
     };
   });
 }
@@ -56,13 +49,21 @@ async function measure(label: string, batch: Buffer, work: (batch: Buffer) => Pr
 async function decodeAndRebuild(batch: Buffer): Promise<void> {
   const header = readBatchHeader(batch, 0);
   const records = await decodeRecords(batch, header);
-  await rebuildBatch(header, records[0]!.payload, records.filter((r) => r.offsetDelta % 2 === 0));
+  await rebuildBatch(
+    header,
+    records[0]!.payload,
+    records.filter((r) => r.offsetDelta % 2 === 0),
+  );
 }
 
 async function keysAndRebuild(batch: Buffer): Promise<void> {
   const header = readBatchHeader(batch, 0);
   const keys = await decodeRecordKeys(batch, header);
-  await rebuildBatch(header, keys[0]!.payload, keys.filter((k) => k.offsetDelta % 2 === 0));
+  await rebuildBatch(
+    header,
+    keys[0]!.payload,
+    keys.filter((k) => k.offsetDelta % 2 === 0),
+  );
 }
 
 async function decodeOnly(batch: Buffer): Promise<void> {
@@ -82,11 +83,15 @@ const fields = {
   baseSequence: -1,
 };
 
-for (const [count, valueSize] of [[1000, 200], [16, 200], [500, 2000]] as const) {
+for (const [count, valueSize] of [
+  [1000, 200],
+  [16, 200],
+  [500, 2000],
+] as const) {
   const records = makeRecords(count, valueSize);
   for (const codec of [Compression.None, Compression.Lz4]) {
     const batch = await encodeBatch({ ...fields, lastOffsetDelta: count - 1 }, records, codec);
-    const name = `${codec === Compression.None ? "none" : "lz4"} ${count}x${valueSize}B (${(batch.length / 1024).toFixed(0)} KiB)`;
+    const name = `${codec === Compression.None ? 'none' : 'lz4'} ${count}x${valueSize}B (${(batch.length / 1024).toFixed(0)} KiB)`;
     await measure(`${name} decode`, batch, decodeOnly);
     await measure(`${name} decode + rebuild half`, batch, decodeAndRebuild);
     await measure(`${name} key scan + rebuild half`, batch, keysAndRebuild);

@@ -87,7 +87,11 @@ export async function appendToEachPartition(bootstrap: string, topic: string, pa
   await producer.connect();
   try {
     const value = Buffer.alloc(100, 'r');
-    const meta = await producer.send({ topic, acks: -1, messages: Array.from({ length: partitions }, (_, p) => ({ partition: p, key: `${keyPrefix}-${p}`, value })) });
+    const meta = await producer.send({
+      topic,
+      acks: -1,
+      messages: Array.from({ length: partitions }, (_, p) => ({ partition: p, key: `${keyPrefix}-${p}`, value })),
+    });
     const offsets = new Array<number>(partitions).fill(-1);
     for (const m of meta) offsets[m.partition] = Number(m.baseOffset);
     if (offsets.includes(-1)) throw new Error(`appending to ${topic}: no offset for partition ${offsets.indexOf(-1)}`);

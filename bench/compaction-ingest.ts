@@ -165,9 +165,13 @@ export async function measureIngest(upstream: string, proxy: RunningProxyProcess
     // The consumer is reading through the proxy before the first record arrives.
     await sleep(1000);
     log(`(a) producing ${cfg.records} records (${cfg.valueSize} B values, ${cfg.keys} random keys) straight to the upstream`);
-    produce = await kbench('produce', upstream, topic, [
-      '--count', String(cfg.records), '--keys', String(cfg.keys), '--key-order', 'random', '--value-size', String(cfg.valueSize),
-    ], 600_000);
+    produce = await kbench(
+      'produce',
+      upstream,
+      topic,
+      ['--count', String(cfg.records), '--keys', String(cfg.keys), '--key-order', 'random', '--value-size', String(cfg.valueSize)],
+      600_000,
+    );
     await waitSampled(sampler.samples, cfg.records + 1, proxy, 600_000); // kbench's warm-up record too
   } finally {
     await sampler.stop();

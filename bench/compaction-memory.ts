@@ -76,7 +76,13 @@ export async function withPeakRss<T>(proxy: RunningProxyProcess, run: () => Prom
 }
 
 /** The proxy must write diagnostic reports into reportDir (heap-report.ts's reportNodeArgs). */
-export async function measureMemory(upstream: string, proxy: RunningProxyProcess, reportDir: string, cfg: MemoryConfig, log: (s: string) => void): Promise<MemoryResult> {
+export async function measureMemory(
+  upstream: string,
+  proxy: RunningProxyProcess,
+  reportDir: string,
+  cfg: MemoryConfig,
+  log: (s: string) => void,
+): Promise<MemoryResult> {
   await createTopics(proxy.bootstrap, [{ topic: TOPIC, partitions: 1, configs: { 'cleanup.policy': 'compact', 'segment.ms': String(cfg.segmentMs) } }]);
   // Compacted topics left on the upstream by an earlier phase would be indexed too (their configs
   // live in the upstream) and their memory counted here.
@@ -91,9 +97,13 @@ export async function measureMemory(upstream: string, proxy: RunningProxyProcess
     const [step, sampledPeakRss] = await withPeakRss(proxy, async () => {
       log(`(c) producing keys ${keys} to ${target - 1} straight to the upstream`);
       const t0 = performance.now();
-      const produce = await kbench('produce', upstream, TOPIC, [
-        '--count', String(n), '--keys', String(n), '--key-base', String(keys), '--value-size', String(cfg.valueSize),
-      ], 900_000);
+      const produce = await kbench(
+        'produce',
+        upstream,
+        TOPIC,
+        ['--count', String(n), '--keys', String(n), '--key-base', String(keys), '--value-size', String(cfg.valueSize)],
+        900_000,
+      );
       const produced = performance.now();
       // kbench writes a warm-up record before its n.
       await waitIndexed(proxy.admin, TOPIC, end + n + 1, 900_000, proxy.crashed);
@@ -110,8 +120,21 @@ export async function measureMemory(upstream: string, proxy: RunningProxyProcess
       const cleanSeconds = (performance.now() - t1) / 1000;
       const cleaned = rssOf(proxy);
       const heapCleaned = await heapBreakdown(proxy.proc.pid, reportDir);
-      log(`(c) ${target} keys cleaned in ${cleanSeconds.toFixed(1)} s: RSS ${(cleaned.rss / 2 ** 20).toFixed(0)} MiB, peak ${(cleaned.peakRss / 2 ** 20).toFixed(0)} MiB`);
-      return { keys: target, records: end, produce, indexSeconds, cleanSeconds, indexed, cleaned, heapIndexed, heapCleaned, indexBytes: indexBytes(proxy.dataDir, TOPIC) };
+      log(
+        `(c) ${target} keys cleaned in ${cleanSeconds.toFixed(1)} s: RSS ${(cleaned.rss / 2 ** 20).toFixed(0)} MiB, peak ${(cleaned.peakRss / 2 ** 20).toFixed(0)} MiB`,
+      );
+      return {
+        keys: target,
+        records: end,
+        produce,
+        indexSeconds,
+        cleanSeconds,
+        indexed,
+        cleaned,
+        heapIndexed,
+        heapCleaned,
+        indexBytes: indexBytes(proxy.dataDir, TOPIC),
+      };
     });
     steps.push({ ...step, sampledPeakRss });
     keys = target;

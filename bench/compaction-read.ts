@@ -96,7 +96,13 @@ export function batchBytesFor(n: number, valueSize: number): number {
   return bytes + Math.floor(valueSize / 2);
 }
 
-export async function measureReads(upstream: string, proxy: RunningProxyProcess, kafka: RunningKafka, cfg: ReadConfig, log: (s: string) => void): Promise<ReadResult> {
+export async function measureReads(
+  upstream: string,
+  proxy: RunningProxyProcess,
+  kafka: RunningKafka,
+  cfg: ReadConfig,
+  log: (s: string) => void,
+): Promise<ReadResult> {
   const partitions = cfg.partitions ?? 1;
   const compactConfigs = { 'cleanup.policy': 'compact', 'segment.ms': String(cfg.segmentMs), 'min.cleanable.dirty.ratio': '0.01' };
   await createTopics(proxy.bootstrap, [
@@ -109,11 +115,27 @@ export async function measureReads(upstream: string, proxy: RunningProxyProcess,
 
   // One seed: every topic gets the same keys in the same order.
   const produceFlags = [
-    '--count', String(cfg.records), '--keys', String(cfg.keys), '--key-order', 'random', '--seed', '42',
-    '--value-size', String(cfg.valueSize), '--batch-bytes', String(batchBytesFor(cfg.batchRecords, cfg.valueSize)), '--linger', '100ms',
+    '--count',
+    String(cfg.records),
+    '--keys',
+    String(cfg.keys),
+    '--key-order',
+    'random',
+    '--seed',
+    '42',
+    '--value-size',
+    String(cfg.valueSize),
+    '--batch-bytes',
+    String(batchBytesFor(cfg.batchRecords, cfg.valueSize)),
+    '--linger',
+    '100ms',
   ];
   const produced: ReadResult['produced'] = [];
-  for (const [target, bootstrap, topic] of [['kcompact', upstream, TOPICS.compacted], ['raw', upstream, TOPICS.raw], ['kafka', kafka.bootstrap, TOPICS.kafka]] as const) {
+  for (const [target, bootstrap, topic] of [
+    ['kcompact', upstream, TOPICS.compacted],
+    ['raw', upstream, TOPICS.raw],
+    ['kafka', kafka.bootstrap, TOPICS.kafka],
+  ] as const) {
     log(`(b) producing ${cfg.records} records over ${cfg.keys} keys to ${target} (${topic})`);
     produced.push({ target, result: await kbench('produce', bootstrap, topic, produceFlags, 600_000) });
   }
@@ -129,7 +151,13 @@ export async function measureReads(upstream: string, proxy: RunningProxyProcess,
   };
   log(`(b) rolled at ${rollOffset.kcompact.join(',')} (kcompact) and ${rollOffset.kafka.join(',')} (Kafka); waiting for the index and both cleaners`);
   const kafkaCleaned = Promise.all(rollOffset.kafka.map((o, p) => waitKafkaCleaned(`${kafka.dir}/data`, TOPICS.kafka, o, 300_000, p))).then(since);
-  await waitIndexedAll(proxy.admin, TOPICS.compacted, rollOffset.kcompact.map((o) => o + 1), 300_000, proxy.crashed);
+  await waitIndexedAll(
+    proxy.admin,
+    TOPICS.compacted,
+    rollOffset.kcompact.map((o) => o + 1),
+    300_000,
+    proxy.crashed,
+  );
   const kcompactIndexed = since();
   const indexedBytes = indexBytes(proxy.dataDir, TOPICS.compacted);
   const cleanCalls = await cleanUpToAll(proxy.admin, TOPICS.compacted, rollOffset.kcompact, 300_000);
@@ -158,8 +186,14 @@ export async function measureReads(upstream: string, proxy: RunningProxyProcess,
     }
   }
   const metrics = await scrape(proxy.management);
-  const viewCache = { reads: (metrics.value('kcompact_view_cache_reads_total') ?? 0) - cacheReadsBefore, bytes: metrics.value('kcompact_view_cache_bytes') ?? 0 };
-  const seconds = Object.fromEntries(READ_TARGETS.map((t) => [t, median(runs.filter((r) => r.target === t).map((r) => r.seconds))])) as Record<ReadTarget, number>;
+  const viewCache = {
+    reads: (metrics.value('kcompact_view_cache_reads_total') ?? 0) - cacheReadsBefore,
+    bytes: metrics.value('kcompact_view_cache_bytes') ?? 0,
+  };
+  const seconds = Object.fromEntries(READ_TARGETS.map((t) => [t, median(runs.filter((r) => r.target === t).map((r) => r.seconds))])) as Record<
+    ReadTarget,
+    number
+  >;
   return {
     config: cfg,
     produced,

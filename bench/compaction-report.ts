@@ -34,7 +34,9 @@ export function readReport(r: ReadResult): string[] {
       int(med(t, (x) => x.batches)),
       (med(t, (x) => x.bytes) / 1e6).toFixed(1),
       int(med(t, (x) => x.records) / s),
-      runsOf(t).map((x) => x.seconds.toFixed(3)).join(' '),
+      runsOf(t)
+        .map((x) => x.seconds.toFixed(3))
+        .join(' '),
     ]);
   }
   const vsRaw = r.seconds['raw-proxy'] / r.seconds.view;

@@ -92,13 +92,16 @@ if (args.help) printHelpAndExit('node dist/bench/compaction.js [flags]', OPTIONS
 const positive = numberFlags(args);
 
 const phases = new Set(
-  String(args.phases).split(',').map((p) => {
-    if (!(PHASES as readonly string[]).includes(p)) throw new Error(`--phases: unknown phase ${p} (ingest, read, memory)`);
-    return p as Phase;
-  }),
+  String(args.phases)
+    .split(',')
+    .map((p) => {
+      if (!(PHASES as readonly string[]).includes(p)) throw new Error(`--phases: unknown phase ${p} (ingest, read, memory)`);
+      return p as Phase;
+    }),
 );
 const memorySteps = String(args['memory-keys']).split(',').map(Number);
-if (memorySteps.some((n, i) => !Number.isInteger(n) || n <= 0 || (i > 0 && n <= memorySteps[i - 1]!))) throw new Error(`--memory-keys must be ascending positive integers, got ${args['memory-keys']}`);
+if (memorySteps.some((n, i) => !Number.isInteger(n) || n <= 0 || (i > 0 && n <= memorySteps[i - 1]!)))
+  throw new Error(`--memory-keys must be ascending positive integers, got ${args['memory-keys']}`);
 
 const cfg = {
   ingest: {
@@ -132,7 +135,12 @@ function ingestReport(r: IngestResult): string[] {
       `>= ${int(BUDGET.ingestRecordsPerSec)}`,
       r.behindRecordsPerSec === null ? '' : verdict(r.behindRecordsPerSec >= BUDGET.ingestRecordsPerSec),
     ],
-    ['indexed records/s per CPU second of the worker thread (one core)', perCore === null ? 'n/a' : int(perCore), `>= ${int(BUDGET.ingestRecordsPerSec)}`, perCore === null ? '' : verdict(perCore >= BUDGET.ingestRecordsPerSec)],
+    [
+      'indexed records/s per CPU second of the worker thread (one core)',
+      perCore === null ? 'n/a' : int(perCore),
+      `>= ${int(BUDGET.ingestRecordsPerSec)}`,
+      perCore === null ? '' : verdict(perCore >= BUDGET.ingestRecordsPerSec),
+    ],
     ['indexed records/s overall (first to last record, wall clock)', int(r.recordsPerSec), '', ''],
   ];
   return [
@@ -151,13 +159,31 @@ function ingestReport(r: IngestResult): string[] {
 function memoryParts(m: Memory, h: HeapBreakdown): string[] {
   const workerHeap = h.workers.reduce((n, w) => n + w.heapTotal, 0);
   const external = h.main.external + h.workers.reduce((n, w) => n + w.external, 0);
-  return [mib(m.rss), mib(m.anon), mib(m.file + m.shmem), mib(h.main.heapTotal), mib(workerHeap), mib(external), mib(m.rss - h.main.heapTotal - workerHeap - external)];
+  return [
+    mib(m.rss),
+    mib(m.anon),
+    mib(m.file + m.shmem),
+    mib(h.main.heapTotal),
+    mib(workerHeap),
+    mib(external),
+    mib(m.rss - h.main.heapTotal - workerHeap - external),
+  ];
 }
 
 function memoryReport(r: MemoryResult): string[] {
   const rows = [['keys', 'records', 'produce+index s', 'clean s', 'RSS indexed', 'RSS cleaned', 'peak (VmHWM)', 'index on disk', 'bytes/record']];
   for (const s of r.steps) {
-    rows.push([int(s.keys), int(s.records), s.indexSeconds.toFixed(1), s.cleanSeconds.toFixed(1), mib(s.indexed.rss), mib(s.cleaned.rss), mib(Math.max(s.cleaned.peakRss, s.sampledPeakRss)), mib(s.indexBytes), (s.indexBytes / s.records).toFixed(1)]);
+    rows.push([
+      int(s.keys),
+      int(s.records),
+      s.indexSeconds.toFixed(1),
+      s.cleanSeconds.toFixed(1),
+      mib(s.indexed.rss),
+      mib(s.cleaned.rss),
+      mib(Math.max(s.cleaned.peakRss, s.sampledPeakRss)),
+      mib(s.indexBytes),
+      (s.indexBytes / s.records).toFixed(1),
+    ]);
   }
   const parts = [['keys', 'state', 'RSS', 'anonymous', 'file+shared', 'main JS heap', 'worker JS heap', 'Buffers', 'native rest']];
   for (const s of r.steps) {
@@ -178,14 +204,26 @@ function memoryReport(r: MemoryResult): string[] {
     table(parts).replace(/^/gm, '  '),
   ];
   const x = r.read.result;
-  lines.push(`  then a franz-go reader went through the compacted view: ${int(x.records)} records in ${x.seconds.toFixed(1)} s (${x.requests.fetch} fetches); RSS peak while reading ${mib(r.read.sampledPeakRss)}`);
+  lines.push(
+    `  then a franz-go reader went through the compacted view: ${int(x.records)} records in ${x.seconds.toFixed(1)} s (${x.requests.fetch} fetches); RSS peak while reading ${mib(r.read.sampledPeakRss)}`,
+  );
   lines.push(
     '',
     table([
       ['budget', 'value', 'budget', 'result'],
       [`RSS with ${int(last.keys)} keys indexed`, mib(last.indexed.rss), `< ${mib(BUDGET.rssBytes)} at ${int(BUDGET.rssKeys)} keys`, judge(last.indexed.rss)],
-      [`RSS with ${int(last.keys)} keys indexed and cleaned`, mib(last.cleaned.rss), `< ${mib(BUDGET.rssBytes)} at ${int(BUDGET.rssKeys)} keys`, judge(last.cleaned.rss)],
-      [`peak RSS (VmHWM) up to ${int(last.keys)} keys, a full read included`, mib(peak), `< ${mib(BUDGET.rssBytes)} at ${int(BUDGET.rssKeys)} keys`, judge(peak)],
+      [
+        `RSS with ${int(last.keys)} keys indexed and cleaned`,
+        mib(last.cleaned.rss),
+        `< ${mib(BUDGET.rssBytes)} at ${int(BUDGET.rssKeys)} keys`,
+        judge(last.cleaned.rss),
+      ],
+      [
+        `peak RSS (VmHWM) up to ${int(last.keys)} keys, a full read included`,
+        mib(peak),
+        `< ${mib(BUDGET.rssBytes)} at ${int(BUDGET.rssKeys)} keys`,
+        judge(peak),
+      ],
     ]).replace(/^/gm, '  '),
   );
   return lines;
@@ -246,7 +284,12 @@ async function main(): Promise<void> {
     }
     if (phases.has('memory')) {
       const reports = makeTempDir('kcompact-bench-reports-');
-      proxy = await startProxyProcess(kafka.bootstrap, 1, { cpuProfDir: profDir('memory'), nodeArgs: reportNodeArgs(reports.path), parentDir: indexDir, args: proxyArgs });
+      proxy = await startProxyProcess(kafka.bootstrap, 1, {
+        cpuProfDir: profDir('memory'),
+        nodeArgs: reportNodeArgs(reports.path),
+        parentDir: indexDir,
+        args: proxyArgs,
+      });
       log(`memory phase: a fresh proxy at ${proxy.bootstrap} (pid ${proxy.proc.pid})`);
       results.memory = await measureMemory(kafka.bootstrap, proxy, reports.path, cfg.memory, log);
       await proxy.stop();
@@ -270,7 +313,8 @@ async function main(): Promise<void> {
   if (results.read) out.push('', ...readReport(results.read));
   if (results.memory) out.push('', ...memoryReport(results.memory));
   out.push('', `total ${((performance.now() - started) / 1000).toFixed(0)} s`);
-  if (cpuProf) out.push(...profileSection(path.join(cpuProf, 'ingest-read'), 'proxy of (a) and (b)'), ...profileSection(path.join(cpuProf, 'memory'), 'proxy of (c)'));
+  if (cpuProf)
+    out.push(...profileSection(path.join(cpuProf, 'ingest-read'), 'proxy of (a) and (b)'), ...profileSection(path.join(cpuProf, 'memory'), 'proxy of (c)'));
   process.stdout.write(out.join('\n') + '\n');
   if (args.json) fs.writeFileSync(args.json, JSON.stringify({ config: cfg, budgets: BUDGET, ...results }, null, 2) + '\n');
 }

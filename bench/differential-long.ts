@@ -102,7 +102,9 @@ async function main(): Promise<number> {
   const failed = results.filter((r) => !r.ok);
   for (const r of failed) console.log(`\nseed ${r.seed}, ${r.target}:\n${r.problems.join('\n')}`);
   const targets = [...new Set(results.map((r) => r.target))];
-  console.log(`\n${targets.map((t) => `${t}: ${results.filter((r) => r.target === t && r.ok).length}/${results.filter((r) => r.target === t).length} seeds pass`).join('; ')}`);
+  console.log(
+    `\n${targets.map((t) => `${t}: ${results.filter((r) => r.target === t && r.ok).length}/${results.filter((r) => r.target === t).length} seeds pass`).join('; ')}`,
+  );
   if (args.json) fs.writeFileSync(args.json, JSON.stringify({ sizes, results }, null, 2));
   return failed.length ? 1 : 0;
 }

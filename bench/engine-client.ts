@@ -40,13 +40,24 @@ export async function waitIndexed(admin: string, topic: string, offset: number, 
 }
 
 /** Waits until the engine has indexed each partition p of the topic up to offsets[p] (exclusive). */
-export async function waitIndexedAll(admin: string, topic: string, offsets: number[], deadlineMs: number, gone?: () => string | undefined): Promise<PartitionStatus[]> {
+export async function waitIndexedAll(
+  admin: string,
+  topic: string,
+  offsets: number[],
+  deadlineMs: number,
+  gone?: () => string | undefined,
+): Promise<PartitionStatus[]> {
   const what = offsets.length === 1 ? `${topic}-0 indexed up to ${offsets[0]}` : `${offsets.length} partitions of ${topic} indexed`;
-  return pollUntil(what, deadlineMs, async () => {
-    const ps = partitionsOf(await engineStatus(admin), topic);
-    const at = offsets.map((o, p) => ps.find((s) => s.partition === p && s.nextOffset >= o));
-    return at.every((s) => s !== undefined) ? (at as PartitionStatus[]) : undefined;
-  }, gone);
+  return pollUntil(
+    what,
+    deadlineMs,
+    async () => {
+      const ps = partitionsOf(await engineStatus(admin), topic);
+      const at = offsets.map((o, p) => ps.find((s) => s.partition === p && s.nextOffset >= o));
+      return at.every((s) => s !== undefined) ? (at as PartitionStatus[]) : undefined;
+    },
+    gone,
+  );
 }
 
 /**

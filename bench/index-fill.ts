@@ -102,9 +102,13 @@ try {
   }
   db.exec('VACUUM');
   const compact = pragma('page_count');
-  console.log(`index fill: ${KEYS} keys over ${PARTITIONS} partitions, ${REWRITES} random rewrites per step, ${LIFETIMES} key lifetimes of ${stepsPerLifetime} steps`);
+  console.log(
+    `index fill: ${KEYS} keys over ${PARTITIONS} partitions, ${REWRITES} random rewrites per step, ${LIFETIMES} key lifetimes of ${stepsPerLifetime} steps`,
+  );
   console.log(table(rows));
-  console.log(`compact (after VACUUM): ${compact} pages, ${((compact * pageSize) / KEYS).toFixed(1)} bytes per key; in use at the end / compact: ${(lastUsed / compact).toFixed(2)}x`);
+  console.log(
+    `compact (after VACUUM): ${compact} pages, ${((compact * pageSize) / KEYS).toFixed(1)} bytes per key; in use at the end / compact: ${(lastUsed / compact).toFixed(2)}x`,
+  );
 } finally {
   index.close();
   fs.rmSync(dir, { recursive: true, force: true });

@@ -59,7 +59,6 @@ const PER_BATCH = number('batch');
 const VALUE_SIZE = number('value-size');
 const FETCH_BYTES = 8 * 1024 * 1024;
 
-
 /** The partition as fetch answers of ~8 MiB, like the indexer receives them. */
 async function fetchAnswers(codec: number): Promise<Buffer[]> {
   const answers: Buffer[] = [];

@@ -44,7 +44,8 @@ function parseResult(argv: string[], code: number | null, signal: string | null,
 /** `cpus`: run kbench on these CPUs only (taskset's list, "0" or "0-1"). */
 export async function kbench(mode: KbenchMode, bootstrap: string, topic: string, flags: string[], timeoutMs = 300_000, cpus?: string): Promise<KbenchResult> {
   const argv = [mode, '--brokers', bootstrap, '--topic', topic, ...flags];
-  const r = cpus === undefined ? await runProcess(kbenchBin, argv, { timeoutMs }) : await runProcess('taskset', ['-c', cpus, kbenchBin, ...argv], { timeoutMs });
+  const r =
+    cpus === undefined ? await runProcess(kbenchBin, argv, { timeoutMs }) : await runProcess('taskset', ['-c', cpus, kbenchBin, ...argv], { timeoutMs });
   return parseResult(argv, r.code, r.signal, r.stdout, r.stderr);
 }
 

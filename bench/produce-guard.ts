@@ -34,18 +34,36 @@ function records(valueSize: number, keyless: boolean): RecordInput[] {
   return Array.from({ length: count }, (_, i) => {
     let value = `{"id":${i}`;
     while (value.length < valueSize) value += `,"f":"${token()}"`;
-    return { timestampDelta: i, offsetDelta: i, key: keyless && i === count - 1 ? null : Buffer.from(`user-${i % 5000}`), value: Buffer.from(value.slice(0, valueSize)) };
+    return {
+      timestampDelta: i,
+      offsetDelta: i,
+      key: keyless && i === count - 1 ? null : Buffer.from(`user-${i % 5000}`),
+      value: Buffer.from(value.slice(0, valueSize)),
+    };
   });
 }
 
 async function produceFrame(topic: string, codec: number, valueSize: number, keyless: boolean): Promise<Buffer> {
   const recs = records(valueSize, keyless);
   const batch = await encodeBatch(
-    { baseOffset: 0n, partitionLeaderEpoch: -1, attributes: 0, lastOffsetDelta: recs.length - 1, baseTimestamp: 1_700_000_000_000n, maxTimestamp: 1_700_000_000_000n, producerId: -1n, producerEpoch: -1, baseSequence: -1 },
+    {
+      baseOffset: 0n,
+      partitionLeaderEpoch: -1,
+      attributes: 0,
+      lastOffsetDelta: recs.length - 1,
+      baseTimestamp: 1_700_000_000_000n,
+      maxTimestamp: 1_700_000_000_000n,
+      producerId: -1n,
+      producerEpoch: -1,
+      baseSequence: -1,
+    },
     recs,
     codec,
   );
-  return encodeRequestFrame({ apiKey: ApiKey.Produce, apiVersion: 9, correlationId: 1, clientId: 'bench' }, { transactionalId: null, acks: -1, timeoutMs: 1000, topicData: [{ name: topic, partitionData: [{ index: 0, records: batch }] }] });
+  return encodeRequestFrame(
+    { apiKey: ApiKey.Produce, apiVersion: 9, correlationId: 1, clientId: 'bench' },
+    { transactionalId: null, acks: -1, timeoutMs: 1000, topicData: [{ name: topic, partitionData: [{ index: 0, records: batch }] }] },
+  );
 }
 
 async function measure(label: string, guard: RequestInterceptor, frame: Buffer): Promise<void> {
@@ -72,7 +90,10 @@ const guarded = createProduceGuard({ config: config(['compacted']), topicIds, lo
 const unused = createProduceGuard({ config: config([]), topicIds, log });
 
 for (const valueSize of [100, 1000]) {
-  for (const [codec, name] of [[Compression.None, 'uncompressed'], [Compression.Lz4, 'lz4']] as const) {
+  for (const [codec, name] of [
+    [Compression.None, 'uncompressed'],
+    [Compression.Lz4, 'lz4'],
+  ] as const) {
     const what = `1 MiB ${name}, ${valueSize}-byte values`;
     await measure(`${what}: no compacted topic anywhere`, unused, await produceFrame('plain', codec, valueSize, false));
     await measure(`${what}: topic not compacted`, guarded, await produceFrame('plain', codec, valueSize, false));

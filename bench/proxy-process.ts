@@ -58,7 +58,9 @@ export function canConnect(port: number): Promise<true | undefined> {
 }
 
 export async function startProxyProcess(upstream: string, upstreamNodeId: number, opts: ProxyProcessOptions = {}): Promise<RunningProxyProcess> {
-  const temp = opts.parentDir ? { path: fs.mkdtempSync(path.join(opts.parentDir, 'kcompact-bench-proxy-')), remove: undefined } : makeTempDir('kcompact-bench-proxy-');
+  const temp = opts.parentDir
+    ? { path: fs.mkdtempSync(path.join(opts.parentDir, 'kcompact-bench-proxy-')), remove: undefined }
+    : makeTempDir('kcompact-bench-proxy-');
   const dir = temp.path;
   const remove = () => (temp.remove ? temp.remove() : fs.rmSync(dir, { recursive: true, force: true }));
   const port = await freePortRun(upstreamNodeId + 2);
@@ -69,8 +71,26 @@ export async function startProxyProcess(upstream: string, upstreamNodeId: number
   const nodeArgs = [...NODE_FLAGS, ...(opts.cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', opts.cpuProfDir] : []), ...(opts.nodeArgs ?? [])];
   const proc = startBackground(
     process.execPath,
-    [...nodeArgs, cliPath, 'proxy', '--upstream', upstream, '--listen', `127.0.0.1:${port}`, '--broker-port-base', String(port + 1),
-      '--data-dir', dataDir, '--metrics-listen', management, '--admin-listen', admin, '--log-level', 'warn', ...(opts.args ?? [])],
+    [
+      ...nodeArgs,
+      cliPath,
+      'proxy',
+      '--upstream',
+      upstream,
+      '--listen',
+      `127.0.0.1:${port}`,
+      '--broker-port-base',
+      String(port + 1),
+      '--data-dir',
+      dataDir,
+      '--metrics-listen',
+      management,
+      '--admin-listen',
+      admin,
+      '--log-level',
+      'warn',
+      ...(opts.args ?? []),
+    ],
     { stdoutFile: path.join(dir, 'stdout.log'), stderrFile, env: { ...process.env, MALLOC_ARENA_MAX: DEPLOYED_MALLOC_ARENA_MAX } },
   );
   const stderrTail = () => tail(fs.existsSync(stderrFile) ? fs.readFileSync(stderrFile, 'utf8') : '');

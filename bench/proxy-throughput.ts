@@ -283,13 +283,21 @@ function relayTable(runs: Run[]): string {
           return d ? [r.mbPerSec / d.mbPerSec] : [];
         }),
       );
-      rows.push([`${mode} MB/s`, relay, mb.toFixed(1), (mb / direct).toFixed(3), paired.toFixed(3), (proxy / mb).toFixed(3), perGb(rs).toFixed(2), perGb(of(mode, 'proxy')).toFixed(2)]);
+      rows.push([
+        `${mode} MB/s`,
+        relay,
+        mb.toFixed(1),
+        (mb / direct).toFixed(3),
+        paired.toFixed(3),
+        (proxy / mb).toFixed(3),
+        perGb(rs).toFixed(2),
+        perGb(of(mode, 'proxy')).toFixed(2),
+      ]);
     }
   }
-  return [
-    'reference relays, same Kafka, same run (splice-relay: Go, splice(2), bytes never in user space; node-pipe: Node sockets piped):',
-    table(rows),
-  ].join('\n');
+  return ['reference relays, same Kafka, same run (splice-relay: Go, splice(2), bytes never in user space; node-pipe: Node sockets piped):', table(rows)].join(
+    '\n',
+  );
 }
 
 /** The proxy's CPU per record and per GB, by mode: what the proxy itself costs, whatever the noise. */
@@ -343,7 +351,14 @@ async function main(): Promise<void> {
     if (cpus) for (const r of started) pin(r.pid, cpus.proxy);
     await createTopics(kafka.bootstrap);
     log(`filling ${TOPICS.consume} with ${cfg.consumeRecords} records of ${cfg.valueSize} bytes`);
-    await kbench('produce', kafka.bootstrap, TOPICS.consume, ['--count', String(cfg.consumeRecords), '--value-size', String(cfg.valueSize)], undefined, cpus?.client);
+    await kbench(
+      'produce',
+      kafka.bootstrap,
+      TOPICS.consume,
+      ['--count', String(cfg.consumeRecords), '--value-size', String(cfg.valueSize)],
+      undefined,
+      cpus?.client,
+    );
 
     const targets = new Map<Path, { bootstrap: string; pid: number | null }>([
       ['direct', { bootstrap: kafka.bootstrap, pid: null }],

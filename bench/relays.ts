@@ -58,10 +58,15 @@ export async function startRelay(kind: RelayKind, listener: ExtraListener): Prom
     }
   };
   try {
-    await pollUntil(`${kind} listening on ${listen}`, 10_000, () => canConnect(listener.advertisedPort), () => {
-      const s = proc.exitStatus();
-      return s ? `${kind} exited (code ${s.code}): ${tail(fs.readFileSync(stderrFile, 'utf8'))}` : undefined;
-    });
+    await pollUntil(
+      `${kind} listening on ${listen}`,
+      10_000,
+      () => canConnect(listener.advertisedPort),
+      () => {
+        const s = proc.exitStatus();
+        return s ? `${kind} exited (code ${s.code}): ${tail(fs.readFileSync(stderrFile, 'utf8'))}` : undefined;
+      },
+    );
   } catch (e) {
     await stop();
     throw e;

@@ -29,7 +29,12 @@ export interface Invariants {
   problems: string[];
 }
 
-export async function checkInvariants(proxy: RunningProxyProcess, topics: ScaleTopic[], rollOffsets: Record<string, number[]>, log: (s: string) => void): Promise<Invariants> {
+export async function checkInvariants(
+  proxy: RunningProxyProcess,
+  topics: ScaleTopic[],
+  rollOffsets: Record<string, number[]>,
+  log: (s: string) => void,
+): Promise<Invariants> {
   const problems: string[] = [];
   const status = await engineStatus(proxy.admin);
   let partitions = 0;

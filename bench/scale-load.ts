@@ -99,7 +99,12 @@ async function statusMs(proxy: RunningProxyProcess): Promise<number> {
  * worker learns the new segment.ms a moment after the AlterConfigs answer, so a partition whose
  * roll record was indexed before that gets another one.
  */
-async function rollAll(upstream: string, proxy: RunningProxyProcess, topics: ScaleTopic[], log: (s: string) => void): Promise<{ offsets: Record<string, number[]>; attempts: number }> {
+async function rollAll(
+  upstream: string,
+  proxy: RunningProxyProcess,
+  topics: ScaleTopic[],
+  log: (s: string) => void,
+): Promise<{ offsets: Record<string, number[]>; attempts: number }> {
   const offsets: Record<string, number[]> = {};
   let pending = topics;
   let attempts = 0;
@@ -110,7 +115,13 @@ async function rollAll(upstream: string, proxy: RunningProxyProcess, topics: Sca
     const still: ScaleTopic[] = [];
     for (const t of pending) {
       const rolls = offsets[t.name]!;
-      await waitIndexedAll(proxy.admin, t.name, rolls.map((o) => o + 1), 300_000, proxy.crashed);
+      await waitIndexedAll(
+        proxy.admin,
+        t.name,
+        rolls.map((o) => o + 1),
+        300_000,
+        proxy.crashed,
+      );
       const parts = await inspectTopic(proxy.admin, t.name);
       if (!rolls.every((o, p) => (parts.find((x) => x.partition === p)?.firstUncleanable ?? -1) >= o)) still.push(t);
     }
@@ -147,11 +158,17 @@ export async function load(upstream: string, proxy: RunningProxyProcess, reportD
       const started = performance.now();
       for (const t of cfg.topics) {
         const count = t.keys * cfg.writesPerKey;
-        log(`load: producing ${count} records over keys ${t.keyBase}..${t.keyBase + t.keys - 1} to ${t.name} (${t.partitions} partitions) straight to the upstream`);
+        log(
+          `load: producing ${count} records over keys ${t.keyBase}..${t.keyBase + t.keys - 1} to ${t.name} (${t.partitions} partitions) straight to the upstream`,
+        );
         produce.push(
-          await kbench('produce', upstream, t.name, [
-            '--count', String(count), '--keys', String(t.keys), '--key-base', String(t.keyBase), '--value-size', String(cfg.valueSize), '--timeout', '60m',
-          ], PHASE_DEADLINE_MS),
+          await kbench(
+            'produce',
+            upstream,
+            t.name,
+            ['--count', String(count), '--keys', String(t.keys), '--key-base', String(t.keyBase), '--value-size', String(cfg.valueSize), '--timeout', '60m'],
+            PHASE_DEADLINE_MS,
+          ),
         );
         records += count + 1; // kbench's warm-up record
       }

@@ -123,17 +123,42 @@ async function sample(proxy: RunningProxyProcess, reportDir: string, at: number)
 }
 
 /** The proxy must write diagnostic reports into reportDir (heap-report.ts's reportNodeArgs). */
-export async function soak(proxy: RunningProxyProcess, reportDir: string, topics: ScaleTopic[], cfg: SoakConfig, log: (s: string) => void): Promise<SoakResult> {
+export async function soak(
+  proxy: RunningProxyProcess,
+  reportDir: string,
+  topics: ScaleTopic[],
+  cfg: SoakConfig,
+  log: (s: string) => void,
+): Promise<SoakResult> {
   const partitions = topics.reduce((n, t) => n + t.partitions, 0);
   const total = cfg.warmUpSeconds + cfg.seconds;
   const run = `${total}s`;
   const timeout = `${total + 600}s`;
-  log(`soak: ${cfg.warmUpSeconds} s of warm-up, then ${cfg.seconds} s judged, of ${cfg.rate} records/s (every ${cfg.tombstoneEvery}th a tombstone) over ${topics.length} topics, ${cfg.groups} consumer group(s) tailing them, a new group bootstrapping a topic every ${cfg.bootstrapEverySeconds} s`);
+  log(
+    `soak: ${cfg.warmUpSeconds} s of warm-up, then ${cfg.seconds} s judged, of ${cfg.rate} records/s (every ${cfg.tombstoneEvery}th a tombstone) over ${topics.length} topics, ${cfg.groups} consumer group(s) tailing them, a new group bootstrapping a topic every ${cfg.bootstrapEverySeconds} s`,
+  );
   const producers: BackgroundKbench[] = topics.map((t, i) =>
     startKbench('latency', proxy.bootstrap, t.name, [
-      '--rate', String(Math.max(1, Math.round((cfg.rate * t.partitions) / partitions))), '--duration', run, '--warmup', '0s',
-      '--keys', String(t.keys), '--key-base', String(t.keyBase), '--key-order', 'random', '--seed', String(i + 1),
-      '--value-size', String(cfg.valueSize), '--tombstone-every', String(cfg.tombstoneEvery), '--timeout', timeout,
+      '--rate',
+      String(Math.max(1, Math.round((cfg.rate * t.partitions) / partitions))),
+      '--duration',
+      run,
+      '--warmup',
+      '0s',
+      '--keys',
+      String(t.keys),
+      '--key-base',
+      String(t.keyBase),
+      '--key-order',
+      'random',
+      '--seed',
+      String(i + 1),
+      '--value-size',
+      String(cfg.valueSize),
+      '--tombstone-every',
+      String(cfg.tombstoneEvery),
+      '--timeout',
+      timeout,
     ]),
   );
   const groups: BackgroundKbench[] = Array.from({ length: cfg.groups }, (_, i) =>
@@ -162,7 +187,9 @@ export async function soak(proxy: RunningProxyProcess, reportDir: string, topics
       const s = await sample(proxy, reportDir, elapsed());
       samples.push(s);
       if (samples.length % Math.max(1, Math.round(60 / cfg.sampleSeconds)) === 1) {
-        log(`soak: ${s.at.toFixed(0)} s: RSS ${(s.rss / 2 ** 20).toFixed(0)} MiB, heaps ${((s.heapUsed.main + s.heapUsed.worker) / 2 ** 20).toFixed(0)} MiB, index ${((s.files.db + s.files.wal) / 2 ** 20).toFixed(0)} MiB, lag ${s.lag}, cleans ${s.cleans}`);
+        log(
+          `soak: ${s.at.toFixed(0)} s: RSS ${(s.rss / 2 ** 20).toFixed(0)} MiB, heaps ${((s.heapUsed.main + s.heapUsed.worker) / 2 ** 20).toFixed(0)} MiB, index ${((s.files.db + s.files.wal) / 2 ** 20).toFixed(0)} MiB, lag ${s.lag}, cleans ${s.cleans}`,
+        );
       }
       await sleep(Math.max(0, Math.min(samples.length * cfg.sampleSeconds, total) - elapsed()) * 1000);
     }
@@ -178,9 +205,20 @@ export async function soak(proxy: RunningProxyProcess, reportDir: string, topics
   const afterCollections = collections(points((s) => s.heapUsed.main));
   const judged = { from: cfg.warmUpSeconds, to: total };
   const trends = {
-    rss: trend(points((s) => s.rss), judged, afterCollections),
-    heapUsed: trend(points((s) => s.heapUsed.main + s.heapUsed.worker), judged, afterCollections),
-    indexFiles: trend(points((s) => s.files.db + s.files.wal), judged),
+    rss: trend(
+      points((s) => s.rss),
+      judged,
+      afterCollections,
+    ),
+    heapUsed: trend(
+      points((s) => s.heapUsed.main + s.heapUsed.worker),
+      judged,
+      afterCollections,
+    ),
+    indexFiles: trend(
+      points((s) => s.files.db + s.files.wal),
+      judged,
+    ),
   };
   const verdicts = [trends.rss.flat, trends.heapUsed.flat];
   return {

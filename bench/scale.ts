@@ -113,8 +113,12 @@ const keys = number('keys');
 const topicCount = number('topics');
 const bulkPartitions = partitions - samplePartitions;
 const bulkKeys = keys - sampleKeys;
-if (bulkPartitions < topicCount) throw new Error(`--partitions ${partitions} leaves ${bulkPartitions} partitions for ${topicCount} bulk topics besides the ${samplePartitions} of the read sample`);
-if (bulkKeys < bulkPartitions) throw new Error(`--keys ${keys} leaves ${bulkKeys} keys for ${bulkPartitions} bulk partitions besides the ${sampleKeys} of the read sample`);
+if (bulkPartitions < topicCount)
+  throw new Error(
+    `--partitions ${partitions} leaves ${bulkPartitions} partitions for ${topicCount} bulk topics besides the ${samplePartitions} of the read sample`,
+  );
+if (bulkKeys < bulkPartitions)
+  throw new Error(`--keys ${keys} leaves ${bulkKeys} keys for ${bulkPartitions} bulk partitions besides the ${sampleKeys} of the read sample`);
 const soakSeconds = Math.round(60 * number('soak-minutes', { integer: false, min: 0 }));
 
 /** n shared out over `parts` as evenly as whole numbers allow. */
@@ -175,7 +179,17 @@ function memoryRow(label: string, m: MemoryAt): string[] {
   const h: HeapBreakdown = m.heap;
   const workerHeap = h.workers.reduce((n, w) => n + w.heapTotal, 0);
   const external = h.main.external + h.workers.reduce((n, w) => n + w.external, 0);
-  return [label, mib(m.memory.rss), mib(m.memory.anon), mib(m.memory.file + m.memory.shmem), mib(h.main.heapTotal), mib(workerHeap), mib(external), mib(m.memory.rss - h.main.heapTotal - workerHeap - external), mib(m.files.db + m.files.wal)];
+  return [
+    label,
+    mib(m.memory.rss),
+    mib(m.memory.anon),
+    mib(m.memory.file + m.memory.shmem),
+    mib(h.main.heapTotal),
+    mib(workerHeap),
+    mib(external),
+    mib(m.memory.rss - h.main.heapTotal - workerHeap - external),
+    mib(m.files.db + m.files.wal),
+  ];
 }
 
 function loadReport(r: LoadResult, inv: Invariants, afterReads: MemoryAt | undefined, settled: MemoryAt | undefined): string[] {
@@ -185,13 +199,22 @@ function loadReport(r: LoadResult, inv: Invariants, afterReads: MemoryAt | undef
   const produceRate = produced / r.produce.reduce((n, p) => n + p.seconds, 0);
   const allKeys = cfg.keys >= BUDGET.rssKeys;
   // With fewer keys than the budget's, a figure already over it can only fail.
-  const judge = (bytes: number) => (allKeys ? verdict(bytes < BUDGET.rssBytes) : bytes >= BUDGET.rssBytes ? 'FAIL (with fewer keys)' : `n/a (run --keys ${int(BUDGET.rssKeys)})`);
+  const judge = (bytes: number) =>
+    allKeys ? verdict(bytes < BUDGET.rssBytes) : bytes >= BUDGET.rssBytes ? 'FAIL (with fewer keys)' : `n/a (run --keys ${int(BUDGET.rssKeys)})`;
   // What stays once the reads are over: right after them, their dead Buffers are still there
   // until V8 or the idle collection (ops/idle-collection.ts) takes them.
   const finalMemory = settled ?? afterReads ?? r.cleaned;
   const readRows = [['compacted read through the proxy, offset 0 to the end', 'records', 'distinct keys', 'live keys', 's', 'records/s', 'fetches']];
   for (const x of inv.reads) {
-    readRows.push([x.topic, int(x.result.records), x.result.distinctKeys === undefined ? 'n/a' : int(x.result.distinctKeys), int(x.expected), x.result.seconds.toFixed(2), int(x.result.recordsPerSec), int(x.result.requests.fetch)]);
+    readRows.push([
+      x.topic,
+      int(x.result.records),
+      x.result.distinctKeys === undefined ? 'n/a' : int(x.result.distinctKeys),
+      int(x.expected),
+      x.result.seconds.toFixed(2),
+      int(x.result.recordsPerSec),
+      int(x.result.requests.fetch),
+    ]);
   }
   const readRecords = inv.reads.reduce((n, x) => n + x.result.records, 0);
   const readSeconds = inv.reads.reduce((n, x) => n + x.result.seconds, 0);
@@ -204,13 +227,23 @@ function loadReport(r: LoadResult, inv: Invariants, afterReads: MemoryAt | undef
     '',
     table([
       ['figure', 'value', 'budget', 'result'],
-      ['(a) indexed records/s per CPU second of the worker thread, while traffic flows', perCore === null ? 'n/a' : int(perCore), `>= ${int(BUDGET.ingestRecordsPerSec)}`, perCore === null ? '' : verdict(perCore >= BUDGET.ingestRecordsPerSec)],
+      [
+        '(a) indexed records/s per CPU second of the worker thread, while traffic flows',
+        perCore === null ? 'n/a' : int(perCore),
+        `>= ${int(BUDGET.ingestRecordsPerSec)}`,
+        perCore === null ? '' : verdict(perCore >= BUDGET.ingestRecordsPerSec),
+      ],
       ['indexed records/s while behind the upstream (wall clock)', i.behindRecordsPerSec === null ? 'never behind' : int(i.behindRecordsPerSec), '', ''],
       ['time to index everything (first record produced to last indexed)', seconds(r.indexSeconds), '', ''],
       ['time to clean everything (on demand, after the roll)', seconds(r.cleanSeconds), '', ''],
       ['(c) RSS with every bulk key indexed', mib(r.indexed.memory.rss), `< ${mib(BUDGET.rssBytes)}`, judge(r.indexed.memory.rss)],
       ['(c) RSS with every bulk key indexed and cleaned', mib(r.cleaned.memory.rss), `< ${mib(BUDGET.rssBytes)}`, judge(r.cleaned.memory.rss)],
-      [`(c) RSS with all ${int(cfg.keys)} keys (the read sample too) indexed and cleaned, after (b)${settled ? `, once idle (${SETTLE_MS / 1000} s)` : ''}`, mib(finalMemory.memory.rss), `< ${mib(BUDGET.rssBytes)}`, judge(finalMemory.memory.rss)],
+      [
+        `(c) RSS with all ${int(cfg.keys)} keys (the read sample too) indexed and cleaned, after (b)${settled ? `, once idle (${SETTLE_MS / 1000} s)` : ''}`,
+        mib(finalMemory.memory.rss),
+        `< ${mib(BUDGET.rssBytes)}`,
+        judge(finalMemory.memory.rss),
+      ],
       ...(settled && afterReads ? [["    the same right after (b), with the reads' dead Buffers (context)", mib(afterReads.memory.rss), '', '']] : []),
       ['peak RSS (sampled) while indexing, while cleaning', `${mib(r.indexedPeakRss)}, ${mib(r.cleanedPeakRss)}`, '', ''],
     ]).replace(/^/gm, '  '),
@@ -234,7 +267,17 @@ function loadReport(r: LoadResult, inv: Invariants, afterReads: MemoryAt | undef
 
 function trendRow(label: string, t: Trend): string[] {
   const signed = (bytes: number) => `${bytes >= 0 ? '+' : '-'}${mib(Math.abs(bytes))}`;
-  return [label, mib(t.min), mib(t.max), mib(t.max - t.min), mib(t.mean), String(t.floorSamples), signed(t.floorSlopePer10Min), signed(t.slopePer10Min), t.flat === undefined ? 'n/a (cannot tell)' : t.flat ? 'flat' : 'GROWING'];
+  return [
+    label,
+    mib(t.min),
+    mib(t.max),
+    mib(t.max - t.min),
+    mib(t.mean),
+    String(t.floorSamples),
+    signed(t.floorSlopePer10Min),
+    signed(t.slopePer10Min),
+    t.flat === undefined ? 'n/a (cannot tell)' : t.flat ? 'flat' : 'GROWING',
+  ];
 }
 
 /** The soak's memory by stretches of `seconds`: where a rise levels off shows better than in one slope. */
@@ -314,7 +357,11 @@ async function main(): Promise<void> {
   let proxy: RunningProxyProcess | undefined;
   const results: { load?: LoadResult; invariants?: Invariants; reads?: ReadResult; afterReads?: MemoryAt; settled?: MemoryAt; soak?: SoakResult } = {};
   try {
-    proxy = await startProxyProcess(kafka.bootstrap, 1, { nodeArgs: reportNodeArgs(reports.path), parentDir: indexDir, args: ['--cleaner-backoff-ms', String(cfg.cleanerBackoffMs)] });
+    proxy = await startProxyProcess(kafka.bootstrap, 1, {
+      nodeArgs: reportNodeArgs(reports.path),
+      parentDir: indexDir,
+      args: ['--cleaner-backoff-ms', String(cfg.cleanerBackoffMs)],
+    });
     log(`Kafka at ${kafka.bootstrap}, proxy at ${proxy.bootstrap} (pid ${proxy.proc.pid}, metrics ${proxy.management}, admin ${proxy.admin})`);
     results.load = await load(kafka.bootstrap, proxy, reports.path, cfg.load, log);
     results.invariants = await checkInvariants(proxy, topics, results.load.rollOffsets, log);

@@ -104,6 +104,7 @@ export function trend(points: readonly Point[], window: Window, after?: readonly
     min: values.length ? Math.min(...values) : 0,
     max: values.length ? Math.max(...values) : 0,
     mean,
-    flat: known && window.to - window.from >= MIN_VERDICT_SECONDS ? floorSlopePer10Min <= Math.max(FLAT_BYTES_PER_10_MIN, FLAT_SHARE_PER_10_MIN * mean) : undefined,
+    flat:
+      known && window.to - window.from >= MIN_VERDICT_SECONDS ? floorSlopePer10Min <= Math.max(FLAT_BYTES_PER_10_MIN, FLAT_SHARE_PER_10_MIN * mean) : undefined,
   };
 }

@@ -45,7 +45,7 @@ const PER_BATCH = number('batch');
 const answerBytes = number('answer-bytes');
 
 let seed = 7;
-const rnd = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
+const rnd = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32;
 const keys = new Int32Array(RECORDS);
 const latest = new Int32Array(KEYS).fill(-1);
 for (let i = 0; i < RECORDS; i++) latest[(keys[i] = Math.floor(rnd() * KEYS))] = i;
@@ -59,8 +59,25 @@ const parts: Buffer[] = [];
 for (let base = from; base < RECORDS; base += PER_BATCH) {
   const count = Math.min(PER_BATCH, RECORDS - base);
   const recs: RecordInput[] = [];
-  for (let i = 0; i < count; i++) recs.push({ timestampDelta: 0, offsetDelta: i, key: Buffer.from(`key-${String(keys[base + i]).padStart(8, '0')}`), value, headers: [] });
-  parts.push(await encodeBatch({ baseOffset: BigInt(base), partitionLeaderEpoch: 0, attributes: 0, lastOffsetDelta: count - 1, baseTimestamp: 0n, maxTimestamp: 0n, producerId: -1n, producerEpoch: -1, baseSequence: -1 }, recs, 0));
+  for (let i = 0; i < count; i++)
+    recs.push({ timestampDelta: 0, offsetDelta: i, key: Buffer.from(`key-${String(keys[base + i]).padStart(8, '0')}`), value, headers: [] });
+  parts.push(
+    await encodeBatch(
+      {
+        baseOffset: BigInt(base),
+        partitionLeaderEpoch: 0,
+        attributes: 0,
+        lastOffsetDelta: count - 1,
+        baseTimestamp: 0n,
+        maxTimestamp: 0n,
+        producerId: -1n,
+        producerEpoch: -1,
+        baseSequence: -1,
+      },
+      recs,
+      0,
+    ),
+  );
 }
 const records = Buffer.concat(parts);
 
@@ -96,7 +113,7 @@ const lastOffset = viewed[viewed.length - 1]!.last;
 let answers = 0;
 const cachedMs = await timed(() => {
   answers = 0;
-  for (let offset = from; offset <= lastOffset; ) {
+  for (let offset = from; offset <= lastOffset;) {
     const budget = { maxBytes: answerBytes, oneAnyway: true };
     const out = cachedRecords(cache.from('t', 0, snapshot, offset, from, budget)!, budget);
     Buffer.concat(out.batches);
@@ -106,6 +123,10 @@ const cachedMs = await timed(() => {
 });
 
 const mb = (bytes: number) => (bytes / 1e6).toFixed(1);
-console.log(`${mb(records.length)} MB raw in ${parts.length} batches of ${PER_BATCH} from offset ${from}, ${survivors.length} survivors, ${mb(kept)} MB kept in ${seen.batches.length} batches`);
+console.log(
+  `${mb(records.length)} MB raw in ${parts.length} batches of ${PER_BATCH} from offset ${from}, ${survivors.length} survivors, ${mb(kept)} MB kept in ${seen.batches.length} batches`,
+);
 console.log(`filter: ${filterMs.toFixed(2)} ms per pass, ${(records.length / 1e3 / filterMs).toFixed(0)} MB/s of raw log`);
-console.log(`cached: ${cachedMs.toFixed(2)} ms per pass of ${answers} answers of ${answerBytes} bytes, ${((seen.batches.length / cachedMs) * 1e3).toFixed(0)} batches/s`);
+console.log(
+  `cached: ${cachedMs.toFixed(2)} ms per pass of ${answers} answers of ${answerBytes} bytes, ${((seen.batches.length / cachedMs) * 1e3).toFixed(0)} batches/s`,
+);

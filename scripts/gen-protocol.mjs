@@ -2,46 +2,37 @@
 // Generates src/protocol/generated/messages.ts (schema data, not code) from Apache Kafka's
 // JSON message definitions. Usage: node scripts/gen-protocol.mjs [messagesDir] [outFile]
 // The output depends only on the definitions, so running it twice gives identical bytes.
-import { readFileSync, readdirSync, writeFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
-import { AMENDMENTS } from "./protocol-amendments.mjs";
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { AMENDMENTS } from './protocol-amendments.mjs';
 
-const projectRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const messagesDir = process.argv[2]
-  ? resolve(process.argv[2])
-  : resolve(projectRoot, "../shared/kafka-protocol/messages");
-const outFile = process.argv[3]
-  ? resolve(process.argv[3])
-  : resolve(projectRoot, "src/protocol/generated/messages.ts");
+const projectRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const messagesDir = process.argv[2] ? resolve(process.argv[2]) : resolve(projectRoot, '../shared/kafka-protocol/messages');
+const outFile = process.argv[3] ? resolve(process.argv[3]) : resolve(projectRoot, 'src/protocol/generated/messages.ts');
 
 const OPEN_END = 0x7fff;
-const PRIMITIVES = new Set([
-  "bool", "int8", "int16", "uint16", "int32", "uint32", "int64", "float64",
-  "string", "uuid", "bytes", "records",
-]);
+const PRIMITIVES = new Set(['bool', 'int8', 'int16', 'uint16', 'int32', 'uint32', 'int64', 'float64', 'string', 'uuid', 'bytes', 'records']);
 // Keys that only matter to Kafka's Java generator or documentation.
-const IGNORED_FIELD_KEYS = new Set(["about", "entityType", "mapKey", "ignorable", "zeroCopy"]);
-const WIRE_FIELD_KEYS = new Set([
-  "name", "type", "versions", "nullableVersions", "taggedVersions", "tag", "default", "fields",
-]);
+const IGNORED_FIELD_KEYS = new Set(['about', 'entityType', 'mapKey', 'ignorable', 'zeroCopy']);
+const WIRE_FIELD_KEYS = new Set(['name', 'type', 'versions', 'nullableVersions', 'taggedVersions', 'tag', 'default', 'fields']);
 
 /** Removes `//` comments outside string literals (the definitions are JSON plus comments). */
 function stripComments(text) {
-  let out = "";
+  let out = '';
   let inString = false;
   for (let i = 0; i < text.length; i++) {
     const c = text[i];
     if (inString) {
       out += c;
-      if (c === "\\") out += text[++i] ?? "";
+      if (c === '\\') out += text[++i] ?? '';
       else if (c === '"') inString = false;
     } else if (c === '"') {
       inString = true;
       out += c;
-    } else if (c === "/" && text[i + 1] === "/") {
-      while (i < text.length && text[i] !== "\n") i++;
-      out += "\n";
+    } else if (c === '/' && text[i + 1] === '/') {
+      while (i < text.length && text[i] !== '\n') i++;
+      out += '\n';
     } else {
       out += c;
     }
@@ -50,7 +41,7 @@ function stripComments(text) {
 }
 
 function parseVersions(spec, where) {
-  if (spec === undefined || spec === "none") return null;
+  if (spec === undefined || spec === 'none') return null;
   let m = /^(\d+)\+$/.exec(spec);
   if (m) return [Number(m[1]), OPEN_END];
   m = /^(\d+)-(\d+)$/.exec(spec);
@@ -64,31 +55,31 @@ function parseInteger(text, where) {
   const m = /^(-?)(0x[0-9a-f]+|0[0-7]+|\d+)$/i.exec(text);
   if (!m) throw new Error(`${where}: bad integer default ${JSON.stringify(text)}`);
   const digits = m[2];
-  const sign = m[1] === "-" ? -1n : 1n;
+  const sign = m[1] === '-' ? -1n : 1n;
   if (/^0x/i.test(digits)) return sign * BigInt(digits);
-  if (digits.length > 1 && digits.startsWith("0")) return sign * BigInt(`0o${digits.slice(1)}`);
+  if (digits.length > 1 && digits.startsWith('0')) return sign * BigInt(`0o${digits.slice(1)}`);
   return sign * BigInt(digits);
 }
 
 function normalizeDefault(field, where) {
   const raw = field.default;
-  const text = typeof raw === "string" ? raw : String(raw);
+  const text = typeof raw === 'string' ? raw : String(raw);
   const type = field.type;
-  if (type.startsWith("[]") || !PRIMITIVES.has(type) || type === "bytes" || type === "records") {
-    if (text !== "null") throw new Error(`${where}: unsupported default ${text} for ${type}`);
+  if (type.startsWith('[]') || !PRIMITIVES.has(type) || type === 'bytes' || type === 'records') {
+    if (text !== 'null') throw new Error(`${where}: unsupported default ${text} for ${type}`);
     return null;
   }
   switch (type) {
-    case "bool":
-      if (text !== "true" && text !== "false") throw new Error(`${where}: bad bool default ${text}`);
-      return text === "true";
-    case "int64":
+    case 'bool':
+      if (text !== 'true' && text !== 'false') throw new Error(`${where}: bad bool default ${text}`);
+      return text === 'true';
+    case 'int64':
       return parseInteger(text, where);
-    case "float64":
+    case 'float64':
       return Number(text);
-    case "string":
-      return text === "null" ? null : text;
-    case "uuid":
+    case 'string':
+      return text === 'null' ? null : text;
+    case 'uuid':
       return text;
     default:
       return Number(parseInteger(text, where));
@@ -97,24 +88,30 @@ function normalizeDefault(field, where) {
 
 function loadDefinitions(dir) {
   const apis = new Map();
-  for (const file of readdirSync(dir).filter((f) => /(Request|Response)\.json$/.test(f)).sort()) {
-    const def = JSON.parse(stripComments(readFileSync(join(dir, file), "utf8")));
-    if (def.type !== "request" && def.type !== "response") continue;
-    const name = def.name.replace(/(Request|Response)$/, "");
+  for (const file of readdirSync(dir)
+    .filter((f) => /(Request|Response)\.json$/.test(f))
+    .sort()) {
+    const def = JSON.parse(stripComments(readFileSync(join(dir, file), 'utf8')));
+    if (def.type !== 'request' && def.type !== 'response') continue;
+    const name = def.name.replace(/(Request|Response)$/, '');
     const entry = apis.get(def.apiKey) ?? { apiKey: def.apiKey, name };
     if (entry.name !== name) throw new Error(`${file}: api key ${def.apiKey} is also ${entry.name}`);
     if (entry[def.type]) throw new Error(`${file}: duplicate ${def.type} for api key ${def.apiKey}`);
     entry[def.type] = { file, def };
     apis.set(def.apiKey, entry);
   }
-  for (const amendment of AMENDMENTS) amend([...apis.values()].find((e) => e.name === amendment.api), amendment);
+  for (const amendment of AMENDMENTS)
+    amend(
+      [...apis.values()].find((e) => e.name === amendment.api),
+      amendment,
+    );
   return [...apis.values()].sort((a, b) => a.apiKey - b.apiKey);
 }
 
 /** Extends an API's definitions by a version they do not have yet (see protocol-amendments.mjs). */
 function amend(entry, amendment) {
   if (!entry?.request || !entry.response) throw new Error(`amendment for unknown API ${amendment.api}`);
-  for (const dir of ["request", "response"]) {
+  for (const dir of ['request', 'response']) {
     const { file, def } = entry[dir];
     const valid = parseVersions(def.validVersions, file);
     if (valid[1] >= amendment.version) continue;
@@ -138,18 +135,18 @@ function resolveFields(fields, commonStructs, where, seen) {
     if (nullable) out.nullableVersions = nullable;
     const tagged = parseVersions(field.taggedVersions, at);
     if (tagged) {
-      if (typeof field.tag !== "number") throw new Error(`${at}: taggedVersions without tag`);
-      if (field.type === "records") throw new Error(`${at}: records cannot be tagged`);
+      if (typeof field.tag !== 'number') throw new Error(`${at}: taggedVersions without tag`);
+      if (field.type === 'records') throw new Error(`${at}: records cannot be tagged`);
       out.taggedVersions = tagged;
       out.tag = field.tag;
     } else if (field.tag !== undefined) {
       throw new Error(`${at}: tag without taggedVersions`);
     }
     if (field.default !== undefined) out.default = normalizeDefault(field, at);
-    const element = field.type.startsWith("[]") ? field.type.slice(2) : field.type;
-    if (element.startsWith("[]")) throw new Error(`${at}: nested arrays are not supported`);
+    const element = field.type.startsWith('[]') ? field.type.slice(2) : field.type;
+    if (element.startsWith('[]')) throw new Error(`${at}: nested arrays are not supported`);
     if (!PRIMITIVES.has(element)) {
-      if (element === "records" && field.type.startsWith("[]")) throw new Error(`${at}: array of records`);
+      if (element === 'records' && field.type.startsWith('[]')) throw new Error(`${at}: array of records`);
       let structFields = field.fields;
       if (!structFields) {
         const common = commonStructs.get(element);
@@ -173,7 +170,7 @@ function sameRange(a, b) {
 
 function buildApi(entry) {
   if (!entry.request || !entry.response) throw new Error(`${entry.name}: request or response missing`);
-  const ranges = ["request", "response"].map((dir) => {
+  const ranges = ['request', 'response'].map((dir) => {
     const { file, def } = entry[dir];
     return {
       valid: parseVersions(def.validVersions, file),
@@ -186,54 +183,54 @@ function buildApi(entry) {
   const fieldsOf = (dir) => {
     const { file, def } = entry[dir];
     const common = new Map((def.commonStructs ?? []).map((s) => [s.name, s]));
-    return resolveFields(def.fields, common, file.replace(/\.json$/, ""), new Set());
+    return resolveFields(def.fields, common, file.replace(/\.json$/, ''), new Set());
   };
   return {
     apiKey: entry.apiKey,
     name: entry.name,
     validVersions: ranges[0].valid,
     flexibleVersions: ranges[0].flexible,
-    request: fieldsOf("request"),
-    response: fieldsOf("response"),
+    request: fieldsOf('request'),
+    response: fieldsOf('response'),
   };
 }
 
 function literal(value) {
-  if (typeof value === "bigint") return `${value}n`;
-  if (Array.isArray(value)) return `[${value.map(literal).join(", ")}]`;
+  if (typeof value === 'bigint') return `${value}n`;
+  if (Array.isArray(value)) return `[${value.map(literal).join(', ')}]`;
   return JSON.stringify(value);
 }
 
 function emitFields(fields, indent) {
-  if (fields.length === 0) return "[]";
-  const pad = " ".repeat(indent);
+  if (fields.length === 0) return '[]';
+  const pad = ' '.repeat(indent);
   const lines = fields.map((f) => {
     const parts = Object.entries(f)
-      .filter(([key]) => key !== "fields")
+      .filter(([key]) => key !== 'fields')
       .map(([key, value]) => `${key}: ${literal(value)}`);
     if (f.fields) parts.push(`fields: ${emitFields(f.fields, indent + 2)}`);
-    return `${pad}{ ${parts.join(", ")} },`;
+    return `${pad}{ ${parts.join(', ')} },`;
   });
-  return `[\n${lines.join("\n")}\n${" ".repeat(indent - 2)}]`;
+  return `[\n${lines.join('\n')}\n${' '.repeat(indent - 2)}]`;
 }
 
 function emitApi(api) {
   return [
-    "  {",
+    '  {',
     `    apiKey: ${api.apiKey},`,
     `    name: ${JSON.stringify(api.name)},`,
     `    validVersions: ${literal(api.validVersions)},`,
     `    flexibleVersions: ${literal(api.flexibleVersions)},`,
     `    request: ${emitFields(api.request, 6)},`,
     `    response: ${emitFields(api.response, 6)},`,
-    "  },",
-  ].join("\n");
+    '  },',
+  ].join('\n');
 }
 
 function render(apis) {
   const slots = [];
   for (const api of apis) {
-    while (slots.length < api.apiKey) slots.push("  undefined,");
+    while (slots.length < api.apiKey) slots.push('  undefined,');
     slots.push(emitApi(api));
   }
   return `// GENERATED FILE - DO NOT EDIT BY HAND. Regenerate with \`npm run gen:protocol\`.
@@ -273,12 +270,12 @@ export interface ApiDef {
 }
 
 export const API_KEY = {
-${apis.map((a) => `  ${a.name}: ${a.apiKey},`).join("\n")}
+${apis.map((a) => `  ${a.name}: ${a.apiKey},`).join('\n')}
 } as const;
 
 /** Indexed by api key. */
 export const APIS: readonly (ApiDef | undefined)[] = [
-${slots.join("\n")}
+${slots.join('\n')}
 ];
 `;
 }

@@ -7,11 +7,11 @@ export const AMENDMENTS = [
     // that is neither answers REBOOTSTRAP_REQUIRED. The response is v4's. Kafka 4.4's clients and
     // franz-go ask v5 first: without it every connection through the proxy pays a second
     // ApiVersions round trip.
-    api: "ApiVersions",
+    api: 'ApiVersions',
     version: 5,
     request: [
-      { name: "ClusterId", type: "string", versions: "5+", nullableVersions: "5+", default: "null" },
-      { name: "NodeId", type: "int32", versions: "5+", default: "-1" },
+      { name: 'ClusterId', type: 'string', versions: '5+', nullableVersions: '5+', default: 'null' },
+      { name: 'NodeId', type: 'int32', versions: '5+', default: '-1' },
     ],
     response: [],
   },

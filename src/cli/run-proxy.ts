@@ -57,14 +57,19 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
   const withCompaction =
     (use: (c: Compaction, url: URL) => Promise<unknown>): Route =>
     async (url) =>
-      compaction ? use(compaction, url) : Reply.json(503, { error: 'kcompact is still starting (recovering the key index); try again once /startupz answers 200' });
+      compaction
+        ? use(compaction, url)
+        : Reply.json(503, { error: 'kcompact is still starting (recovering the key index); try again once /startupz answers 200' });
   const admin = adminRoutes({ config, server: () => server, withCompaction, connector });
   const metricsRoutes = new Map<string, Route>([
     ...health.routes(),
-    ['GET /metrics', async () => {
-      const { contentType, body } = await metrics.scrape();
-      return Reply.text(200, body, contentType);
-    }],
+    [
+      'GET /metrics',
+      async () => {
+        const { contentType, body } = await metrics.scrape();
+        return Reply.text(200, body, contentType);
+      },
+    ],
   ]);
   const adminPaths = new Set(admin.map(([key]) => key.slice(key.indexOf(' ') + 1)));
   const management: ManagementServer = await startManagementServer(config.metricsListen, metricsRoutes, log, {
@@ -72,20 +77,32 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
     gate: adminRoutesElsewhere(adminPaths),
     onRefused: (reason) => metrics.refused('metrics', reason),
   }).catch((err: unknown) =>
-    fail('cannot start the metrics listener', { metricsListen: `${config.metricsListen.host}:${config.metricsListen.port}`, err, fix: 'free the port or choose another --metrics-listen' }),
+    fail('cannot start the metrics listener', {
+      metricsListen: `${config.metricsListen.host}:${config.metricsListen.port}`,
+      err,
+      fix: 'free the port or choose another --metrics-listen',
+    }),
   );
   let adminToken: AdminToken | undefined;
   try {
     adminToken = config.adminTokenFile === undefined ? undefined : new AdminToken(config.adminTokenFile, log);
   } catch (err) {
-    fail('cannot read the admin token file', { adminTokenFile: config.adminTokenFile, err, fix: 'make the file readable by the proxy and write a token into it' });
+    fail('cannot read the admin token file', {
+      adminTokenFile: config.adminTokenFile,
+      err,
+      fix: 'make the file readable by the proxy and write a token into it',
+    });
   }
   const adminServer: ManagementServer = await startManagementServer(config.adminListen, new Map(admin), log, {
     listener: 'admin',
     gate: adminGate(adminToken),
     onRefused: (reason) => metrics.refused('admin', reason),
   }).catch((err: unknown) =>
-    fail('cannot start the admin listener', { adminListen: `${config.adminListen.host}:${config.adminListen.port}`, err, fix: 'free the port or choose another --admin-listen' }),
+    fail('cannot start the admin listener', {
+      adminListen: `${config.adminListen.host}:${config.adminListen.port}`,
+      err,
+      fix: 'free the port or choose another --admin-listen',
+    }),
   );
 
   const topicIds = new TopicIds();
@@ -103,9 +120,15 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
     schemaRegistryUrl: config.schemaRegistryUrl,
     upstreamConnector: connector,
     viewCacheBytes: config.viewCacheBytes,
-  }).catch((err: unknown) => fail('cannot start compaction', { err, dataDir: config.dataDir, fix: 'check that the data directory is writable and the upstream reachable' }));
+  }).catch((err: unknown) =>
+    fail('cannot start compaction', { err, dataDir: config.dataDir, fix: 'check that the data directory is writable and the upstream reachable' }),
+  );
   compaction = engine;
-  metrics.compaction.attach({ status: () => engine.engine.status(), filteredRecords: () => engine.fetchView.stats.removedRecords, viewCache: () => engine.fetchView.cache });
+  metrics.compaction.attach({
+    status: () => engine.engine.status(),
+    filteredRecords: () => engine.fetchView.stats.removedRecords,
+    viewCache: () => engine.fetchView.cache,
+  });
 
   const proxy = new ProxyServer({
     listen: config.listen,
@@ -155,7 +178,8 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
       drainTimeoutMs: config.drainTimeoutMs,
     });
     const undrained = await proxy.drain(config.drainTimeoutMs);
-    if (undrained > 0) log.warn('drain deadline passed; closing connections with requests still in flight', { connections: undrained, drainTimeoutMs: config.drainTimeoutMs });
+    if (undrained > 0)
+      log.warn('drain deadline passed; closing connections with requests still in flight', { connections: undrained, drainTimeoutMs: config.drainTimeoutMs });
     else log.info('connections drained');
     await proxy.stop();
     await Promise.all([management.close(), adminServer.close()]);

@@ -115,7 +115,14 @@ export async function startCompaction(opts: CompactionOptions): Promise<Compacti
       logStartOffset: (topic, partition) => pool.logStartOffset(topic, partition),
     }),
   );
-  const fetchView = createFetchView({ config: configs.view, index: engine.index, topicIds: opts.topicIds, upstream: pool, log: opts.log, cacheBytes: opts.viewCacheBytes });
+  const fetchView = createFetchView({
+    config: configs.view,
+    index: engine.index,
+    topicIds: opts.topicIds,
+    upstream: pool,
+    log: opts.log,
+    cacheBytes: opts.viewCacheBytes,
+  });
   interceptors.set(ApiKey.Fetch, fetchView);
 
   return {

@@ -17,7 +17,9 @@ export function loadConfigFile(path: string | undefined): Record<string, unknown
     throw new ConfigError(`config file ${path} (--config / KCOMPACT_CONFIG) is not valid JSON: ${(err as Error).message}`);
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-    throw new ConfigError(`config file ${path} (--config / KCOMPACT_CONFIG) must hold a JSON object of settings by their camelCase names (config/README.md lists them)`);
+    throw new ConfigError(
+      `config file ${path} (--config / KCOMPACT_CONFIG) must hold a JSON object of settings by their camelCase names (config/README.md lists them)`,
+    );
   }
   return parsed as Record<string, unknown>;
 }

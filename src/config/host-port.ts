@@ -11,7 +11,10 @@ export function parseHostPort(raw: string): HostPort {
 }
 
 export function parseHostPortList(raw: string): HostPort[] {
-  const parts = raw.split(',').map((p) => p.trim()).filter((p) => p !== '');
+  const parts = raw
+    .split(',')
+    .map((p) => p.trim())
+    .filter((p) => p !== '');
   if (parts.length === 0) throw new Error('expected at least one HOST:PORT');
   return parts.map(parseHostPort);
 }

@@ -118,7 +118,7 @@ const readableFile = (raw: unknown) => {
   try {
     fs.accessSync(file, fs.constants.R_OK);
   } catch (err) {
-    throw new Error(`expected the path of a readable file (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    throw new Error(`expected the path of a readable file (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`, { cause: err });
   }
   return file;
 };
@@ -132,7 +132,7 @@ function json(raw: unknown, expected: string): unknown {
   try {
     return JSON.parse(raw) as unknown;
   } catch (err) {
-    throw new Error(`expected ${expected}, but the value is not valid JSON (${(err as Error).message})`);
+    throw new Error(`expected ${expected}, but the value is not valid JSON (${(err as Error).message})`, { cause: err });
   }
 }
 
@@ -145,7 +145,8 @@ function parseStaticTopics(raw: unknown): StaticTopic[] {
     const e = entry as { topic?: unknown; configs?: unknown };
     if (typeof e?.topic !== 'string' || e.topic === '') throw new Error(`entry ${i} needs a "topic" name`);
     const configs = e.configs ?? {};
-    if (typeof configs !== 'object' || configs === null || Array.isArray(configs)) throw new Error(`entry ${i} ("${e.topic}"): "configs" must be an object of config names to string values`);
+    if (typeof configs !== 'object' || configs === null || Array.isArray(configs))
+      throw new Error(`entry ${i} ("${e.topic}"): "configs" must be an object of config names to string values`);
     for (const [k, v] of Object.entries(configs)) {
       if (typeof v !== 'string') throw new Error(`entry ${i} ("${e.topic}"): config ${k} must be a string, got ${JSON.stringify(v)}`);
     }
@@ -295,14 +296,16 @@ export const SETTINGS: readonly Setting[] = [
   {
     key: 'keyIdentity',
     arg: 'JSON',
-    description: 'how keys compare per topic name or glob: {"orders-*":"registry"}; bytes (exact bytes, as Kafka), payload (framed keys without the schema id), registry (decoded and canonicalised)',
+    description:
+      'how keys compare per topic name or glob: {"orders-*":"registry"}; bytes (exact bytes, as Kafka), payload (framed keys without the schema id), registry (decoded and canonicalised)',
     defaultText: '{} (exact bytes for every topic)',
     parse: (raw) => checkKeyIdentityRules(json(raw, 'a JSON object of topic names or globs to bytes, payload or registry')),
   },
   {
     key: 'tlsCertFile',
     arg: 'FILE',
-    description: 'PEM certificate chain the client listeners present; with --tls-key-file every listener (bootstrap and brokers) speaks TLS; re-read when it changes and on SIGHUP',
+    description:
+      'PEM certificate chain the client listeners present; with --tls-key-file every listener (bootstrap and brokers) speaks TLS; re-read when it changes and on SIGHUP',
     defaultText: 'none (plaintext listeners)',
     parse: readableFile,
   },
@@ -323,7 +326,7 @@ export const SETTINGS: readonly Setting[] = [
   {
     key: 'upstreamTls',
     arg: 'true|false',
-    description: 'connect to the upstream with TLS: every connection, clients\' and the proxy\'s own',
+    description: "connect to the upstream with TLS: every connection, clients' and the proxy's own",
     defaultText: 'false',
     parse: boolean,
   },
@@ -365,7 +368,8 @@ export const SETTINGS: readonly Setting[] = [
   {
     key: 'upstreamSaslMechanism',
     arg: 'MECHANISM',
-    description: "SASL mechanism of the proxy's own upstream connections (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512); clients authenticate themselves through the proxy",
+    description:
+      "SASL mechanism of the proxy's own upstream connections (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512); clients authenticate themselves through the proxy",
     defaultText: 'none (the proxy does not authenticate)',
     parse: (raw) => {
       const v = String(raw).trim();
@@ -383,7 +387,8 @@ export const SETTINGS: readonly Setting[] = [
   {
     key: 'upstreamSaslPassword',
     arg: 'PASSWORD',
-    description: 'password of --upstream-sasl-username; prefer the environment variable or --upstream-sasl-password-file to a flag or the config file; never logged',
+    description:
+      'password of --upstream-sasl-username; prefer the environment variable or --upstream-sasl-password-file to a flag or the config file; never logged',
     defaultText: 'none',
     parse: (raw) => {
       if (typeof raw !== 'string' || raw === '') throw new Error('expected a non-empty string');
@@ -429,7 +434,12 @@ function checkFileKeys(file: Record<string, unknown>): void {
 }
 
 /** The given settings' values, first found on the command line, in the environment, in the file; absent ones are left out. */
-function parseValues(settings: readonly Setting[], cli: Record<string, unknown>, env: NodeJS.ProcessEnv, file: Record<string, unknown>): Record<string, unknown> {
+function parseValues(
+  settings: readonly Setting[],
+  cli: Record<string, unknown>,
+  env: NodeJS.ProcessEnv,
+  file: Record<string, unknown>,
+): Record<string, unknown> {
   const values: Record<string, unknown> = {};
   for (const setting of settings) {
     const raw = cli[setting.key] ?? env[envOf(setting.key)] ?? file[setting.key];
@@ -454,7 +464,12 @@ export function resolveSettings<K extends keyof ProxyConfig>(
   file: Record<string, unknown>,
 ): Partial<Pick<ProxyConfig, K>> {
   checkFileKeys(file);
-  return parseValues(SETTINGS.filter((s) => (keys as readonly string[]).includes(s.key)), cli, env, file) as Partial<Pick<ProxyConfig, K>>;
+  return parseValues(
+    SETTINGS.filter((s) => (keys as readonly string[]).includes(s.key)),
+    cli,
+    env,
+    file,
+  ) as Partial<Pick<ProxyConfig, K>>;
 }
 
 /**
@@ -507,7 +522,9 @@ function checkSecurity(c: ProxyConfig): void {
       listenerContextOptions(readForCheck(keys.map((k) => [k, c[k]!])));
     } catch (err) {
       if (err instanceof ConfigError) throw err;
-      throw new ConfigError(`the listener TLS files of ${keysOf(keys)} cannot be used together: ${(err as Error).message}; give a PEM certificate chain, its unencrypted PEM key and PEM CA certificates`);
+      throw new ConfigError(
+        `the listener TLS files of ${keysOf(keys)} cannot be used together: ${(err as Error).message}; give a PEM certificate chain, its unencrypted PEM key and PEM CA certificates`,
+      );
     }
   }
   const upstreamTlsKeys = ['upstreamTlsCaFile', 'upstreamTlsCertFile', 'upstreamTlsKeyFile', 'upstreamTlsServerName'] as const;
@@ -525,13 +542,18 @@ function checkSecurity(c: ProxyConfig): void {
       upstreamContext(upstream.tls, readForCheck(keys.map((k) => [k, c[k]!])));
     } catch (err) {
       if (err instanceof ConfigError) throw err;
-      throw new ConfigError(`the upstream TLS files of ${keysOf(keys)} cannot be used together: ${(err as Error).message}; give PEM CA certificates, a PEM client certificate chain and its unencrypted PEM key`);
+      throw new ConfigError(
+        `the upstream TLS files of ${keysOf(keys)} cannot be used together: ${(err as Error).message}; give PEM CA certificates, a PEM client certificate chain and its unencrypted PEM key`,
+      );
     }
   }
   const saslKeys = ['upstreamSaslUsername', 'upstreamSaslPassword', 'upstreamSaslPasswordFile'] as const;
   if (c.upstreamSaslMechanism === undefined) {
     const set = saslKeys.filter((k) => c[k] !== undefined);
-    if (set.length > 0) throw new ConfigError(`${keysOf(set)} only apply with ${describeKey('upstreamSaslMechanism')}; set it (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512) or drop them`);
+    if (set.length > 0)
+      throw new ConfigError(
+        `${keysOf(set)} only apply with ${describeKey('upstreamSaslMechanism')}; set it (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512) or drop them`,
+      );
     return;
   }
   if (c.upstreamSaslUsername === undefined) throw new ConfigError(`${describeKey('upstreamSaslMechanism')} needs ${describeKey('upstreamSaslUsername')}`);
@@ -553,7 +575,9 @@ const wildcard = (host: string) => host === '0.0.0.0' || host === '::';
 function checkManagementListeners(c: ProxyConfig): void {
   const { adminListen: admin, metricsListen: metrics } = c;
   if (admin.port !== 0 && admin.port === metrics.port && (admin.host === metrics.host || wildcard(admin.host) || wildcard(metrics.host))) {
-    throw new ConfigError(`${describeKey('adminListen')} and ${describeKey('metricsListen')} both name port ${admin.port}; give the admin listener a port of its own (default ${DEFAULT_ADMIN_LISTEN.port})`);
+    throw new ConfigError(
+      `${describeKey('adminListen')} and ${describeKey('metricsListen')} both name port ${admin.port}; give the admin listener a port of its own (default ${DEFAULT_ADMIN_LISTEN.port})`,
+    );
   }
   if (c.adminTokenFile === undefined) {
     if (!isLoopbackHost(admin.host)) {
@@ -582,11 +606,22 @@ export function listenerTlsSettings(c: ProxyConfig): ListenerTlsSettings | undef
 export function upstreamSecuritySettings(c: ProxyConfig): UpstreamSecurity {
   const defined = <T extends object>(o: T) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
   const tls: UpstreamTlsSettings | undefined = c.upstreamTls
-    ? defined({ caFile: c.upstreamTlsCaFile, certFile: c.upstreamTlsCertFile, keyFile: c.upstreamTlsKeyFile, serverName: c.upstreamTlsServerName, verifyHostname: c.upstreamTlsVerifyHostname })
+    ? defined({
+        caFile: c.upstreamTlsCaFile,
+        certFile: c.upstreamTlsCertFile,
+        keyFile: c.upstreamTlsKeyFile,
+        serverName: c.upstreamTlsServerName,
+        verifyHostname: c.upstreamTlsVerifyHostname,
+      })
     : undefined;
   const sasl =
     c.upstreamSaslMechanism !== undefined && c.upstreamSaslUsername !== undefined
-      ? defined({ mechanism: c.upstreamSaslMechanism, username: c.upstreamSaslUsername, password: c.upstreamSaslPassword, passwordFile: c.upstreamSaslPasswordFile })
+      ? defined({
+          mechanism: c.upstreamSaslMechanism,
+          username: c.upstreamSaslUsername,
+          password: c.upstreamSaslPassword,
+          passwordFile: c.upstreamSaslPasswordFile,
+        })
       : undefined;
   return { ...(tls ? { tls } : {}), ...(sasl ? { sasl } : {}) };
 }
@@ -609,7 +644,9 @@ export function resolveConfig(cli: Record<string, unknown>, env: NodeJS.ProcessE
     }
   }
   if (brokerPortBase <= listen.port && brokerPortBase + 1000 > listen.port) {
-    throw new ConfigError(`invalid ${describeKey('brokerPortBase')}: ${brokerPortBase} would put broker ports on the listen port ${listen.port}; use a base above it`);
+    throw new ConfigError(
+      `invalid ${describeKey('brokerPortBase')}: ${brokerPortBase} would put broker ports on the listen port ${listen.port}; use a base above it`,
+    );
   }
   checkTopicSettings((values.topics as StaticTopic[] | undefined) ?? [], (values.brokerConfigs as Record<string, string> | undefined) ?? {});
   const keyIdentity = (values.keyIdentity as Record<string, KeyIdentityMode> | undefined) ?? {};

@@ -70,7 +70,11 @@ export class WatchedFiles<T> {
     } catch (err) {
       if (this.readFailure !== (err as Error).message) {
         this.readFailure = (err as Error).message;
-        this.opts.log.warn(`cannot re-read the ${this.opts.what}; keeping the previous ones`, { files: this.paths, err, fix: 'restore the files; they are checked again every few seconds and on SIGHUP' });
+        this.opts.log.warn(`cannot re-read the ${this.opts.what}; keeping the previous ones`, {
+          files: this.paths,
+          err,
+          fix: 'restore the files; they are checked again every few seconds and on SIGHUP',
+        });
       }
       return;
     }

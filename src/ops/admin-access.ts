@@ -37,7 +37,9 @@ function hostOf(header: string | undefined): string {
 export function adminGate(token: AdminToken | undefined): Gate {
   const browser: Refusal = {
     reason: 'browser',
-    reply: Reply.json(403, { error: 'the admin routes do not answer requests from web pages (Origin or Sec-Fetch-Site set, or a Host that is not an address)' }),
+    reply: Reply.json(403, {
+      error: 'the admin routes do not answer requests from web pages (Origin or Sec-Fetch-Site set, or a Host that is not an address)',
+    }),
     fix: 'use the kcompact CLI or curl; a web page cannot reach the admin routes',
   };
   return (req) => {
@@ -52,13 +54,21 @@ export function adminGate(token: AdminToken | undefined): Gate {
     return verdict === 'missing'
       ? {
           reason: 'no-token',
-          reply: Reply.json(401, { error: 'the admin listener requires a bearer token (Authorization: Bearer TOKEN): give the CLI the proxy\'s token file with --admin-token-file' }, challenge()),
+          reply: Reply.json(
+            401,
+            { error: "the admin listener requires a bearer token (Authorization: Bearer TOKEN): give the CLI the proxy's token file with --admin-token-file" },
+            challenge(),
+          ),
           fix: 'send the token of adminTokenFile as Authorization: Bearer TOKEN (the CLI: --admin-token-file)',
         }
       : {
           reason: 'wrong-token',
-          reply: Reply.json(401, { error: 'the admin listener refused the bearer token: it is not the one in the proxy\'s admin token file (rotated?)' }, challenge('invalid_token')),
-          fix: 'send the token the proxy\'s adminTokenFile holds now',
+          reply: Reply.json(
+            401,
+            { error: "the admin listener refused the bearer token: it is not the one in the proxy's admin token file (rotated?)" },
+            challenge('invalid_token'),
+          ),
+          fix: "send the token the proxy's adminTokenFile holds now",
         };
   };
 }

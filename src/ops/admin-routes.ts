@@ -95,7 +95,12 @@ export function adminRoutes(deps: AdminRouteDeps): [string, Route][] {
 
   /** Whether the upstream has the topic; undefined when it cannot be asked. */
   async function existsUpstream(topic: string): Promise<boolean | undefined> {
-    const cluster = new UpstreamCluster(config.upstream, { clientId: 'kcompact-admin', maxFrameBytes: config.maxFrameBytes, requestTimeoutMs: config.requestTimeoutMs, connector: deps.connector });
+    const cluster = new UpstreamCluster(config.upstream, {
+      clientId: 'kcompact-admin',
+      maxFrameBytes: config.maxFrameBytes,
+      requestTimeoutMs: config.requestTimeoutMs,
+      connector: deps.connector,
+    });
     try {
       const [answer] = await cluster.metadata([topic]);
       return answer?.errorCode !== ErrorCode.UNKNOWN_TOPIC_OR_PARTITION;

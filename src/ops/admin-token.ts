@@ -18,7 +18,8 @@ export function tokenOf(contents: Buffer): string {
   const token = contents.toString('utf8').replace(/\s+$/, '');
   if (token === '') throw new Error('the file is empty: write a token into it (for example `head -c 32 /dev/urandom | base64`)');
   if (!B64TOKEN.test(token)) throw new Error('the token may hold only letters, digits and - . _ ~ + / (then = padding), as a bearer token must');
-  if (token.length < MIN_TOKEN_LENGTH) throw new Error(`the token has ${token.length} characters; use at least ${MIN_TOKEN_LENGTH} (for example \`head -c 32 /dev/urandom | base64\`)`);
+  if (token.length < MIN_TOKEN_LENGTH)
+    throw new Error(`the token has ${token.length} characters; use at least ${MIN_TOKEN_LENGTH} (for example \`head -c 32 /dev/urandom | base64\`)`);
   return token;
 }
 

@@ -82,7 +82,12 @@ export class IdleCollector {
     const ms = performance.now() - started;
     setTimeout(() => {
       this.floor = this.probes.bufferBytes();
-      this.log.debug('idle: collected garbage', { buffersBefore: bytes, buffersAfter: this.floor, busyShare: Number(busy.toFixed(3)), ms: Number(ms.toFixed(1)) });
+      this.log.debug('idle: collected garbage', {
+        buffersBefore: bytes,
+        buffersAfter: this.floor,
+        busyShare: Number(busy.toFixed(3)),
+        ms: Number(ms.toFixed(1)),
+      });
     }, FREED_MS).unref();
     return true;
   }

@@ -62,7 +62,12 @@ export interface ManagementServer {
 const REFUSAL_LOG_INTERVAL_MS = 60_000;
 
 /** Routes are keyed "METHOD /path"; a route that throws is answered 500 with its message. */
-export async function startManagementServer(listen: HostPort, routes: ReadonlyMap<string, Route>, log: Logger, opts: ListenerOptions = { listener: 'metrics' }): Promise<ManagementServer> {
+export async function startManagementServer(
+  listen: HostPort,
+  routes: ReadonlyMap<string, Route>,
+  log: Logger,
+  opts: ListenerOptions = { listener: 'metrics' },
+): Promise<ManagementServer> {
   const refusals = new LogThrottle(REFUSAL_LOG_INTERVAL_MS, opts.now);
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://localhost');
@@ -75,7 +80,14 @@ export async function startManagementServer(listen: HostPort, routes: ReadonlyMa
     if (refusal) {
       opts.onRefused?.(refusal.reason);
       const source = req.socket.remoteAddress ?? 'unknown';
-      refusals.warn(log, source, 'refused a management request', { listener: opts.listener, source, route: key, status: refusal.reply.status, reason: refusal.reason, fix: refusal.fix });
+      refusals.warn(log, source, 'refused a management request', {
+        listener: opts.listener,
+        source,
+        route: key,
+        status: refusal.reply.status,
+        reason: refusal.reason,
+        fix: refusal.fix,
+      });
       send(refusal.reply);
       return;
     }

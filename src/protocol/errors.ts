@@ -1,6 +1,6 @@
 /** Malformed or unsupported wire data; the message names the API, version and field path. */
 export class ProtocolError extends Error {
-  override readonly name = "ProtocolError";
+  override readonly name = 'ProtocolError';
 }
 
 /** The Kafka error codes the proxy produces or reacts to (values from Kafka's Errors enum). */

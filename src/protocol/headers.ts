@@ -1,9 +1,9 @@
-import { ProtocolError } from "./errors.js";
-import { APIS } from "./generated/messages.js";
-import { Reader } from "./wire/reader.js";
-import { protocolError } from "./wire/struct-codec.js";
-import type { TaggedField } from "./wire/tagged-field.js";
-import { Writer } from "./wire/writer.js";
+import { ProtocolError } from './errors.js';
+import { APIS } from './generated/messages.js';
+import { Reader } from './wire/reader.js';
+import { protocolError } from './wire/struct-codec.js';
+import type { TaggedField } from './wire/tagged-field.js';
+import { Writer } from './wire/writer.js';
 
 const API_VERSIONS_KEY = 18;
 
@@ -80,12 +80,12 @@ export function decodeRequestHeader(frame: Buffer): RequestHeader {
   }
   const headerVersion = flexible ? 2 : 1;
   const r = new Reader(frame, 8);
-  let part = "clientId";
+  let part = 'clientId';
   try {
     // The client id keeps its int16 length even in header v2, so that any broker can read
     // the header of an ApiVersions request of any version.
     const clientId = r.nullableString();
-    part = "tagged fields";
+    part = 'tagged fields';
     const unknownTags = headerVersion === 2 ? r.taggedFields() : [];
     return { apiKey, apiVersion, correlationId, headerVersion, clientId, unknownTags, bodyOffset: r.pos };
   } catch (e) {
@@ -101,7 +101,7 @@ export function writeRequestHeader(w: Writer, h: RequestHeaderInit): void {
   w.int32(h.correlationId);
   w.nullableString(h.clientId ?? null);
   if (headerVersion === 2) w.taggedFields(h.unknownTags ?? []);
-  else if (h.unknownTags?.length) throw new ProtocolError("request header v1 cannot carry tagged fields");
+  else if (h.unknownTags?.length) throw new ProtocolError('request header v1 cannot carry tagged fields');
 }
 
 export function encodeRequestHeader(h: RequestHeaderInit): Buffer {
@@ -110,7 +110,7 @@ export function encodeRequestHeader(h: RequestHeaderInit): Buffer {
     writeRequestHeader(w, h);
     return w.finish();
   } catch (e) {
-    throw protocolError("request header", e);
+    throw protocolError('request header', e);
   }
 }
 
@@ -123,32 +123,23 @@ export function decodeResponseHeader(frame: Buffer, headerVersion: number): Resp
     const unknownTags = headerVersion === 1 ? r.taggedFields() : [];
     return { correlationId, unknownTags, bodyOffset: r.pos };
   } catch (e) {
-    throw protocolError("response header", e);
+    throw protocolError('response header', e);
   }
 }
 
-export function writeResponseHeader(
-  w: Writer,
-  correlationId: number,
-  headerVersion: number,
-  unknownTags: readonly TaggedField[] = [],
-): void {
+export function writeResponseHeader(w: Writer, correlationId: number, headerVersion: number, unknownTags: readonly TaggedField[] = []): void {
   if (headerVersion !== 0 && headerVersion !== 1) throw new ProtocolError(`unknown header version ${headerVersion}`);
   w.int32(correlationId);
   if (headerVersion === 1) w.taggedFields(unknownTags);
-  else if (unknownTags.length > 0) throw new ProtocolError("response header v0 cannot carry tagged fields");
+  else if (unknownTags.length > 0) throw new ProtocolError('response header v0 cannot carry tagged fields');
 }
 
-export function encodeResponseHeader(
-  correlationId: number,
-  headerVersion: number,
-  unknownTags: readonly TaggedField[] = [],
-): Buffer {
+export function encodeResponseHeader(correlationId: number, headerVersion: number, unknownTags: readonly TaggedField[] = []): Buffer {
   try {
     const w = new Writer(16);
     writeResponseHeader(w, correlationId, headerVersion, unknownTags);
     return w.finish();
   } catch (e) {
-    throw protocolError("response header", e);
+    throw protocolError('response header', e);
   }
 }

@@ -1,12 +1,12 @@
-import { ProtocolError } from "./errors.js";
-import { API_KEY, APIS, type ApiDef } from "./generated/messages.js";
-import { type RequestHeaderInit, responseHeaderVersion, writeRequestHeader, writeResponseHeader } from "./headers.js";
-import { Reader } from "./wire/reader.js";
-import { compileStruct, protocolError, type Struct, type StructCodec } from "./wire/struct-codec.js";
-import { Writer } from "./wire/writer.js";
+import { ProtocolError } from './errors.js';
+import { API_KEY, APIS, type ApiDef } from './generated/messages.js';
+import { type RequestHeaderInit, responseHeaderVersion, writeRequestHeader, writeResponseHeader } from './headers.js';
+import { Reader } from './wire/reader.js';
+import { compileStruct, protocolError, type Struct, type StructCodec } from './wire/struct-codec.js';
+import { Writer } from './wire/writer.js';
 
-export type { Struct } from "./wire/struct-codec.js";
-export type { TaggedField } from "./wire/tagged-field.js";
+export type { Struct } from './wire/struct-codec.js';
+export type { TaggedField } from './wire/tagged-field.js';
 
 /** Api key by name, for every API in Kafka's definitions (Produce: 0, Fetch: 1, ...). */
 export const ApiKey = API_KEY;
@@ -43,7 +43,7 @@ export function apiSchema(apiKey: number): ApiSchema | undefined {
   };
 }
 
-type Direction = "request" | "response";
+type Direction = 'request' | 'response';
 
 interface Compiled {
   codec: StructCodec;
@@ -54,16 +54,15 @@ interface Compiled {
 const compiled = new Map<number, Compiled>();
 
 function compiledFor(apiKey: number, version: number, direction: Direction): Compiled {
-  const valid = Number.isInteger(apiKey) && apiKey >= 0 && apiKey < 0x8000
-    && Number.isInteger(version) && version >= 0 && version < 0x8000;
-  const cacheKey = (apiKey * 0x8000 + version) * 2 + (direction === "request" ? 0 : 1);
+  const valid = Number.isInteger(apiKey) && apiKey >= 0 && apiKey < 0x8000 && Number.isInteger(version) && version >= 0 && version < 0x8000;
+  const cacheKey = (apiKey * 0x8000 + version) * 2 + (direction === 'request' ? 0 : 1);
   const hit = valid ? compiled.get(cacheKey) : undefined;
   if (hit) return hit;
   const api = apiDef(apiKey);
   if (!api) throw new ProtocolError(`unknown api key ${apiKey}`);
   const versions = api.validVersions;
   if (!valid || !versions || version < versions[0] || version > versions[1]) {
-    const supported = versions ? `${versions[0]}-${versions[1]}` : "none";
+    const supported = versions ? `${versions[0]}-${versions[1]}` : 'none';
     throw new ProtocolError(`${api.name} v${version} ${direction}: unsupported version (supported: ${supported})`);
   }
   const flexible = api.flexibleVersions !== null && version >= api.flexibleVersions[0] && version <= api.flexibleVersions[1];
@@ -100,35 +99,23 @@ function encode(direction: Direction, apiKey: number, version: number, body: obj
  * fill exactly. Bytes and records fields are views into buf, not copies. The values are
  * checked against the schema, not against T: T only names the caller's view of the body.
  */
-export function decodeRequest<T extends object = Struct>(
-  apiKey: number,
-  version: number,
-  buf: Buffer,
-  offset?: number,
-  end?: number,
-): T {
-  return decode("request", apiKey, version, buf, offset, end) as T;
+export function decodeRequest<T extends object = Struct>(apiKey: number, version: number, buf: Buffer, offset?: number, end?: number): T {
+  return decode('request', apiKey, version, buf, offset, end) as T;
 }
 
 /** Decodes a response body; see decodeRequest. */
-export function decodeResponse<T extends object = Struct>(
-  apiKey: number,
-  version: number,
-  buf: Buffer,
-  offset?: number,
-  end?: number,
-): T {
-  return decode("response", apiKey, version, buf, offset, end) as T;
+export function decodeResponse<T extends object = Struct>(apiKey: number, version: number, buf: Buffer, offset?: number, end?: number): T {
+  return decode('response', apiKey, version, buf, offset, end) as T;
 }
 
 /** Encodes a request body; missing fields take their defaults, fields absent in `version` are ignored. */
 export function encodeRequest(apiKey: number, version: number, body: object): Buffer {
-  return encode("request", apiKey, version, body);
+  return encode('request', apiKey, version, body);
 }
 
 /** Encodes a response body; see encodeRequest. */
 export function encodeResponse(apiKey: number, version: number, body: object): Buffer {
-  return encode("response", apiKey, version, body);
+  return encode('response', apiKey, version, body);
 }
 
 function sealFrame(w: Writer): Buffer {
@@ -139,7 +126,7 @@ function sealFrame(w: Writer): Buffer {
 
 /** A complete request frame: size prefix, request header (v1 or v2 as the version needs), body. */
 export function encodeRequestFrame(header: RequestHeaderInit, body: object): Buffer {
-  const { codec, label } = compiledFor(header.apiKey, header.apiVersion, "request");
+  const { codec, label } = compiledFor(header.apiKey, header.apiVersion, 'request');
   try {
     const w = new Writer(512);
     w.int32(0);
@@ -153,7 +140,7 @@ export function encodeRequestFrame(header: RequestHeaderInit, body: object): Buf
 
 /** A complete response frame: size prefix, response header (v0 or v1 as the version needs), body. */
 export function encodeResponseFrame(apiKey: number, version: number, correlationId: number, body: object): Buffer {
-  const { codec, label } = compiledFor(apiKey, version, "response");
+  const { codec, label } = compiledFor(apiKey, version, 'response');
   try {
     const w = new Writer(512);
     w.int32(0);

@@ -81,7 +81,10 @@ export class ProxyConnection {
   private readonly log: Logger;
   private readonly meter: ProxyMeter;
 
-  constructor(private readonly client: net.Socket, private readonly deps: ConnectionDeps) {
+  constructor(
+    private readonly client: net.Socket,
+    private readonly deps: ConnectionDeps,
+  ) {
     this.log = deps.log.child({ client: `${client.remoteAddress}:${client.remotePort}`, local: client.localPort });
     this.meter = deps.meter;
     this.requests = new FrameReader(deps.maxFrameBytes);
@@ -161,13 +164,7 @@ export class ProxyConnection {
 
   /** Bytes held in memory for this connection: unsent socket data and partial frames. */
   get bufferedBytes(): number {
-    return (
-      this.client.writableLength +
-      (this.upstreamSocket?.writableLength ?? 0) +
-      this.beforeConnectBytes +
-      this.requests.buffered +
-      this.responses.buffered
-    );
+    return this.client.writableLength + (this.upstreamSocket?.writableLength ?? 0) + this.beforeConnectBytes + this.requests.buffered + this.responses.buffered;
   }
 
   /**
@@ -238,7 +235,11 @@ export class ProxyConnection {
       if (this.closed) return;
       try {
         const connector = this.deps.connector ?? UpstreamConnector.plaintext;
-        const socket = await connector.connect(target, undefined, largeReads((chunk) => this.onUpstreamData(chunk)));
+        const socket = await connector.connect(
+          target,
+          undefined,
+          largeReads((chunk) => this.onUpstreamData(chunk)),
+        );
         if (this.closed) {
           socket.destroy();
           return;
@@ -303,10 +304,13 @@ export class ProxyConnection {
       if (apiVersion > max) {
         // Kafka's answer to a too-new ApiVersions: a v0 body naming the versions it does speak,
         // so the client retries with one of them.
-        this.respondLocally(apiKey, encodeResponseFrame(ApiKey.ApiVersions, 0, correlationId, {
-          errorCode: ErrorCode.UNSUPPORTED_VERSION,
-          apiKeys: [{ apiKey: ApiKey.ApiVersions, minVersion: 0, maxVersion: max }],
-        }));
+        this.respondLocally(
+          apiKey,
+          encodeResponseFrame(ApiKey.ApiVersions, 0, correlationId, {
+            errorCode: ErrorCode.UNSUPPORTED_VERSION,
+            apiKeys: [{ apiKey: ApiKey.ApiVersions, minVersion: 0, maxVersion: max }],
+          }),
+        );
         return;
       }
     }
@@ -314,7 +318,12 @@ export class ProxyConnection {
       // After a v0 handshake the SASL tokens travel outside Kafka frames, which no frame reader
       // can follow. ApiVersions still offers v0 (librdkafka takes its absence for no SASL at all),
       // but clients since Kafka 1.0 send v1 and SaslAuthenticate when the broker has them.
-      this.close('refused SaslHandshake v0', new Error('SaslHandshake v0 (SASL tokens outside Kafka frames) does not pass through kcompact; use a client that authenticates with SaslHandshake v1 and SaslAuthenticate (Kafka 1.0 clients and later)'));
+      this.close(
+        'refused SaslHandshake v0',
+        new Error(
+          'SaslHandshake v0 (SASL tokens outside Kafka frames) does not pass through kcompact; use a client that authenticates with SaslHandshake v1 and SaslAuthenticate (Kafka 1.0 clients and later)',
+        ),
+      );
       return;
     }
     const expectsResponse = !(apiKey === ApiKey.Produce && produceAcks(frame) === 0);

@@ -10,7 +10,10 @@
  *   does not change is forwarded while the rest of it is still on the wire.
  */
 export class FrameTooLargeError extends Error {
-  constructor(readonly size: number, readonly max: number) {
+  constructor(
+    readonly size: number,
+    readonly max: number,
+  ) {
     super(size < 0 ? `frame size ${size} is negative` : `frame of ${size} bytes exceeds the maximum of ${max} bytes`);
     this.name = 'FrameTooLargeError';
   }

@@ -28,9 +28,7 @@ export type ResponseTransform = (frame: Buffer) => Buffer | Promise<Buffer>;
 
 export type Interception =
   /** closeAfter: forward, then close the client connection (Kafka's answer to a failed acks=0 Produce). */
-  | { forward: true; frame?: Buffer; response?: ResponseTransform; closeAfter?: string }
-  | { respond: Buffer }
-  | { close: string };
+  { forward: true; frame?: Buffer; response?: ResponseTransform; closeAfter?: string } | { respond: Buffer } | { close: string };
 
 export interface RequestInterceptor {
   intercept(req: InterceptedRequest): Interception | Promise<Interception>;

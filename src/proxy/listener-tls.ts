@@ -34,7 +34,10 @@ export class ListenerTls {
   private readonly servers = new Set<tls.Server>();
   private readonly files: WatchedFiles<tls.SecureContextOptions>;
 
-  constructor(private readonly settings: ListenerTlsSettings, log: Logger) {
+  constructor(
+    private readonly settings: ListenerTlsSettings,
+    log: Logger,
+  ) {
     this.files = new WatchedFiles(listenerTlsFiles(settings), listenerContextOptions, {
       log,
       what: 'listener TLS certificate, key and client CA',

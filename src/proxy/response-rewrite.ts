@@ -69,9 +69,7 @@ export const responseRewriters: ReadonlyMap<number, ResponseRewriter> = new Map<
     ApiKey.DescribeCluster,
     // Controller endpoints (bootstrap.controllers clients) are not proxied: their ids would
     // collide with broker ports.
-    rewriter(0, (body, ctx) =>
-      body.endpointType === ENDPOINT_TYPE_CONTROLLER ? false : rewriteList(ctx.brokers, body.brokers, 'brokerId'),
-    ),
+    rewriter(0, (body, ctx) => (body.endpointType === ENDPOINT_TYPE_CONTROLLER ? false : rewriteList(ctx.brokers, body.brokers, 'brokerId'))),
   ],
   [ApiKey.Produce, rewriter(10, (body, ctx) => rewriteList(ctx.brokers, body.nodeEndpoints, 'nodeId'))],
   [ApiKey.Fetch, rewriter(16, (body, ctx) => rewriteList(ctx.brokers, body.nodeEndpoints, 'nodeId'))],

@@ -47,7 +47,11 @@ export class UpstreamClient {
   private retireAtMs = Infinity;
   private sessionTimer: NodeJS.Timeout | undefined;
 
-  private constructor(private readonly socket: net.Socket, readonly address: HostPort, private readonly opts: UpstreamClientOptions) {
+  private constructor(
+    private readonly socket: net.Socket,
+    readonly address: HostPort,
+    private readonly opts: UpstreamClientOptions,
+  ) {
     socket.setNoDelay(true);
     socket.on('error', (err) => this.fail(err));
     socket.on('close', () => this.fail(new Error(`upstream ${address.host}:${address.port} closed the connection`)));
@@ -108,7 +112,11 @@ export class UpstreamClient {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.inFlight.delete(correlationId);
-        reject(new Error(`upstream ${this.address.host}:${this.address.port} did not answer ${apiSchema(apiKey)?.name ?? apiKey} within ${this.opts.requestTimeoutMs} ms`));
+        reject(
+          new Error(
+            `upstream ${this.address.host}:${this.address.port} did not answer ${apiSchema(apiKey)?.name ?? apiKey} within ${this.opts.requestTimeoutMs} ms`,
+          ),
+        );
       }, this.opts.requestTimeoutMs);
       this.inFlight.set(correlationId, { apiKey, version, resolve, reject, timer, frames });
       this.socket.write(frame);

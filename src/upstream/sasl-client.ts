@@ -138,11 +138,15 @@ export async function saslAuthenticate(conn: SaslConnection, credentials: SaslCr
   const { mechanism, username } = credentials;
   const handshakeVersion = conn.version(ApiKey.SaslHandshake);
   if (handshakeVersion < 1) {
-    throw new SaslAuthenticationError(`${where} offers only SaslHandshake v0 (SASL tokens outside Kafka frames), which kcompact does not speak; it needs a broker of Kafka 1.0 or later`);
+    throw new SaslAuthenticationError(
+      `${where} offers only SaslHandshake v0 (SASL tokens outside Kafka frames), which kcompact does not speak; it needs a broker of Kafka 1.0 or later`,
+    );
   }
   const handshake = await conn.request(ApiKey.SaslHandshake, handshakeVersion, { mechanism });
   if (handshake.errorCode === ErrorCode.UNSUPPORTED_SASL_MECHANISM) {
-    throw new SaslAuthenticationError(`${where} does not enable SASL mechanism ${mechanism} (it offers ${(handshake.mechanisms as string[]).join(', ') || 'none'}); set upstreamSaslMechanism to one of them`);
+    throw new SaslAuthenticationError(
+      `${where} does not enable SASL mechanism ${mechanism} (it offers ${(handshake.mechanisms as string[]).join(', ') || 'none'}); set upstreamSaslMechanism to one of them`,
+    );
   }
   if (handshake.errorCode !== ErrorCode.NONE) {
     const hint = handshake.errorCode === ErrorCode.ILLEGAL_SASL_STATE ? ' (ILLEGAL_SASL_STATE: is this a SASL listener of the upstream?)' : '';

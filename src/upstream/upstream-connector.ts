@@ -75,7 +75,10 @@ export class UpstreamConnector {
   private readonly tlsFiles: WatchedFiles<tls.SecureContext> | undefined;
   private readonly passwordFile: WatchedFiles<string> | undefined;
 
-  constructor(readonly settings: UpstreamSecurity, log: Logger) {
+  constructor(
+    readonly settings: UpstreamSecurity,
+    log: Logger,
+  ) {
     const t = settings.tls;
     if (t) {
       this.tlsFiles = new WatchedFiles(upstreamTlsFiles(t), (contents) => upstreamContext(t, contents), { log, what: 'upstream TLS CA, certificate and key' });

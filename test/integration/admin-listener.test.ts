@@ -35,7 +35,17 @@ async function produceRound(bootstrap: string): Promise<void> {
   await producer.connect();
   try {
     const old = String(Date.now() - 60_000);
-    await producer.send({ topic: TOPIC, acks: -1, messages: [['a', '1'], ['b', '1'], ['a', '2'], ['b', '2'], ['a', '3']].map(([key, value]) => ({ key, value, timestamp: old })) });
+    await producer.send({
+      topic: TOPIC,
+      acks: -1,
+      messages: [
+        ['a', '1'],
+        ['b', '1'],
+        ['a', '2'],
+        ['b', '2'],
+        ['a', '3'],
+      ].map(([key, value]) => ({ key, value, timestamp: old })),
+    });
     await producer.send({ topic: TOPIC, acks: -1, messages: [{ key: 'c', value: 'roll' }] });
   } finally {
     await producer.disconnect();
@@ -57,9 +67,12 @@ test('the metrics listener serves probes and metrics and no admin route; the adm
   const cli = await startCliProxy({ upstream: kfake.bootstrap, args: ['--topics', STATIC_TOPIC, '--cleaner-backoff-ms', '86400000'] });
   try {
     await produceRound(cli.bootstrap);
-    await pollUntil('the round is indexed', 30_000, async () => ((await engine(cli)).partitions.find((p) => p.topic === TOPIC)?.nextOffset === 6 ? true : undefined));
+    await pollUntil('the round is indexed', 30_000, async () =>
+      (await engine(cli)).partitions.find((p) => p.topic === TOPIC)?.nextOffset === 6 ? true : undefined,
+    );
 
-    for (const probe of ['/livez', '/readyz', '/startupz', '/metrics']) assert.equal((await cli.http(probe, 'GET', { listener: 'metrics' })).status, 200, probe);
+    for (const probe of ['/livez', '/readyz', '/startupz', '/metrics'])
+      assert.equal((await cli.http(probe, 'GET', { listener: 'metrics' })).status, 200, probe);
     let refused = 0;
     for (const route of ADMIN_PATHS) {
       for (const method of ['GET', 'POST']) {
@@ -94,7 +107,12 @@ test('the metrics listener serves probes and metrics and no admin route; the adm
     assert.equal((JSON.parse(verb.stdout) as StatusReport).cleaner?.cleansTotal, 1);
     const wrongListener = await kcompact(['compact', '--admin-listen', cli.management]);
     assert.equal(wrongListener.code, 1);
-    assert.match(wrongListener.stderr, new RegExp(`http://${cli.management} is the proxy's metrics listener \\(probes and /metrics\\), not its admin listener: give --admin-listen / KCOMPACT_ADMIN_LISTEN / config key "adminListen" the proxy's admin address`));
+    assert.match(
+      wrongListener.stderr,
+      new RegExp(
+        `http://${cli.management} is the proxy's metrics listener \\(probes and /metrics\\), not its admin listener: give --admin-listen / KCOMPACT_ADMIN_LISTEN / config key "adminListen" the proxy's admin address`,
+      ),
+    );
   } finally {
     await cli.stop();
     await kfake.stop();
@@ -117,7 +135,9 @@ test('an admin listener opened wider takes only the token of its file, rotated w
     assert.equal((await cli.http('/status')).status, 200, 'the token of the file');
     // Opened wider: reachable on the machine's other addresses, with the token and only with it.
     const port = Number(cli.admin.split(':')[1]);
-    const external = Object.values(os.networkInterfaces()).flatMap((l) => l ?? []).find((i) => !i.internal && i.family === 'IPv4')?.address;
+    const external = Object.values(os.networkInterfaces())
+      .flatMap((l) => l ?? [])
+      .find((i) => !i.internal && i.family === 'IPv4')?.address;
     if (external !== undefined) {
       assert.equal((await fetch(`http://${external}:${port}/status`)).status, 401, `no token via ${external}`);
       assert.equal((await fetch(`http://${external}:${port}/status`, { headers: bearer(TOKEN) })).status, 200, `the token via ${external}`);
@@ -137,7 +157,12 @@ test('an admin listener opened wider takes only the token of its file, rotated w
     }
     const without = await kcompact(['compact', '--admin-listen', cli.admin]);
     assert.equal(without.code, 1);
-    assert.match(without.stderr, new RegExp(`the admin listener at http://${cli.admin} requires a bearer token: give --admin-token-file / KCOMPACT_ADMIN_TOKEN_FILE / config key "adminTokenFile" the proxy's token file`));
+    assert.match(
+      without.stderr,
+      new RegExp(
+        `the admin listener at http://${cli.admin} requires a bearer token: give --admin-token-file / KCOMPACT_ADMIN_TOKEN_FILE / config key "adminTokenFile" the proxy's token file`,
+      ),
+    );
     const wrong = await kcompact(['compact', '--admin-listen', cli.admin, '--admin-token-file', wrongFile]);
     assert.equal(wrong.code, 1);
     assert.match(wrong.stderr, new RegExp(`refused the token in ${wrongFile}: it is not the one the proxy's adminTokenFile holds now`));
@@ -145,14 +170,19 @@ test('an admin listener opened wider takes only the token of its file, rotated w
 
     // Rotation: the file changes, the proxy takes the new token within seconds and refuses the old one.
     fs.writeFileSync(tokenFile, `${ROTATED}\n`);
-    await pollUntil('the rotated token is in force', 20_000, async () => ((await cli.http('/status', 'GET', { headers: bearer(ROTATED) })).status === 200 ? true : undefined));
+    await pollUntil('the rotated token is in force', 20_000, async () =>
+      (await cli.http('/status', 'GET', { headers: bearer(ROTATED) })).status === 200 ? true : undefined,
+    );
     assert.equal((await cli.http('/status', 'GET', { headers: bearer(TOKEN) })).status, 401, 'the old token is refused');
     const afterRotation = await kcompact(['compact', '--config', config, '--json']);
     assert.equal(afterRotation.code, 0, afterRotation.stderr);
 
     const lines = refusedLines(cli);
     assert.equal(lines.filter((l) => l.source === '127.0.0.1' && l.level === 'warn').length, 1, 'once per source and minute');
-    assert.ok(lines.every((l) => !JSON.stringify(l).includes(TOKEN) && !JSON.stringify(l).includes(ROTATED)), 'no token in the log');
+    assert.ok(
+      lines.every((l) => !JSON.stringify(l).includes(TOKEN) && !JSON.stringify(l).includes(ROTATED)),
+      'no token in the log',
+    );
     const metrics = await scrape(cli.management);
     assert.ok((metrics.value('kcompact_management_requests_refused_total', { listener: 'admin', reason: 'no-token' }) ?? 0) >= 2);
     assert.ok((metrics.value('kcompact_management_requests_refused_total', { listener: 'admin', reason: 'wrong-token' }) ?? 0) >= 3);

@@ -53,7 +53,17 @@ after(async () => {
 function batch(keys: (string | null)[], codec = 0): Promise<Buffer> {
   const now = BigInt(Date.now());
   return encodeBatch(
-    { baseOffset: 0n, partitionLeaderEpoch: -1, attributes: 0, lastOffsetDelta: keys.length - 1, baseTimestamp: now, maxTimestamp: now, producerId: -1n, producerEpoch: -1, baseSequence: -1 },
+    {
+      baseOffset: 0n,
+      partitionLeaderEpoch: -1,
+      attributes: 0,
+      lastOffsetDelta: keys.length - 1,
+      baseTimestamp: now,
+      maxTimestamp: now,
+      producerId: -1n,
+      producerEpoch: -1,
+      baseSequence: -1,
+    },
     keys.map((k, i) => ({ timestampDelta: i, offsetDelta: i, key: k === null ? null : Buffer.from(k), value: Buffer.from(`value-${i}`) })),
     codec,
   );
@@ -183,7 +193,10 @@ function partitionAnswer(body: any): string {
 
 test('corrupt record batches in a Produce to a compacted topic get the answer Kafka gives', { skip, timeout: 120_000 }, async () => {
   for (const codec of [0, 1, 2, 3, 4]) {
-    for (const keys of [['a', 'b', 'c'], ['a', null, 'c']]) {
+    for (const keys of [
+      ['a', 'b', 'c'],
+      ['a', null, 'c'],
+    ]) {
       const good = await batch(keys, codec);
       const badCrc = Buffer.from(good);
       badCrc[badCrc.length - 1]! ^= 0x01;
@@ -192,7 +205,12 @@ test('corrupt record batches in a Produce to a compacted topic get the answer Ka
       longer.writeInt32BE(longer.readInt32BE(8) + 50, 8);
       const shorter = Buffer.from(good);
       shorter.writeInt32BE(shorter.readInt32BE(8) - 2, 8);
-      const cases: [string, Buffer][] = [['a wrong CRC', badCrc], ['a truncated batch', cut], ['a length past the data', longer], ['a length short of the data', shorter]];
+      const cases: [string, Buffer][] = [
+        ['a wrong CRC', badCrc],
+        ['a truncated batch', cut],
+        ['a length past the data', longer],
+        ['a length short of the data', shorter],
+      ];
       for (const [what, records] of cases) {
         const label = `codec ${codec}, keys ${JSON.stringify(keys)}, ${what}`;
         const direct = await askOnce(kafka.bootstrap, ApiKey.Produce, 9, produceBody(DIRECT, records));

@@ -26,8 +26,29 @@ test('the scale benchmark runs at a tiny size and its invariants hold', { skip: 
   try {
     const json = path.join(dir.path, 'scale.json');
     const args = [
-      benchPath, '--partitions', '20', '--topics', '2', '--keys', '20000', '--traffic-records', '5000', '--read-rounds', '1',
-      '--soak-minutes', '0.17', '--soak-warm-up-minutes', '0.05', '--sample-seconds', '2', '--bootstrap-every', '4', '--index-dir', dir.path, '--json', json,
+      benchPath,
+      '--partitions',
+      '20',
+      '--topics',
+      '2',
+      '--keys',
+      '20000',
+      '--traffic-records',
+      '5000',
+      '--read-rounds',
+      '1',
+      '--soak-minutes',
+      '0.17',
+      '--soak-warm-up-minutes',
+      '0.05',
+      '--sample-seconds',
+      '2',
+      '--bootstrap-every',
+      '4',
+      '--index-dir',
+      dir.path,
+      '--json',
+      json,
     ];
     const run = await runProcess(process.execPath, args, { timeoutMs: 200_000 });
     assert.equal(run.code, 0, `bench exited ${run.code ?? run.signal}\nstdout: ${tail(run.stdout)}\nstderr: ${tail(run.stderr)}`);
@@ -44,7 +65,10 @@ test('the scale benchmark runs at a tiny size and its invariants hold', { skip: 
       assert.equal(read.result.records, read.expected, read.topic);
       assert.equal(read.result.distinctKeys, read.expected, read.topic);
     }
-    assert.equal(inv.reads.reduce((n, x) => n + x.expected, 0), 20_000 - 1000 + 19);
+    assert.equal(
+      inv.reads.reduce((n, x) => n + x.expected, 0),
+      20_000 - 1000 + 19,
+    );
 
     const view = r.reads.runs.filter((x) => x.target === 'view').map((x) => x.records);
     const kafka = r.reads.runs.filter((x) => x.target === 'kafka').map((x) => x.records);

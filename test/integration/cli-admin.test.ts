@@ -93,10 +93,15 @@ test('admin verbs against a kcompact proxy process in front of kfake', async (t:
   const proxyLog = () => (fs.existsSync(stderrFile) ? fs.readFileSync(stderrFile, 'utf8') : '');
   const endpoint = ['--admin-listen', admin];
   try {
-    await pollUntil('proxy started', 30_000, async () => (proxyLog().includes('kcompact proxy started') ? true : undefined), () => {
-      const s = proxy.exitStatus();
-      return s ? `proxy exited (${s.code}) while starting:\n${tail(proxyLog())}` : undefined;
-    });
+    await pollUntil(
+      'proxy started',
+      30_000,
+      async () => (proxyLog().includes('kcompact proxy started') ? true : undefined),
+      () => {
+        const s = proxy.exitStatus();
+        return s ? `proxy exited (${s.code}) while starting:\n${tail(proxyLog())}` : undefined;
+      },
+    );
 
     await t.test('status names the upstream, the listeners, the compacted topics and the cleaner', async () => {
       const status = await json<StatusReport>(['status', ...endpoint]);
@@ -105,8 +110,14 @@ test('admin verbs against a kcompact proxy process in front of kfake', async (t:
       assert.equal(status.listeners?.bootstrap, bootstrap);
       assert.equal(status.listeners?.management, management);
       assert.deepEqual(status.listeners?.admin, { address: admin, token: false });
-      assert.deepEqual(status.listeners?.brokers.map((b) => [b.nodeId, b.listen, b.upstream]), kfake.brokers.map((b) => [b.nodeId, `127.0.0.1:${port + 1 + b.nodeId}`, `${b.host}:${b.port}`]));
-      assert.deepEqual(status.compactedTopics.map((c) => c.topic), [TOPIC]);
+      assert.deepEqual(
+        status.listeners?.brokers.map((b) => [b.nodeId, b.listen, b.upstream]),
+        kfake.brokers.map((b) => [b.nodeId, `127.0.0.1:${port + 1 + b.nodeId}`, `${b.host}:${b.port}`]),
+      );
+      assert.deepEqual(
+        status.compactedTopics.map((c) => c.topic),
+        [TOPIC],
+      );
       assert.equal(status.cleaner?.backoffMs, 86_400_000);
       const text = (await ok(['status', ...endpoint])).stdout;
       assert.match(text, new RegExp(`upstream\\s+${kfake.bootstrap}`));
@@ -148,7 +159,11 @@ test('admin verbs against a kcompact proxy process in front of kfake', async (t:
       assert.equal(before.indexedRecords, expected.survivors.length + (next - end));
 
       served = await franzConsume(bootstrap, { topic: TOPIC, count: before.survivors + (before.highWatermark - end), records: true, timeoutMs: 30_000 });
-      assert.deepEqual(served.partitions['0']!.offsets.filter((o) => o < end), expected.survivors, 'readers see what inspect reports');
+      assert.deepEqual(
+        served.partitions['0']!.offsets.filter((o) => o < end),
+        expected.survivors,
+        'readers see what inspect reports',
+      );
       const text = (await ok(['inspect', TOPIC, ...endpoint])).stdout;
       assert.match(text, /SURVIVORS/);
       assert.match(text, new RegExp(`\\n0\\s+0\\s+${end}\\s+${next}\\s+${next}\\s+${before.survivors}\\s`));
@@ -156,10 +171,17 @@ test('admin verbs against a kcompact proxy process in front of kfake', async (t:
 
     await t.test('rebuild-index drops the index, shows progress, and the rebuilt one serves the same records', async () => {
       const rebuilt = await ok(['rebuild-index', TOPIC, ...endpoint]);
-      assert.match(rebuilt.stderr, new RegExp(`rebuilding the index of ${TOPIC}: 1/1 partitions caught up, offset ${before.highWatermark} of ${before.highWatermark}`));
+      assert.match(
+        rebuilt.stderr,
+        new RegExp(`rebuilding the index of ${TOPIC}: 1/1 partitions caught up, offset ${before.highWatermark} of ${before.highWatermark}`),
+      );
       assert.match(rebuilt.stdout, new RegExp(`rebuilt the index of 1 partition of ${TOPIC} from the upstream: ${before.highWatermark} offsets`));
       const fresh = (await json<InspectReport>(['inspect', TOPIC, ...endpoint])).partitions[0]!;
-      assert.deepEqual([fresh.cleanedUpTo, fresh.survivors, fresh.nextOffset, fresh.lastCleanMs], [0, 0, before.highWatermark, 0], 'a new index, caught up and not cleaned');
+      assert.deepEqual(
+        [fresh.cleanedUpTo, fresh.survivors, fresh.nextOffset, fresh.lastCleanMs],
+        [0, 0, before.highWatermark, 0],
+        'a new index, caught up and not cleaned',
+      );
       const uncleaned = await franzConsume(bootstrap, { topic: TOPIC, count: before.highWatermark, timeoutMs: 30_000 });
       assert.equal(uncleaned.partitions['0']!.count, before.highWatermark, 'while not cleaned, nothing is hidden');
 
@@ -178,7 +200,11 @@ test('admin verbs against a kcompact proxy process in front of kfake', async (t:
       assert.equal(unknown.code, 1);
       assert.match(unknown.stderr, /unknown topic no-such-topic: the upstream has no such topic; compacted topics: table/);
       await franzProduce(bootstrap, { topic: 'plain', count: 1 });
-      for (const verb of [['inspect', 'plain'], ['compact', 'plain'], ['rebuild-index', 'plain']]) {
+      for (const verb of [
+        ['inspect', 'plain'],
+        ['compact', 'plain'],
+        ['rebuild-index', 'plain'],
+      ]) {
         const r = await kcompact([...verb, ...endpoint]);
         assert.equal(r.code, 1, verb.join(' '));
         assert.match(r.stderr, /topic plain is not compacted by kcompact: its cleanup.policy has no "compact"/, verb.join(' '));
@@ -198,7 +224,10 @@ test('admin verbs against a kcompact proxy process in front of kfake', async (t:
 
       const unreachable = await kcompact(['status', ...endpoint]);
       assert.equal(unreachable.code, 1);
-      assert.match(unreachable.stderr, new RegExp(`cannot reach the proxy's admin listener at http://${admin} \\(ECONNREFUSED\\): check that the proxy is running`));
+      assert.match(
+        unreachable.stderr,
+        new RegExp(`cannot reach the proxy's admin listener at http://${admin} \\(ECONNREFUSED\\): check that the proxy is running`),
+      );
       assert.match(unreachable.stderr, /give its data directory with --data-dir/);
 
       const status = await ok(['status', ...endpoint, '--data-dir', dataDir, '--json']);
@@ -213,7 +242,10 @@ test('admin verbs against a kcompact proxy process in front of kfake', async (t:
       // The config file names the data directory too.
       const fromConfig = await ok(['inspect', TOPIC, '--config', configFile, '--json']);
       const p = (JSON.parse(fromConfig.stdout) as InspectReport).partitions[0]!;
-      assert.deepEqual([p.cleanedUpTo, p.survivors, p.tombstonesPending, p.nextOffset, p.dirtyRatio], [before.cleanedUpTo, before.survivors, before.tombstonesPending, before.nextOffset, 0]);
+      assert.deepEqual(
+        [p.cleanedUpTo, p.survivors, p.tombstonesPending, p.nextOffset, p.dirtyRatio],
+        [before.cleanedUpTo, before.survivors, before.tombstonesPending, before.nextOffset, 0],
+      );
       assert.match((await ok(['inspect', TOPIC, '--config', configFile])).stdout, /from the data directory, read-only/);
       const missing = await kcompact(['inspect', 'plain', '--config', configFile]);
       assert.equal(missing.code, 1);

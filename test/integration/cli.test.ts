@@ -34,7 +34,15 @@ test('--help documents every verb, and every flag with its environment twin, con
   }
   for (const verb of ['status', 'inspect', 'compact', 'rebuild-index']) {
     const help = spawnSync(process.execPath, [main, verb, '--help'], { encoding: 'utf8' }).stdout.replace(/\s+/g, ' ');
-    for (const flag of ['--admin-listen <HOST:PORT>', '(env: KCOMPACT_ADMIN_LISTEN)', '--admin-token-file <FILE>', '(env: KCOMPACT_ADMIN_TOKEN_FILE)', '--config <FILE>', '--json']) assert.ok(help.includes(flag), `${verb} ${flag}`);
+    for (const flag of [
+      '--admin-listen <HOST:PORT>',
+      '(env: KCOMPACT_ADMIN_LISTEN)',
+      '--admin-token-file <FILE>',
+      '(env: KCOMPACT_ADMIN_TOKEN_FILE)',
+      '--config <FILE>',
+      '--json',
+    ])
+      assert.ok(help.includes(flag), `${verb} ${flag}`);
     assert.equal(help.includes('--data-dir <DIR>'), verb === 'status' || verb === 'inspect', `${verb} --data-dir`);
   }
 });
@@ -50,16 +58,54 @@ test('each kind of invalid configuration exits 2 naming the key and what is allo
     ['bad host:port', ['--upstream', 'a:1', '--listen', 'localhost'], {}, /invalid --listen \/ KCOMPACT_LISTEN \/ config key "listen": expected HOST:PORT/],
     ['port out of range', ['--upstream', 'a:1', '--metrics-listen', '127.0.0.1:99999'], {}, /config key "metricsListen": port 99999 is above 65535/],
     ['negative number', ['--upstream', 'a:1', '--max-frame-bytes=-1'], {}, /config key "maxFrameBytes": expected an integer from 1024 to 2147483647, got "-1"/],
-    ['non-integer number', ['--upstream', 'a:1'], { KCOMPACT_REQUEST_TIMEOUT_MS: '1.5' }, /KCOMPACT_REQUEST_TIMEOUT_MS .*expected an integer from 100 to 3600000/],
-    ['unknown config file key', ['--config', write('unknown.json', { upstream: 'a:1', dataDirectory: '/x' })], {}, /unknown config file key "dataDirectory"; allowed keys: .*dataDir/],
-    ['unknown log level', ['--upstream', 'a:1'], { KCOMPACT_LOG_LEVEL: 'trace' }, /config key "logLevel": expected one of debug, info, warn, error, got "trace"/],
+    [
+      'non-integer number',
+      ['--upstream', 'a:1'],
+      { KCOMPACT_REQUEST_TIMEOUT_MS: '1.5' },
+      /KCOMPACT_REQUEST_TIMEOUT_MS .*expected an integer from 100 to 3600000/,
+    ],
+    [
+      'unknown config file key',
+      ['--config', write('unknown.json', { upstream: 'a:1', dataDirectory: '/x' })],
+      {},
+      /unknown config file key "dataDirectory"; allowed keys: .*dataDir/,
+    ],
+    [
+      'unknown log level',
+      ['--upstream', 'a:1'],
+      { KCOMPACT_LOG_LEVEL: 'trace' },
+      /config key "logLevel": expected one of debug, info, warn, error, got "trace"/,
+    ],
     ['malformed topics JSON', ['--upstream', 'a:1', '--topics', '[{"topic": "t",'], {}, /config key "topics": expected a JSON array of .*not valid JSON/],
-    ['topic config Kafka refuses', ['--config', write('topics.json', { upstream: 'a:1', topics: [{ topic: 't', configs: { 'cleanup.policy': 'compact', 'min.cleanable.dirty.ratio': '2' } }] })], {}, /config key "topics": static topic t: Invalid value 2\.0 for configuration min.cleanable.dirty.ratio: Value must be no more than 1/],
-    ['unreadable config file', ['--config', path.join(dir, 'missing.json')], {}, /cannot read config file .*missing\.json \(--config \/ KCOMPACT_CONFIG\): ENOENT/],
+    [
+      'topic config Kafka refuses',
+      [
+        '--config',
+        write('topics.json', { upstream: 'a:1', topics: [{ topic: 't', configs: { 'cleanup.policy': 'compact', 'min.cleanable.dirty.ratio': '2' } }] }),
+      ],
+      {},
+      /config key "topics": static topic t: Invalid value 2\.0 for configuration min.cleanable.dirty.ratio: Value must be no more than 1/,
+    ],
+    [
+      'unreadable config file',
+      ['--config', path.join(dir, 'missing.json')],
+      {},
+      /cannot read config file .*missing\.json \(--config \/ KCOMPACT_CONFIG\): ENOENT/,
+    ],
     ['config file not JSON', ['--config', write('broken.json', '{"upstream": "a:1",')], {}, /broken\.json \(--config \/ KCOMPACT_CONFIG\) is not valid JSON/],
     ['admin verb with a bad endpoint', ['status', '--admin-listen', 'nohost'], {}, /config key "adminListen": expected HOST:PORT/],
-    ['admin listener off loopback without a token', ['--upstream', 'a:1', '--admin-listen', '0.0.0.0:9645'], {}, /config key "adminListen" is 0\.0\.0\.0:9645, reachable beyond this machine, and no .*config key "adminTokenFile" is set/],
-    ['admin verb with a short token', ['status', '--admin-token-file', write('short-token', 'abc\n')], {}, /config key "adminTokenFile": .*short-token: the token has 3 characters; use at least 16/],
+    [
+      'admin listener off loopback without a token',
+      ['--upstream', 'a:1', '--admin-listen', '0.0.0.0:9645'],
+      {},
+      /config key "adminListen" is 0\.0\.0\.0:9645, reachable beyond this machine, and no .*config key "adminTokenFile" is set/,
+    ],
+    [
+      'admin verb with a short token',
+      ['status', '--admin-token-file', write('short-token', 'abc\n')],
+      {},
+      /config key "adminTokenFile": .*short-token: the token has 3 characters; use at least 16/,
+    ],
     ['unknown flag', ['status', '--colour'], {}, /unknown option '--colour'/],
   ];
   try {
@@ -100,15 +146,33 @@ test('runs from a config file with environment overrides, serves, and exits 0 on
   const admin = `127.0.0.1:${await freePort()}`;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kcompact-cli-'));
   const file = path.join(dir, 'kcompact.json');
-  fs.writeFileSync(file, JSON.stringify({ upstream: [broker.address], listen: '127.0.0.1:1', dataDir: path.join(dir, 'data'), logLevel: 'info', metricsListen: management, adminListen: admin }));
+  fs.writeFileSync(
+    file,
+    JSON.stringify({
+      upstream: [broker.address],
+      listen: '127.0.0.1:1',
+      dataDir: path.join(dir, 'data'),
+      logLevel: 'info',
+      metricsListen: management,
+      adminListen: admin,
+    }),
+  );
   const proc = kcompact(['proxy', '--config', file], { KCOMPACT_LISTEN: `127.0.0.1:${port}` });
   let stderr = '';
   proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)));
   try {
-    await pollUntil('proxy started', 15_000, async () => (stderr.includes('kcompact proxy started') && stderr.includes('"role":"broker 0"') ? true : undefined));
-    const lines = stderr.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
-    assert.ok(lines.every((l) => typeof l.time === 'string' && typeof l.level === 'string' && typeof l.msg === 'string'), 'every log line is structured JSON');
+    await pollUntil('proxy started', 15_000, async () =>
+      stderr.includes('kcompact proxy started') && stderr.includes('"role":"broker 0"') ? true : undefined,
+    );
+    const lines = stderr
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    assert.ok(
+      lines.every((l) => typeof l.time === 'string' && typeof l.level === 'string' && typeof l.msg === 'string'),
+      'every log line is structured JSON',
+    );
     assert.ok(fs.existsSync(path.join(dir, 'data')), 'the data directory is created');
     const conn = await RawConnection.open(`127.0.0.1:${port}`);
     conn.request(ApiKey.Metadata, 12, { topics: [] }, 3);

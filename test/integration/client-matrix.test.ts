@@ -64,9 +64,11 @@ async function measure(h: Harness, client: ClientDriver, check: OperationCheck):
 /** Runs `work` over `items`, at most `limit` at a time. */
 async function eachLimited<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
   const queue = [...items];
-  await Promise.all(Array.from({ length: Math.min(limit, queue.length) }, async () => {
-    for (let item = queue.shift(); item !== undefined; item = queue.shift()) await work(item);
-  }));
+  await Promise.all(
+    Array.from({ length: Math.min(limit, queue.length) }, async () => {
+      for (let item = queue.shift(); item !== undefined; item = queue.shift()) await work(item);
+    }),
+  );
 }
 
 test('client matrix: every client family through kcompact, in front of Kafka 4.4 and kfake', { timeout: 600_000 }, async (t) => {
@@ -114,7 +116,9 @@ test('client matrix: every client family through kcompact, in front of Kafka 4.4
     }
     const current = fs.existsSync(PAGE) ? fs.readFileSync(PAGE, 'utf8') : '';
     if (current !== page) {
-      assert.fail(`${path.relative(process.cwd(), PAGE)} does not say what was measured (run with KCOMPACT_UPDATE_MATRIX=1 to rewrite it):\n${lineDiff(current, page)}`);
+      assert.fail(
+        `${path.relative(process.cwd(), PAGE)} does not say what was measured (run with KCOMPACT_UPDATE_MATRIX=1 to rewrite it):\n${lineDiff(current, page)}`,
+      );
     }
   } finally {
     await Promise.all(CLIENTS.map((c) => c.close?.()));

@@ -123,7 +123,11 @@ for (const kind of ecosystemUpstreams()) {
         const viaProxy = await topicConfigs(proxy.bootstrap, internalTopics);
         const stored = await topicConfigs(upstream.bootstrap, internalTopics);
         for (const topic of internalTopics) {
-          assert.deepEqual([viaProxy.get(topic)?.['cleanup.policy'], viaProxy.get(topic)?.['segment.ms']], ['compact', String(SEGMENT_MS)], `${topic} through the proxy`);
+          assert.deepEqual(
+            [viaProxy.get(topic)?.['cleanup.policy'], viaProxy.get(topic)?.['segment.ms']],
+            ['compact', String(SEGMENT_MS)],
+            `${topic} through the proxy`,
+          );
           // The store keeps every record forever and compacts nothing: the proxy does.
           assert.deepEqual(
             [stored.get(topic)?.['cleanup.policy'], stored.get(topic)?.['retention.ms'], stored.get(topic)?.['retention.bytes']],

@@ -61,7 +61,9 @@ function admits(policy: Doc, from: { namespaceLabels: Record<string, string> }, 
         assert.deepEqual(Object.keys(peer.namespaceSelector), ['matchLabels']);
         return Object.entries(peer.namespaceSelector.matchLabels as Record<string, string>).every(([k, v]) => from.namespaceLabels[k] === v);
       });
-    const portOk = rule.ports === undefined || rule.ports.some((p: Doc) => (p.protocol ?? 'TCP') === 'TCP' && (typeof p.port === 'string' ? to.names.get(p.port) : p.port) === to.port);
+    const portOk =
+      rule.ports === undefined ||
+      rule.ports.some((p: Doc) => (p.protocol ?? 'TCP') === 'TCP' && (typeof p.port === 'string' ? to.names.get(p.port) : p.port) === to.port);
     return peerOk && portOk;
   });
 }
@@ -116,19 +118,22 @@ test('kcompact is a native sidecar with a restricted security context, probes, r
   assert.ok(dataMount, 'the data directory of the config is mounted');
   const data = volumes.get(dataMount.name) as Doc;
   assert.ok(data.emptyDir?.sizeLimit, 'the index lives on an emptyDir with a sizeLimit');
-  assert.ok(c.volumeMounts.some((m: Doc) => m.mountPath === '/tmp'), "SQLite's temp files need a writable /tmp");
+  assert.ok(
+    c.volumeMounts.some((m: Doc) => m.mountPath === '/tmp'),
+    "SQLite's temp files need a writable /tmp",
+  );
   const grace = pod.terminationGracePeriodSeconds * 1000;
   assert.ok(grace >= (configJson().drainTimeoutMs ?? 10_000) + 20_000, 'the grace period covers the drain and closing the index');
 });
 
-test('ports, flags and probe paths are the CLI\'s, and the probes answer on a running proxy', { skip }, async () => {
+test("ports, flags and probe paths are the CLI's, and the probes answer on a running proxy", { skip }, async () => {
   const c = sidecar();
   const config = configJson();
   const ports = new Map<string, number>(c.ports.map((p: Doc) => [p.name, p.containerPort]));
   assert.equal(ports.get('kafka'), port(config.listen));
   assert.equal(ports.get('management'), port(config.metricsListen));
   assert.ok(config.metricsListen.startsWith('0.0.0.0:'), 'the kubelet reaches the probes on the pod IP');
-  assert.ok(isLoopbackHost(host(config.adminListen)), 'the admin listener stays on the pod\'s loopback');
+  assert.ok(isLoopbackHost(host(config.adminListen)), "the admin listener stays on the pod's loopback");
   assert.equal(config.adminTokenFile, undefined, 'on loopback it needs no token');
   assert.ok(![...ports.values()].includes(port(config.adminListen)), 'the admin port is no container port');
   const file = configPath();
@@ -154,12 +159,13 @@ test('ports, flags and probe paths are the CLI\'s, and the probes answer on a ru
   for (const [k, v] of Object.entries(service.spec.selector)) assert.equal(labels[k], v, `the metrics Service selects the pods (${k})`);
   // What the pod network reaches on the metrics port: none of the admin routes.
   for (const path of ADMIN_PATHS) {
-    for (const method of ['GET', 'POST']) assert.equal((await proxy.http(path, method, { listener: 'metrics' })).status, 404, `${method} ${path} on the metrics port`);
+    for (const method of ['GET', 'POST'])
+      assert.equal((await proxy.http(path, method, { listener: 'metrics' })).status, 404, `${method} ${path} on the metrics port`);
   }
   assert.equal((await proxy.http('/status', 'GET', { listener: 'admin' })).status, 200, 'the admin listener serves them');
 });
 
-test('the NetworkPolicy admits Prometheus\' namespace to the metrics port and nothing else', () => {
+test("the NetworkPolicy admits Prometheus' namespace to the metrics port and nothing else", () => {
   const policy = only('networkpolicy.yaml', 'NetworkPolicy');
   assert.ok(only('kustomization.yaml', 'Kustomization').resources.includes('networkpolicy.yaml'), 'kustomize applies it');
   const labels = deployment().spec.template.metadata.labels;
@@ -173,7 +179,8 @@ test('the NetworkPolicy admits Prometheus\' namespace to the metrics port and no
   const monitoring = { namespaceLabels: { 'kubernetes.io/metadata.name': 'monitoring' } };
   const elsewhere: { namespaceLabels: Record<string, string> }[] = [{ namespaceLabels: { 'kubernetes.io/metadata.name': 'default' } }, { namespaceLabels: {} }];
   assert.ok(admits(policy, monitoring, { port: metricsPort, names }), 'Prometheus reaches the metrics port');
-  for (const from of elsewhere) assert.ok(!admits(policy, from, { port: metricsPort, names }), `another namespace (${JSON.stringify(from.namespaceLabels)}) does not`);
+  for (const from of elsewhere)
+    assert.ok(!admits(policy, from, { port: metricsPort, names }), `another namespace (${JSON.stringify(from.namespaceLabels)}) does not`);
   for (const other of [port(config.listen), port(config.adminListen), config.brokerPortBase, config.brokerPortBase + 1]) {
     assert.ok(!admits(policy, monitoring, { port: other, names }), `nothing reaches port ${other}`);
   }
@@ -215,7 +222,10 @@ test('the Dockerfile builds in stages and runs the CLI as a non-root user on Nod
 test('the image, make run and the kcompact bin start node with the same flags', () => {
   const entry = JSON.parse(fs.readFileSync(path.join(root, 'deploy', 'Dockerfile'), 'utf8').match(/^ENTRYPOINT\s+(\[.*\])/m)![1]!) as string[];
   const shebang = fs.readFileSync(path.join(root, 'src', 'cli', 'main.ts'), 'utf8').split('\n')[0]!;
-  const runLocal = fs.readFileSync(path.join(root, 'scripts', 'run-local.sh'), 'utf8').split('\n').find((l) => /node .*dist\/src\/cli\/main\.js proxy/.test(l))!;
+  const runLocal = fs
+    .readFileSync(path.join(root, 'scripts', 'run-local.sh'), 'utf8')
+    .split('\n')
+    .find((l) => /node .*dist\/src\/cli\/main\.js proxy/.test(l))!;
   for (const flag of NODE_FLAGS) {
     assert.ok(entry.includes(flag), `deploy/Dockerfile ENTRYPOINT passes ${flag}`);
     assert.ok(shebang.split(' ').includes(flag), `src/cli/main.ts's shebang passes ${flag}`);

@@ -59,17 +59,21 @@ function referenceFor(seed: number, t: TestContext): Promise<Observation> {
 }
 
 for (const seed of SEEDS) {
-  test(`seed ${seed}: Kafka 4.4 compacts the workload down to the latest committed value of each key`, { skip: peersReason, timeout: SEED_TIMEOUT_MS }, async (t) => {
-    const o = await referenceFor(seed, t);
-    for (const line of describeLayout(o).split('\n')) t.diagnostic(line);
-    const w = o.workload.counts;
-    // The workload must exercise what it claims to, or an agreement would prove little.
-    assert.ok(w.tombstones! > 0 && w.emptyKeys! > 0 && w.emptyValues! > 0 && w.nullHeaderValues! > 0, `workload lacks a feature: ${JSON.stringify(w)}`);
-    assert.ok(w.committedTransactions! > 0 && w.abortedTransactions! > 0, `workload lacks transactions: ${JSON.stringify(w)}`);
-    assert.deepEqual(new Set(o.workload.steps.map((s) => s.codec)), new Set(['none', 'gzip', 'snappy', 'lz4', 'zstd']));
-    assert.ok(o.read.uncommitted.records.length < w.records!, 'nothing was compacted away');
-    assert.deepEqual(compactionProblems(o), []);
-  });
+  test(
+    `seed ${seed}: Kafka 4.4 compacts the workload down to the latest committed value of each key`,
+    { skip: peersReason, timeout: SEED_TIMEOUT_MS },
+    async (t) => {
+      const o = await referenceFor(seed, t);
+      for (const line of describeLayout(o).split('\n')) t.diagnostic(line);
+      const w = o.workload.counts;
+      // The workload must exercise what it claims to, or an agreement would prove little.
+      assert.ok(w.tombstones! > 0 && w.emptyKeys! > 0 && w.emptyValues! > 0 && w.nullHeaderValues! > 0, `workload lacks a feature: ${JSON.stringify(w)}`);
+      assert.ok(w.committedTransactions! > 0 && w.abortedTransactions! > 0, `workload lacks transactions: ${JSON.stringify(w)}`);
+      assert.deepEqual(new Set(o.workload.steps.map((s) => s.codec)), new Set(['none', 'gzip', 'snappy', 'lz4', 'zstd']));
+      assert.ok(o.read.uncommitted.records.length < w.records!, 'nothing was compacted away');
+      assert.deepEqual(compactionProblems(o), []);
+    },
+  );
 
   test(`seed ${seed}: kcompact leaves clients the same log and answers as Kafka`, { skip: peersReason, timeout: 3 * SEED_TIMEOUT_MS }, async (t) => {
     const ref = await referenceFor(seed, t);

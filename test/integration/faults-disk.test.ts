@@ -44,7 +44,15 @@ function topicConfigs(topics: string[], more: Record<string, string>): string {
 /** `rounds` rounds of keyed records with updates and tombstones, straight to the upstream, in separate virtual segments. */
 async function produceRounds(kfake: RunningKfake, topic: string, from: number, rounds: number): Promise<void> {
   for (let r = 0; r < rounds; r++) {
-    await franzProduce(kfake.bootstrap, { topic, count: 500, start: (from + r) * 500, keys: KEYS, tombstoneEvery: 7, valueSize: 100, createPartitions: PARTITIONS });
+    await franzProduce(kfake.bootstrap, {
+      topic,
+      count: 500,
+      start: (from + r) * 500,
+      keys: KEYS,
+      tombstoneEvery: 7,
+      valueSize: 100,
+      createPartitions: PARTITIONS,
+    });
   }
 }
 
@@ -150,7 +158,11 @@ test('a corrupt index file is found and rebuilt from the upstream, and the view 
     proxy = await startCliProxy({ upstream: kfake.bootstrap, dataDir, args });
     await reference(log);
     t.diagnostic(`rebuilt after the damage while running: ${rebuilds(proxy.logs()).join(', ') || 'nothing (SQLite wrote the damaged pages over)'}`);
-    assert.deepEqual(proxy.logs().filter((l) => l.level === 'error'), [], 'a damaged index is a warning, not an error');
+    assert.deepEqual(
+      proxy.logs().filter((l) => l.level === 'error'),
+      [],
+      'a damaged index is a warning, not an error',
+    );
   } finally {
     await fresh?.stop();
     await proxy?.stop();
@@ -165,7 +177,9 @@ async function smallFilesystem(size: string): Promise<{ dir: string; unmount: ()
   const r = await runProcess('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'kcompact-faults', temp.path]);
   if (r.code !== 0) {
     temp.remove();
-    return { failed: `mount -t tmpfs failed (exit ${r.code}): ${r.stderr.trim()} (the full-disk test needs root, or CAP_SYS_ADMIN, to mount a small filesystem)` };
+    return {
+      failed: `mount -t tmpfs failed (exit ${r.code}): ${r.stderr.trim()} (the full-disk test needs root, or CAP_SYS_ADMIN, to mount a small filesystem)`,
+    };
   }
   return {
     dir: temp.path,
@@ -287,9 +301,18 @@ test('a full disk: the proxy waits and says what to do, serves nothing it did no
       const what = `${/cleaning/.test(l.msg) ? 'cleaning' : 'indexing'} ${l.topic}-${l.partition}`;
       said.set(what, (said.get(what) ?? 0) + 1);
     }
-    assert.ok([...said.values()].every((n) => n <= 2), `said once per partition, task and run (two runs), not on every retry: ${JSON.stringify([...said])}`);
-    assert.ok(logs.some((l) => /indexing resumed/.test(l.msg)), 'and that indexing resumed');
-    assert.ok(logs.some((l) => /cleaning resumed/.test(l.msg)), 'and cleaning');
+    assert.ok(
+      [...said.values()].every((n) => n <= 2),
+      `said once per partition, task and run (two runs), not on every retry: ${JSON.stringify([...said])}`,
+    );
+    assert.ok(
+      logs.some((l) => /indexing resumed/.test(l.msg)),
+      'and that indexing resumed',
+    );
+    assert.ok(
+      logs.some((l) => /cleaning resumed/.test(l.msg)),
+      'and cleaning',
+    );
     t.diagnostic(`while full: ${stuck.length} storage errors logged (${[...said.keys()].join(', ')}), e.g. ${JSON.stringify(stuck[0])}`);
 
     fresh = await startCliProxy({ upstream: kfake.bootstrap, dataDir: path.join(data.path, 'fresh'), args });

@@ -58,79 +58,85 @@ async function sigkill(proxy: CliProxy): Promise<LogLine[]> {
   return errors;
 }
 
-test(`SIGKILL loop: no acknowledged record is lost or reordered, and the index after restart equals one rebuilt from scratch (${kills} kills)`, { timeout: 600_000 }, async (t) => {
-  if (!requirePeers(t)) return;
-  t.diagnostic(`seed ${seed} (KCOMPACT_FAULT_SEED=${seed} replays this run)`);
-  const random = seededRng(seed);
-  const kafka = await startKafka({ compaction: 'off' });
-  const data = makeTempDir('kcompact-faults-kill-');
-  const port = await freePortRun(5);
-  const managementPort = await freePort();
-  const startProxy = (dataDir: string, fixed: boolean) =>
-    startCliProxy({ upstream: kafka.bootstrap, dataDir, args: PROXY_ARGS, ...(fixed ? { port, managementPort } : {}) });
-  let proxy: CliProxy | undefined;
-  let reference: CliProxy | undefined;
-  let fresh: CliProxy | undefined;
-  let producer: FaultProducer | undefined;
-  try {
-    const admin = new kafkajs.Kafka({ clientId: 'faults-kill', brokers: [kafka.bootstrap], logLevel: kafkajs.logLevel.NOTHING }).admin();
-    await admin.connect();
-    await admin.createTopics({ waitForLeaders: true, topics: [{ topic: TOPIC, numPartitions: PARTITIONS }] });
-    await admin.disconnect();
-    proxy = await startProxy(path.join(data.path, 'proxy'), true);
-    reference = await startProxy(path.join(data.path, 'reference'), false);
-    producer = new FaultProducer({ brokers: proxy.bootstrap, topic: TOPIC, ...GEN, rate: 400 });
+test(
+  `SIGKILL loop: no acknowledged record is lost or reordered, and the index after restart equals one rebuilt from scratch (${kills} kills)`,
+  { timeout: 600_000 },
+  async (t) => {
+    if (!requirePeers(t)) return;
+    t.diagnostic(`seed ${seed} (KCOMPACT_FAULT_SEED=${seed} replays this run)`);
+    const random = seededRng(seed);
+    const kafka = await startKafka({ compaction: 'off' });
+    const data = makeTempDir('kcompact-faults-kill-');
+    const port = await freePortRun(5);
+    const managementPort = await freePort();
+    const startProxy = (dataDir: string, fixed: boolean) =>
+      startCliProxy({ upstream: kafka.bootstrap, dataDir, args: PROXY_ARGS, ...(fixed ? { port, managementPort } : {}) });
+    let proxy: CliProxy | undefined;
+    let reference: CliProxy | undefined;
+    let fresh: CliProxy | undefined;
+    let producer: FaultProducer | undefined;
+    try {
+      const admin = new kafkajs.Kafka({ clientId: 'faults-kill', brokers: [kafka.bootstrap], logLevel: kafkajs.logLevel.NOTHING }).admin();
+      await admin.connect();
+      await admin.createTopics({ waitForLeaders: true, topics: [{ topic: TOPIC, numPartitions: PARTITIONS }] });
+      await admin.disconnect();
+      proxy = await startProxy(path.join(data.path, 'proxy'), true);
+      reference = await startProxy(path.join(data.path, 'reference'), false);
+      producer = new FaultProducer({ brokers: proxy.bootstrap, topic: TOPIC, ...GEN, rate: 400 });
 
-    const during = { produce: 0, clean: 0 };
-    const errors: LogLine[] = [];
-    for (let kill = 1; kill <= kills; kill++) {
+      const during = { produce: 0, clean: 0 };
+      const errors: LogLine[] = [];
+      for (let kill = 1; kill <= kills; kill++) {
+        producer.resume();
+        await producer.acknowledged(50);
+        await pause(Math.floor(random() * 1000));
+        if (random() < 0.5) {
+          during.clean++;
+          void proxy.http(`/compact?topic=${TOPIC}`, 'POST').catch(() => undefined);
+          await pause(Math.floor(random() * 40));
+        } else {
+          during.produce++;
+        }
+        errors.push(...(await sigkill(proxy)));
+        // The producer retries against a dead proxy for a while.
+        await pause(Math.floor(random() * 500));
+        proxy = await startProxy(proxy.dataDir, true);
+
+        await producer.pause();
+        const log = await readUpstream(kafka.bootstrap, TOPIC);
+        assertAcknowledgedInOrder(log, producer.acks(), GEN);
+        assert.deepEqual(
+          proxy.logs().filter((l) => REBUILD_MESSAGES.has(l.msg)),
+          [],
+          `kill ${kill}: the index reopens as it was (no rebuild)`,
+        );
+        const rebuilt: { status: number; body: string } = await reference.http(`/rebuild-index?topic=${TOPIC}`, 'POST');
+        assert.equal(rebuilt.status, 200, rebuilt.body);
+        const cleaned = await assertSameCompaction(TOPIC, log, proxy, reference, 'expired');
+        t.diagnostic(
+          `kill ${kill}: ${producer.acks().length} acknowledged, upstream ${log.highWatermarks.join('+')} records, cleaned up to ${cleaned.join(', ')}`,
+        );
+      }
+      t.diagnostic(`killed ${during.produce} times while producing, ${during.clean} times right after asking for a clean`);
+      assert.deepEqual(producer.failures(), [], 'no record failed for good');
+
+      // One more producing round, then a proxy that starts from an empty data directory.
       producer.resume();
       await producer.acknowledged(50);
-      await pause(Math.floor(random() * 1000));
-      if (random() < 0.5) {
-        during.clean++;
-        void proxy.http(`/compact?topic=${TOPIC}`, 'POST').catch(() => undefined);
-        await pause(Math.floor(random() * 40));
-      } else {
-        during.produce++;
-      }
-      errors.push(...(await sigkill(proxy)));
-      // The producer retries against a dead proxy for a while.
-      await pause(Math.floor(random() * 500));
-      proxy = await startProxy(proxy.dataDir, true);
-
-      await producer.pause();
+      await producer.finish();
       const log = await readUpstream(kafka.bootstrap, TOPIC);
       assertAcknowledgedInOrder(log, producer.acks(), GEN);
-      assert.deepEqual(
-        proxy.logs().filter((l) => REBUILD_MESSAGES.has(l.msg)),
-        [],
-        `kill ${kill}: the index reopens as it was (no rebuild)`,
-      );
-      const rebuilt: { status: number; body: string } = await reference.http(`/rebuild-index?topic=${TOPIC}`, 'POST');
-      assert.equal(rebuilt.status, 200, rebuilt.body);
-      const cleaned = await assertSameCompaction(TOPIC, log, proxy, reference, 'expired');
-      t.diagnostic(`kill ${kill}: ${producer.acks().length} acknowledged, upstream ${log.highWatermarks.join('+')} records, cleaned up to ${cleaned.join(', ')}`);
+      fresh = await startProxy(path.join(data.path, 'fresh'), false);
+      await assertSameCompaction(TOPIC, log, proxy, fresh, 'expired');
+      errors.push(...[proxy, reference, fresh].flatMap((p) => p.logs().filter((l) => l.level === 'error')));
+      assert.deepEqual(errors, [], 'no error logged');
+    } finally {
+      await producer?.close();
+      await fresh?.stop();
+      await reference?.stop();
+      await proxy?.stop();
+      await kafka.stop();
+      data.remove();
     }
-    t.diagnostic(`killed ${during.produce} times while producing, ${during.clean} times right after asking for a clean`);
-    assert.deepEqual(producer.failures(), [], 'no record failed for good');
-
-    // One more producing round, then a proxy that starts from an empty data directory.
-    producer.resume();
-    await producer.acknowledged(50);
-    await producer.finish();
-    const log = await readUpstream(kafka.bootstrap, TOPIC);
-    assertAcknowledgedInOrder(log, producer.acks(), GEN);
-    fresh = await startProxy(path.join(data.path, 'fresh'), false);
-    await assertSameCompaction(TOPIC, log, proxy, fresh, 'expired');
-    errors.push(...[proxy, reference, fresh].flatMap((p) => p.logs().filter((l) => l.level === 'error')));
-    assert.deepEqual(errors, [], 'no error logged');
-  } finally {
-    await producer?.close();
-    await fresh?.stop();
-    await reference?.stop();
-    await proxy?.stop();
-    await kafka.stop();
-    data.remove();
-  }
-});
+  },
+);

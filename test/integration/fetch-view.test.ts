@@ -111,7 +111,10 @@ before(async () => {
     topics: [TOPIC, ENGINE_TOPIC].map((name) => ({ name, numPartitions: 1, replicationFactor: 1, assignments: [], configs: [] })),
     timeoutMs: 10_000,
   });
-  assert.deepEqual(created.topics.map((t: { errorCode: number }) => t.errorCode), [0, 0]);
+  assert.deepEqual(
+    created.topics.map((t: { errorCode: number }) => t.errorCode),
+    [0, 0],
+  );
   await pollUntil('the topics to take writes', 30_000, async () => {
     const offsets = await askOnce(kafka.bootstrap, ApiKey.ListOffsets, 7, {
       replicaId: -1,
@@ -138,7 +141,13 @@ before(async () => {
   const interceptors = new Map<number, RequestInterceptor>();
   proxy = await startProxy(kafka.bootstrap, { interceptors });
   proxy.server.topics.learn(TOPIC, created.topics[0].topicId);
-  pool = new UpstreamPool({ bootstrap: parseHostPortList(kafka.bootstrap), topicIds: proxy.server.topics, log, maxFrameBytes: 100 << 20, requestTimeoutMs: 10_000 });
+  pool = new UpstreamPool({
+    bootstrap: parseHostPortList(kafka.bootstrap),
+    topicIds: proxy.server.topics,
+    log,
+    maxFrameBytes: 100 << 20,
+    requestTimeoutMs: 10_000,
+  });
   const index = new FakeIndex(SURVIVORS, TOTAL);
   const indexes = { partition: (t: string, p: number) => (t === TOPIC ? (p === 0 ? index : undefined) : engine.index.partition(t, p)) };
   view = createFetchView({ config, index: indexes, topicIds: proxy.server.topics, upstream: pool, log });
@@ -165,8 +174,20 @@ after(async () => {
  */
 async function produceAndClean(): Promise<void> {
   const half = ENGINE_RECORDS / 2;
-  for (const [start, compression] of [[0, 'zstd'], [half, 'gzip']] as const) {
-    const spec = { topic: ENGINE_TOPIC, start, count: half, keys: ENGINE_KEYS, valueSize: 64, tombstoneEvery: ENGINE_TOMBSTONE_EVERY, compression, timeoutMs: 60_000 };
+  for (const [start, compression] of [
+    [0, 'zstd'],
+    [half, 'gzip'],
+  ] as const) {
+    const spec = {
+      topic: ENGINE_TOPIC,
+      start,
+      count: half,
+      keys: ENGINE_KEYS,
+      valueSize: 64,
+      tombstoneEvery: ENGINE_TOMBSTONE_EVERY,
+      compression,
+      timeoutMs: 60_000,
+    };
     await franzProduce(kafka.bootstrap, spec);
   }
   await new Promise((r) => setTimeout(r, ENGINE_POLICY.segmentMs * 3));
@@ -182,11 +203,30 @@ async function produceLog(address: string): Promise<void> {
   const conn = await RawConnection.open(address);
   try {
     for (let b = 0; b < BATCHES; b++) {
-      const records = range(b * PER_BATCH, (b + 1) * PER_BATCH).map((i, delta) => ({ timestampDelta: delta, offsetDelta: delta, ...genRecord(i, KEYS, VALUE_SIZE, 0) }));
-      const fields = { baseOffset: 0n, partitionLeaderEpoch: -1, attributes: 0, lastOffsetDelta: PER_BATCH - 1, baseTimestamp: BigInt(Date.now()), maxTimestamp: BigInt(Date.now()), producerId: -1n, producerEpoch: -1, baseSequence: -1 };
+      const records = range(b * PER_BATCH, (b + 1) * PER_BATCH).map((i, delta) => ({
+        timestampDelta: delta,
+        offsetDelta: delta,
+        ...genRecord(i, KEYS, VALUE_SIZE, 0),
+      }));
+      const fields = {
+        baseOffset: 0n,
+        partitionLeaderEpoch: -1,
+        attributes: 0,
+        lastOffsetDelta: PER_BATCH - 1,
+        baseTimestamp: BigInt(Date.now()),
+        maxTimestamp: BigInt(Date.now()),
+        producerId: -1n,
+        producerEpoch: -1,
+        baseSequence: -1,
+      };
       const batch = await encodeBatch(fields, records, b % 5);
       logBytes += batch.length;
-      conn.request(ApiKey.Produce, 9, { transactionalId: null, acks: -1, timeoutMs: 10_000, topicData: [{ name: TOPIC, partitionData: [{ index: 0, records: batch }] }] }, b);
+      conn.request(
+        ApiKey.Produce,
+        9,
+        { transactionalId: null, acks: -1, timeoutMs: 10_000, topicData: [{ name: TOPIC, partitionData: [{ index: 0, records: batch }] }] },
+        b,
+      );
     }
     for (let b = 0; b < BATCHES; b++) {
       const { body } = await conn.response(ApiKey.Produce, 9);
@@ -215,7 +255,11 @@ interface Seen {
 }
 
 function assertSurvivors(seen: Seen[], who: string): void {
-  assert.deepEqual(seen.map((r) => r.offset), SURVIVORS, `${who} sees exactly the survivors, at their offsets`);
+  assert.deepEqual(
+    seen.map((r) => r.offset),
+    SURVIVORS,
+    `${who} sees exactly the survivors, at their offsets`,
+  );
   for (const r of seen) {
     const g = genRecord(r.offset, KEYS, VALUE_SIZE, 0);
     assert.equal(r.key, g.key!.toString(), `${who}: key at ${r.offset}`);
@@ -229,7 +273,9 @@ function assertSurvivors(seen: Seen[], who: string): void {
  */
 function assertBoundedBySurvivors(t: TestContext, who: string, run: ClientFetch[], extraReads: number): void {
   const behind = run.filter((f) => f.offset < TOTAL).length;
-  t.diagnostic(`${who}: ${behind} fetches before the high watermark + ${extraReads} extra upstream reads, for ${SURVIVORS.length} survivors among ${TOTAL} records`);
+  t.diagnostic(
+    `${who}: ${behind} fetches before the high watermark + ${extraReads} extra upstream reads, for ${SURVIVORS.length} survivors among ${TOTAL} records`,
+  );
   assert.ok(behind + extraReads <= SURVIVORS.length + 4, `${who}: ${behind} + ${extraReads} upstream fetches for ${SURVIVORS.length} survivors`);
 }
 
@@ -255,18 +301,37 @@ const waitFlags = () => WAIT_FLAGS.map((f, i) => (i === 1 ? bootstrap : f));
 test('Java consumer: exactly the survivors, its position reaches the high watermark', { skip, timeout: 120_000 }, async (t) => {
   const group = 'java-view';
   const { result, run, extraReads } = await measured(() =>
-    javaToolOk('console-consumer', [
-      '--bootstrap-server', bootstrap, '--topic', TOPIC, '--group', group, '--from-beginning', '--timeout-ms', '6000',
-      '--formatter-property', 'print.offset=true', '--formatter-property', 'print.key=true',
-      // Small fetches: reading the raw log this way would take over a hundred of them.
-      '--command-property', `max.partition.fetch.bytes=${JAVA_FETCH_BYTES}`,
-    ], { timeoutMs: 90_000 }),
+    javaToolOk(
+      'console-consumer',
+      [
+        '--bootstrap-server',
+        bootstrap,
+        '--topic',
+        TOPIC,
+        '--group',
+        group,
+        '--from-beginning',
+        '--timeout-ms',
+        '6000',
+        '--formatter-property',
+        'print.offset=true',
+        '--formatter-property',
+        'print.key=true',
+        // Small fetches: reading the raw log this way would take over a hundred of them.
+        '--command-property',
+        `max.partition.fetch.bytes=${JAVA_FETCH_BYTES}`,
+      ],
+      { timeoutMs: 90_000 },
+    ),
   );
-  const seen = result.stdout.trimEnd().split('\n').map((line) => {
-    const m = /^Offset:(\d+)\t([^\t]*)\t(.*)$/.exec(line);
-    assert.ok(m, `console consumer line: ${line}`);
-    return { offset: Number(m[1]), key: m[2]!, value: m[3]! };
-  });
+  const seen = result.stdout
+    .trimEnd()
+    .split('\n')
+    .map((line) => {
+      const m = /^Offset:(\d+)\t([^\t]*)\t(.*)$/.exec(line);
+      assert.ok(m, `console consumer line: ${line}`);
+      return { offset: Number(m[1]), key: m[2]!, value: m[3]! };
+    });
   assertSurvivors(seen, 'Java');
   assert.equal(Math.max(...run.map((f) => f.offset)), TOTAL, 'Java fetches from the high watermark');
   assertBoundedBySurvivors(t, 'Java', run, extraReads);
@@ -313,7 +378,9 @@ test('librdkafka (confluent-kafka, CRC checked): exactly the survivors, its posi
 });
 
 test('kcat -e (librdkafka end-of-partition): exits at the end', { skip: skip || (!kcatAvailable() && 'kcat not installed'), timeout: 60_000 }, async () => {
-  const r = await runProcess('kcat', ['-C', '-q', '-b', bootstrap, '-t', TOPIC, '-o', 'beginning', '-e', '-f', '%o\n', '-X', 'check.crcs=true'], { timeoutMs: 30_000 });
+  const r = await runProcess('kcat', ['-C', '-q', '-b', bootstrap, '-t', TOPIC, '-o', 'beginning', '-e', '-f', '%o\n', '-X', 'check.crcs=true'], {
+    timeoutMs: 30_000,
+  });
   assert.equal(r.code, 0, r.stderr);
   assert.deepEqual(r.stdout.trimEnd().split('\n').map(Number), SURVIVORS);
 });
@@ -321,9 +388,12 @@ test('kcat -e (librdkafka end-of-partition): exits at the end', { skip: skip || 
 test('kafkajs: exactly the survivors; stuck before the removed tail it waits instead of spinning', { skip, timeout: 120_000 }, async (t) => {
   const idleMs = 5000;
   const { result, run, extraReads } = await measured(async () => {
-    const consumer = new kafkajs.Kafka({ clientId: 'kafkajs-view', brokers: [bootstrap], logLevel: kafkajs.logLevel.NOTHING }).consumer({ groupId: 'kafkajs-view', maxWaitTimeInMs: 500 });
+    const consumer = new kafkajs.Kafka({ clientId: 'kafkajs-view', brokers: [bootstrap], logLevel: kafkajs.logLevel.NOTHING }).consumer({
+      groupId: 'kafkajs-view',
+      maxWaitTimeInMs: 500,
+    });
     const seen: Seen[] = [];
-    let lastAt = Date.now();
+    let lastAt: number;
     await consumer.connect();
     try {
       await consumer.subscribe({ topic: TOPIC, fromBeginning: true });
@@ -346,8 +416,16 @@ test('kafkajs: exactly the survivors; stuck before the removed tail it waits ins
   const idle = run.filter((f) => f.at >= result.idleFrom);
   t.diagnostic(`kafkajs: ${idle.length} fetches in ${idleMs} ms after the last survivor, at offsets ${[...new Set(idle.map((f) => f.offset))].join(',')}`);
   assert.ok(idle.length <= (idleMs / 500) * 2 + 4, `kafkajs spins: ${idle.length} fetches in ${idleMs} ms`);
-  assert.ok(idle.every((f) => f.offset === TAIL_START), 'kafkajs stays after the last survivor');
-  assertBoundedBySurvivors(t, 'kafkajs', run.filter((f) => f.at < result.idleFrom), extraReads);
+  assert.ok(
+    idle.every((f) => f.offset === TAIL_START),
+    'kafkajs stays after the last survivor',
+  );
+  assertBoundedBySurvivors(
+    t,
+    'kafkajs',
+    run.filter((f) => f.at < result.idleFrom),
+    extraReads,
+  );
 });
 
 /** What the engine's index shows of its topic: survivors below the horizon, everything above. */
@@ -371,12 +449,36 @@ test('with the real index and cleaner: Java, franz-go and librdkafka read exactl
     ['librdkafka', venvPython, [path.join(pythonScriptsDir, 'ck.py'), 'consume', ...flags]],
   ] as const) {
     const { result, run } = await measured(() => peerConsume(command, [...args]), ENGINE_TOPIC);
-    assert.deepEqual(result.records.map(({ offset, key, value }) => ({ offset, key, value })), expected, who);
+    assert.deepEqual(
+      result.records.map(({ offset, key, value }) => ({ offset, key, value })),
+      expected,
+      who,
+    );
     assert.equal(Math.max(...run.map((f) => f.offset)), ENGINE_RECORDS + 1, `${who} reaches the high watermark`);
   }
-  const java = await javaToolOk('console-consumer', [
-    '--bootstrap-server', bootstrap, '--topic', ENGINE_TOPIC, '--from-beginning', '--timeout-ms', '5000',
-    '--formatter-property', 'print.offset=true', '--formatter-property', 'print.key=true',
-  ], { timeoutMs: 90_000 });
-  assert.deepEqual(java.stdout.trimEnd().split('\n').map((line) => Number(/^Offset:(\d+)\t/.exec(line)?.[1])), visible, 'Java');
+  const java = await javaToolOk(
+    'console-consumer',
+    [
+      '--bootstrap-server',
+      bootstrap,
+      '--topic',
+      ENGINE_TOPIC,
+      '--from-beginning',
+      '--timeout-ms',
+      '5000',
+      '--formatter-property',
+      'print.offset=true',
+      '--formatter-property',
+      'print.key=true',
+    ],
+    { timeoutMs: 90_000 },
+  );
+  assert.deepEqual(
+    java.stdout
+      .trimEnd()
+      .split('\n')
+      .map((line) => Number(/^Offset:(\d+)\t/.exec(line)?.[1])),
+    visible,
+    'Java',
+  );
 });

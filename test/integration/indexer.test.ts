@@ -29,7 +29,6 @@ import {
   type RecordView,
 } from '../support/index.js';
 
-
 interface IndexRow {
   offset: number;
   key: Buffer | null;
@@ -111,7 +110,12 @@ function assertIndexed(dataDir: string, topic: string, records: RecordView[], pa
   }
 }
 
-async function consumeAll(bootstrap: string, topic: string, count: number, isolation: 'read_uncommitted' | 'read_committed' = 'read_uncommitted'): Promise<RecordView[]> {
+async function consumeAll(
+  bootstrap: string,
+  topic: string,
+  count: number,
+  isolation: 'read_uncommitted' | 'read_committed' = 'read_uncommitted',
+): Promise<RecordView[]> {
   const summary = await franzConsume(bootstrap, { topic, count, records: true, isolation, timeoutMs: 30_000 });
   return summary.records!;
 }
@@ -133,7 +137,10 @@ async function indexerSuite(t: TestContext, bootstrap: string, brokers: number):
       await caughtUp(engine, topic, 3, 2000);
       assertIndexed(dataDir, topic, await consumeAll(bootstrap, topic, 2000), 3);
       const status = await engine.status();
-      assert.ok(status.partitions.every((p) => p.topicId.length === 22 && p.leader >= 0), JSON.stringify(status.partitions));
+      assert.ok(
+        status.partitions.every((p) => p.topicId.length === 22 && p.leader >= 0),
+        JSON.stringify(status.partitions),
+      );
     });
 
     await t.test('resumes from its checkpoint after a restart', async () => {
@@ -160,7 +167,10 @@ async function indexerSuite(t: TestContext, bootstrap: string, brokers: number):
         await caughtUp(engine, topic, 3, 2600);
         assertIndexed(dataDir, topic, await consumeAll(bootstrap, topic, 2600), 3);
       }
-      assert.ok(lines.some((l) => /index file unusable/.test(l) && l.includes(`"topic":"${topic}"`)), lines.join('\n'));
+      assert.ok(
+        lines.some((l) => /index file unusable/.test(l) && l.includes(`"topic":"${topic}"`)),
+        lines.join('\n'),
+      );
     });
 
     await t.test('starts over when the topic is deleted and created again', async () => {
@@ -234,7 +244,6 @@ test('the indexer tails kfake (3 brokers)', { timeout: 300_000 }, async (t) => {
   }
 });
 
-
 test('the indexer rides out an upstream outage and follows the upstream when it returns', { timeout: 300_000 }, async (t) => {
   if (!requirePeers(t)) return;
   const ports = await freePorts(3);
@@ -261,7 +270,10 @@ test('the indexer rides out an upstream outage and follows the upstream when it 
       return status.length === 2 && indexed === 120 && status.every((p) => p.nextOffset === p.highWatermark) ? true : undefined;
     });
     assertIndexed(data.path, topic, await consumeAll(kfake.bootstrap, topic, 120), 2);
-    assert.ok(lines.some((l) => /reachable again/.test(l)), lines.join('\n'));
+    assert.ok(
+      lines.some((l) => /reachable again/.test(l)),
+      lines.join('\n'),
+    );
   } finally {
     await engine.close();
     await kfake.stop();

@@ -12,8 +12,7 @@ import { freePortRun } from '../support/kcompact.js';
 import { freePort, kcatAvailable, makeTempDir, missingPeers, pollUntil, runProcess, startBackground, tail } from '../support/index.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
-const skip =
-  (missingPeers().length > 0 || !kcatAvailable()) && !process.env.CI ? 'test peers not installed: run bash test/peers/install.sh' : false;
+const skip = (missingPeers().length > 0 || !kcatAvailable()) && !process.env.CI ? 'test peers not installed: run bash test/peers/install.sh' : false;
 
 /** The README's kcat walkthrough: its commands, and the output lines its comments promise. */
 function walkthrough(): { commands: string; expected: string[] } {
@@ -22,7 +21,14 @@ function walkthrough(): { commands: string; expected: string[] } {
   assert.ok(block, 'README.md has a kcat walkthrough after "With kcat:"');
   const lines = block.split('\n');
   const commands = lines.filter((l) => l.trim() !== '' && !l.startsWith('#')).join('\n');
-  const expected = lines.filter((l) => l.startsWith('# o=')).map((l) => l.slice(2).replace(/\s+\(.*\)$/, '').trimEnd());
+  const expected = lines
+    .filter((l) => l.startsWith('# o='))
+    .map((l) =>
+      l
+        .slice(2)
+        .replace(/\s+\(.*\)$/, '')
+        .trimEnd(),
+    );
   return { commands, expected };
 }
 
@@ -43,10 +49,20 @@ test('make run starts an upstream and kcompact, and the README walkthrough print
     KCOMPACT_DATA_DIR: path.join(temp.path, 'data'),
   };
   const stdoutFile = path.join(temp.path, 'stdout.log');
-  const run = startBackground('bash', [path.join(root, 'scripts', 'run-local.sh')], { cwd: root, env, stdoutFile, stderrFile: path.join(temp.path, 'stderr.log') });
+  const run = startBackground('bash', [path.join(root, 'scripts', 'run-local.sh')], {
+    cwd: root,
+    env,
+    stdoutFile,
+    stderrFile: path.join(temp.path, 'stderr.log'),
+  });
   try {
     const gone = () => (run.exitStatus() ? `make run exited: ${tail(fs.readFileSync(path.join(temp.path, 'stderr.log'), 'utf8'))}` : undefined);
-    await pollUntil('kcompact started (/startupz)', 60_000, async () => ((await fetch(`http://${metrics}/startupz`).catch(() => null))?.status === 200 ? true : undefined), gone);
+    await pollUntil(
+      'kcompact started (/startupz)',
+      60_000,
+      async () => ((await fetch(`http://${metrics}/startupz`).catch(() => null))?.status === 200 ? true : undefined),
+      gone,
+    );
     const printed = fs.readFileSync(stdoutFile, 'utf8');
     assert.match(printed, new RegExp(`proxy bootstrap at 127\\.0\\.0\\.1:${listenPort}`), 'prints the bootstrap address');
     assert.ok(printed.includes(`http://${metrics}/metrics`), 'prints the metrics URL');
@@ -56,7 +72,10 @@ test('make run starts an upstream and kcompact, and the README walkthrough print
     const script = commands.replaceAll('127.0.0.1:9092', `127.0.0.1:${listenPort}`);
     const r = await runProcess('bash', ['-euo', 'pipefail', '-c', script], { cwd: root, env, timeoutMs: 120_000 });
     assert.equal(r.code, 0, `the walkthrough ran: ${r.stderr}`);
-    const consumed = r.stdout.split('\n').filter((l) => l.startsWith('o=')).map((l) => l.trimEnd());
+    const consumed = r.stdout
+      .split('\n')
+      .filter((l) => l.startsWith('o='))
+      .map((l) => l.trimEnd());
     assert.deepEqual(consumed, expected);
   } finally {
     await run.stop(15_000);

@@ -53,7 +53,18 @@ test('metrics while traffic and cleaning run', { skip, timeout: 300_000 }, async
     await t.test('figures move with traffic, indexing and cleaning; per-partition series follow include and exclude', async () => {
       const cli = await startCliProxy({
         upstream: kfake.bootstrap,
-        args: ['--topics', STATIC_TOPICS, '--cleaner-backoff-ms', '1000', '--metrics-per-partition', 'true', '--metrics-topics-include', 'keep-*', '--metrics-topics-exclude', 'keep-out'],
+        args: [
+          '--topics',
+          STATIC_TOPICS,
+          '--cleaner-backoff-ms',
+          '1000',
+          '--metrics-per-partition',
+          'true',
+          '--metrics-topics-include',
+          'keep-*',
+          '--metrics-topics-exclude',
+          'keep-out',
+        ],
       });
       const kafka = client(cli.bootstrap);
       const producer = kafka.producer({ allowAutoTopicCreation: false });
@@ -107,7 +118,9 @@ test('metrics while traffic and cleaning run', { skip, timeout: 300_000 }, async
 
         await pollUntil('the index caught up with every topic', 30_000, async () => {
           const status = await engineStatus(cli);
-          return status.partitions.length === TOPICS.length && status.partitions.every((p) => p.highWatermark > 0 && p.nextOffset === p.highWatermark) ? true : undefined;
+          return status.partitions.length === TOPICS.length && status.partitions.every((p) => p.highWatermark > 0 && p.nextOffset === p.highWatermark)
+            ? true
+            : undefined;
         });
         // A record past segment.ms rolls the segment, so the updates become cleanable.
         const cleaned = await pollUntil('a clean reaps the superseded records', 30_000, async () => {
@@ -154,7 +167,9 @@ test('metrics while traffic and cleaning run', { skip, timeout: 300_000 }, async
         const partitionSamples = settled.samples.filter((s) => s.name.startsWith('kcompact_partition_'));
         assert.ok(partitionSamples.length >= 5);
         assert.deepEqual([...new Set(partitionSamples.map((s) => s.labels.topic))], ['keep-a'], 'keep-out is excluded, other is not included');
-        await pollUntil('connections close with the clients', 10_000, async () => ((await scrape(cli.management)).value('kcompact_connections') === 0 ? true : undefined));
+        await pollUntil('connections close with the clients', 10_000, async () =>
+          (await scrape(cli.management)).value('kcompact_connections') === 0 ? true : undefined,
+        );
       } finally {
         await Promise.allSettled([producer.disconnect(), follower.disconnect(), reader.disconnect()]);
         await cli.stop();
@@ -168,8 +183,14 @@ test('metrics while traffic and cleaning run', { skip, timeout: 300_000 }, async
           const e = await scrape(cli.management);
           return e.value('kcompact_compacted_partitions') === TOPICS.length && e.value('kcompact_index_rows')! > 0 ? e : undefined;
         });
-        assert.deepEqual(s.samples.filter((x) => x.name.startsWith('kcompact_partition_')), []);
-        assert.deepEqual([...s.families.keys()].filter((name) => name.startsWith('kcompact_partition_')), []);
+        assert.deepEqual(
+          s.samples.filter((x) => x.name.startsWith('kcompact_partition_')),
+          [],
+        );
+        assert.deepEqual(
+          [...s.families.keys()].filter((name) => name.startsWith('kcompact_partition_')),
+          [],
+        );
       } finally {
         await cli.stop();
       }

@@ -20,7 +20,10 @@ test("Kafka 4.4 'reference' mode compacts once the dirty segment rolls", { timeo
     // Until the cleaner has run, the consume sees more than 41 records and throws.
     const compacted = await pollUntil('compaction', 60_000, () => franzConsume(b, { topic: 'table', count: 41, timeoutMs: 5_000 }));
     // The latest offset of each of the 40 keys in the rolled segment, then the active segment's record.
-    assert.deepEqual(compacted.partitions['0']!.offsets, Array.from({ length: 41 }, (_, i) => 260 + i));
+    assert.deepEqual(
+      compacted.partitions['0']!.offsets,
+      Array.from({ length: 41 }, (_, i) => 260 + i),
+    );
   } finally {
     await kafka.stop();
   }

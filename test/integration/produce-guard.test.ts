@@ -44,7 +44,13 @@ before(async () => {
   kafka = await startKafka({ compaction: 'reference' });
   const interceptors = new Map<number, RequestInterceptor>();
   proxy = await startProxy(kafka.bootstrap, { interceptors });
-  pool = new UpstreamPool({ bootstrap: parseHostPortList(kafka.bootstrap), topicIds: proxy.server.topics, log, maxFrameBytes: 100 << 20, requestTimeoutMs: 10_000 });
+  pool = new UpstreamPool({
+    bootstrap: parseHostPortList(kafka.bootstrap),
+    topicIds: proxy.server.topics,
+    log,
+    maxFrameBytes: 100 << 20,
+    requestTimeoutMs: 10_000,
+  });
   guard = createProduceGuard({
     config,
     topicIds: proxy.server.topics,
@@ -70,7 +76,10 @@ before(async () => {
     const offsets = await askOnce(kafka.bootstrap, ApiKey.ListOffsets, 7, {
       replicaId: -1,
       isolationLevel: 0,
-      topics: [DIRECT, PROXIED].map((name) => ({ name, partitions: [0, 1].map((partitionIndex) => ({ partitionIndex, currentLeaderEpoch: -1, timestamp: -1n })) })),
+      topics: [DIRECT, PROXIED].map((name) => ({
+        name,
+        partitions: [0, 1].map((partitionIndex) => ({ partitionIndex, currentLeaderEpoch: -1, timestamp: -1n })),
+      })),
     });
     // eslint-disable-next-line @typescript-eslint/no-explicit-any
     return offsets.topics.every((t: any) => t.partitions.every((p: any) => p.errorCode === 0)) || undefined;
@@ -96,7 +105,11 @@ const fields = (count: number) => ({
 });
 
 function batch(keys: (string | null)[], codec: number): Promise<Buffer> {
-  return encodeBatch(fields(keys.length), keys.map((k, i) => ({ timestampDelta: i, offsetDelta: i, key: k === null ? null : Buffer.from(k), value: Buffer.from(`v${i}`) })), codec);
+  return encodeBatch(
+    fields(keys.length),
+    keys.map((k, i) => ({ timestampDelta: i, offsetDelta: i, key: k === null ? null : Buffer.from(k), value: Buffer.from(`v${i}`) })),
+    codec,
+  );
 }
 
 function produceBody(version: number, topic: string, partitions: { index: number; records: Buffer }[], acks = -1) {
@@ -141,7 +154,18 @@ test('keyless records get the same answer as from Kafka compacting the topic its
       // eslint-disable-next-line @typescript-eslint/no-explicit-any
       const errors = direct.responses[0].partitionResponses.map((p: any) => [p.index, p.errorCode]).sort();
       // Kafka refuses zstd before Produce v7 ahead of any record check.
-      assert.deepEqual(errors, codec === 4 && version < 7 ? [[0, 76], [1, 76]] : [[0, 0], [1, 87]]);
+      assert.deepEqual(
+        errors,
+        codec === 4 && version < 7
+          ? [
+              [0, 76],
+              [1, 76],
+            ]
+          : [
+              [0, 0],
+              [1, 87],
+            ],
+      );
     }
   }
   // Three codecs over eight versions, but Kafka refuses zstd before v7 before looking at keys.
@@ -162,7 +186,10 @@ test('the rejection reports the log start offset as Kafka does', { skip, timeout
 });
 
 test('acks=0 with a keyless record: both close the connection', { skip, timeout: 60_000 }, async () => {
-  for (const [address, topic] of [[kafka.bootstrap, DIRECT], [proxyAddress, PROXIED]] as const) {
+  for (const [address, topic] of [
+    [kafka.bootstrap, DIRECT],
+    [proxyAddress, PROXIED],
+  ] as const) {
     const conn = await RawConnection.open(address);
     conn.request(ApiKey.Produce, 9, produceBody(9, topic, [{ index: 0, records: await batch([null], 0) }], 0), 1);
     assert.equal(await conn.closesWithin(10_000), true, `${address} closes`);
@@ -171,7 +198,10 @@ test('acks=0 with a keyless record: both close the connection', { skip, timeout:
 
 test('a client sees INVALID_RECORD from the proxy as from Kafka; keyed records land', { skip, timeout: 60_000 }, async () => {
   const errors: string[] = [];
-  for (const [address, topic] of [[kafka.bootstrap, DIRECT], [proxyAddress, PROXIED]] as const) {
+  for (const [address, topic] of [
+    [kafka.bootstrap, DIRECT],
+    [proxyAddress, PROXIED],
+  ] as const) {
     const producer = new kafkajs.Kafka({ clientId: 'guard-test', brokers: [address], logLevel: kafkajs.logLevel.NOTHING, retry: { retries: 0 } }).producer();
     await producer.connect();
     try {

@@ -21,7 +21,18 @@ function fetchResponse(records: Buffer): object {
     responses: [
       {
         topicId: TOPIC_ID,
-        partitions: [{ partitionIndex: 0, errorCode: 0, highWatermark: 10n, lastStableOffset: 10n, logStartOffset: 0n, abortedTransactions: null, preferredReadReplica: -1, records }],
+        partitions: [
+          {
+            partitionIndex: 0,
+            errorCode: 0,
+            highWatermark: 10n,
+            lastStableOffset: 10n,
+            logStartOffset: 0n,
+            abortedTransactions: null,
+            preferredReadReplica: -1,
+            records,
+          },
+        ],
       },
     ],
   };
@@ -35,7 +46,12 @@ const fetchRequest = {
   isolationLevel: 0,
   sessionId: 0,
   sessionEpoch: -1,
-  topics: [{ topicId: TOPIC_ID, partitions: [{ partition: 0, currentLeaderEpoch: -1, fetchOffset: 0n, lastFetchedEpoch: -1, logStartOffset: -1n, partitionMaxBytes: 4 << 20 }] }],
+  topics: [
+    {
+      topicId: TOPIC_ID,
+      partitions: [{ partition: 0, currentLeaderEpoch: -1, fetchOffset: 0n, lastFetchedEpoch: -1, logStartOffset: -1n, partitionMaxBytes: 4 << 20 }],
+    },
+  ],
   forgottenTopicsData: [],
   rackId: '',
 };

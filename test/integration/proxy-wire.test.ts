@@ -35,20 +35,42 @@ test('Metadata at every version lists the proxy ports, each reaching its own bro
   for (let v = Math.max(schema.minVersion, 1); v <= schema.maxVersion; v++) {
     const body = await ask(proxy.bootstrap, ApiKey.Metadata, v, { topics: [] });
     const brokers = body.brokers.map((b: { nodeId: number; host: string; port: number }) => ({ nodeId: b.nodeId, host: b.host, port: b.port }));
-    assert.deepEqual(brokers.sort((a: { nodeId: number }, b: { nodeId: number }) => a.nodeId - b.nodeId), [0, 1, 2].map((id) => ({ nodeId: id, ...local(id) })), `Metadata v${v}`);
+    assert.deepEqual(
+      brokers.sort((a: { nodeId: number }, b: { nodeId: number }) => a.nodeId - b.nodeId),
+      [0, 1, 2].map((id) => ({ nodeId: id, ...local(id) })),
+      `Metadata v${v}`,
+    );
   }
   // Port N reaches node N: a produce is accepted only through the port of the partition's leader.
   const topic = 'placement';
-  await ask(proxy.bootstrap, ApiKey.CreateTopics, 7, { topics: [{ name: topic, numPartitions: 3, replicationFactor: 1, assignments: [], configs: [] }], timeoutMs: 5000 });
+  await ask(proxy.bootstrap, ApiKey.CreateTopics, 7, {
+    topics: [{ name: topic, numPartitions: 3, replicationFactor: 1, assignments: [], configs: [] }],
+    timeoutMs: 5000,
+  });
   const meta = await ask(proxy.bootstrap, ApiKey.Metadata, 12, { topics: [{ name: topic }] });
   const batch = await encodeBatch(
-    { baseOffset: 0n, partitionLeaderEpoch: -1, attributes: 0, lastOffsetDelta: 0, baseTimestamp: 1700000000000n, maxTimestamp: 1700000000000n, producerId: -1n, producerEpoch: -1, baseSequence: -1 },
+    {
+      baseOffset: 0n,
+      partitionLeaderEpoch: -1,
+      attributes: 0,
+      lastOffsetDelta: 0,
+      baseTimestamp: 1700000000000n,
+      maxTimestamp: 1700000000000n,
+      producerId: -1n,
+      producerEpoch: -1,
+      baseSequence: -1,
+    },
     [{ timestampDelta: 0, offsetDelta: 0, key: Buffer.from('k'), value: Buffer.from('v') }],
     0,
   );
   for (const p of meta.topics[0].partitions as { partitionIndex: number; leaderId: number }[]) {
     for (const node of [0, 1, 2]) {
-      const res = await ask(`127.0.0.1:${local(node).port}`, ApiKey.Produce, 9, { transactionalId: null, acks: 1, timeoutMs: 5000, topicData: [{ name: topic, partitionData: [{ index: p.partitionIndex, records: batch }] }] });
+      const res = await ask(`127.0.0.1:${local(node).port}`, ApiKey.Produce, 9, {
+        transactionalId: null,
+        acks: 1,
+        timeoutMs: 5000,
+        topicData: [{ name: topic, partitionData: [{ index: p.partitionIndex, records: batch }] }],
+      });
       const code = res.responses[0].partitionResponses[0].errorCode;
       assert.equal(code, node === p.leaderId ? 0 : 6, `partition ${p.partitionIndex} (leader ${p.leaderId}) through the port of node ${node}`);
     }
@@ -109,9 +131,10 @@ test('a too-new ApiVersions gets a v0 UNSUPPORTED_VERSION answer naming the vers
   const res = await conn.response(ApiKey.ApiVersions, 0);
   assert.equal(res.correlationId, 42);
   assert.equal(res.body.errorCode, 35);
-  assert.deepEqual(res.body.apiKeys.map((k: { apiKey: number; minVersion: number; maxVersion: number }) => [k.apiKey, k.minVersion, k.maxVersion]), [
-    [18, 0, apiSchema(ApiKey.ApiVersions)!.maxVersion],
-  ]);
+  assert.deepEqual(
+    res.body.apiKeys.map((k: { apiKey: number; minVersion: number; maxVersion: number }) => [k.apiKey, k.minVersion, k.maxVersion]),
+    [[18, 0, apiSchema(ApiKey.ApiVersions)!.maxVersion]],
+  );
   conn.close();
 });
 
@@ -120,7 +143,10 @@ test('ApiVersions v5 to an upstream that stops at v4 gets its UNSUPPORTED_VERSIO
   conn.request(ApiKey.ApiVersions, 5, { clientSoftwareName: 't', clientSoftwareVersion: '1', clusterId: null, nodeId: -1 }, 7);
   const res = await conn.response(ApiKey.ApiVersions, 0);
   assert.equal(res.body.errorCode, 35);
-  assert.deepEqual(res.body.apiKeys.find((k: { apiKey: number }) => k.apiKey === ApiKey.ApiVersions), { apiKey: ApiKey.ApiVersions, minVersion: 0, maxVersion: 4 });
+  assert.deepEqual(
+    res.body.apiKeys.find((k: { apiKey: number }) => k.apiKey === ApiKey.ApiVersions),
+    { apiKey: ApiKey.ApiVersions, minVersion: 0, maxVersion: 4 },
+  );
   conn.request(ApiKey.ApiVersions, 4, { clientSoftwareName: 't', clientSoftwareVersion: '1' }, 8);
   assert.equal((await conn.response(ApiKey.ApiVersions, 4)).body.errorCode, 0);
   conn.close();
@@ -165,7 +191,10 @@ test('an oversized frame closes that connection only', { skip }, async () => {
 
 test('a client that stops reading pauses the upstream instead of buffering without bound', { skip }, async () => {
   const topic = 'backpressure';
-  await ask(proxy.bootstrap, ApiKey.CreateTopics, 7, { topics: [{ name: topic, numPartitions: 1, replicationFactor: 1, assignments: [], configs: [] }], timeoutMs: 5000 });
+  await ask(proxy.bootstrap, ApiKey.CreateTopics, 7, {
+    topics: [{ name: topic, numPartitions: 1, replicationFactor: 1, assignments: [], configs: [] }],
+    timeoutMs: 5000,
+  });
   const meta = await ask(proxy.bootstrap, ApiKey.Metadata, 12, { topics: [{ name: topic }] });
   // Metadata lists partitions in no particular order.
   const leader = meta.topics[0].partitions.find((p: { partitionIndex: number }) => p.partitionIndex === 0).leaderId as number;
@@ -174,18 +203,49 @@ test('a client that stops reading pauses the upstream instead of buffering witho
   const producer = await RawConnection.open(`127.0.0.1:${local(leader).port}`);
   for (let b = 0; b < 32; b++) {
     const batch = await encodeBatch(
-      { baseOffset: 0n, partitionLeaderEpoch: -1, attributes: 0, lastOffsetDelta: 7, baseTimestamp: 1700000000000n, maxTimestamp: 1700000000000n, producerId: -1n, producerEpoch: -1, baseSequence: -1 },
+      {
+        baseOffset: 0n,
+        partitionLeaderEpoch: -1,
+        attributes: 0,
+        lastOffsetDelta: 7,
+        baseTimestamp: 1700000000000n,
+        maxTimestamp: 1700000000000n,
+        producerId: -1n,
+        producerEpoch: -1,
+        baseSequence: -1,
+      },
       Array.from({ length: 8 }, (_, i) => ({ timestampDelta: 0, offsetDelta: i, key: null, value })),
       0,
     );
-    producer.request(ApiKey.Produce, 9, { transactionalId: null, acks: 1, timeoutMs: 5000, topicData: [{ name: topic, partitionData: [{ index: 0, records: batch }] }] }, b);
+    producer.request(
+      ApiKey.Produce,
+      9,
+      { transactionalId: null, acks: 1, timeoutMs: 5000, topicData: [{ name: topic, partitionData: [{ index: 0, records: batch }] }] },
+      b,
+    );
     assert.equal((await producer.response(ApiKey.Produce, 9)).body.responses[0].partitionResponses[0].errorCode, 0);
   }
   producer.close();
   // 16 MiB in the log; 60 fetches of all of it would be ~1 GiB if the proxy buffered it all.
   const reader = await RawConnection.open(`127.0.0.1:${local(leader).port}`);
   reader.socket.pause();
-  const fetch = { replicaId: -1, maxWaitMs: 0, minBytes: 1, maxBytes: 32 << 20, isolationLevel: 0, sessionId: 0, sessionEpoch: -1, topics: [{ topicId, partitions: [{ partition: 0, currentLeaderEpoch: -1, fetchOffset: 0n, lastFetchedEpoch: -1, logStartOffset: -1n, partitionMaxBytes: 32 << 20 }] }], forgottenTopicsData: [], rackId: '' };
+  const fetch = {
+    replicaId: -1,
+    maxWaitMs: 0,
+    minBytes: 1,
+    maxBytes: 32 << 20,
+    isolationLevel: 0,
+    sessionId: 0,
+    sessionEpoch: -1,
+    topics: [
+      {
+        topicId,
+        partitions: [{ partition: 0, currentLeaderEpoch: -1, fetchOffset: 0n, lastFetchedEpoch: -1, logStartOffset: -1n, partitionMaxBytes: 32 << 20 }],
+      },
+    ],
+    forgottenTopicsData: [],
+    rackId: '',
+  };
   for (let i = 0; i < 60; i++) reader.request(ApiKey.Fetch, 13, fetch, i);
   const deadline = Date.now() + 3000;
   let peak = 0;

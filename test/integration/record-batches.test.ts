@@ -8,15 +8,7 @@ import { after, before, test } from 'node:test';
 import { ApiKey } from '../../src/protocol/messages.js';
 import { UpstreamClient } from '../../src/upstream/client.js';
 import { parseHostPort } from '../../src/config/host-port.js';
-import {
-  batchPayload,
-  decodeRecords,
-  encodeBatch,
-  iterateBatches,
-  rebuildBatch,
-  verifyCrc,
-  type BatchHeader,
-} from '../../src/protocol/records/batch.js';
+import { batchPayload, decodeRecords, encodeBatch, iterateBatches, rebuildBatch, verifyCrc, type BatchHeader } from '../../src/protocol/records/batch.js';
 import {
   ckConsume,
   ckProduce,
@@ -67,9 +59,22 @@ async function fetchBatches(topic: string): Promise<RawBatch[]> {
   let offset = 0n;
   for (let round = 0; round < 1000; round++) {
     const res = await client.request(ApiKey.Fetch, version, {
-      replicaId: -1, maxWaitMs: 100, minBytes: 1, maxBytes: 1 << 20, isolationLevel: 0, sessionId: 0, sessionEpoch: -1,
-      topics: [{ topic, topicId, partitions: [{ partition: 0, currentLeaderEpoch: -1, fetchOffset: offset, lastFetchedEpoch: -1, logStartOffset: -1n, partitionMaxBytes: 1 << 20 }] }],
-      forgottenTopicsData: [], rackId: '',
+      replicaId: -1,
+      maxWaitMs: 100,
+      minBytes: 1,
+      maxBytes: 1 << 20,
+      isolationLevel: 0,
+      sessionId: 0,
+      sessionEpoch: -1,
+      topics: [
+        {
+          topic,
+          topicId,
+          partitions: [{ partition: 0, currentLeaderEpoch: -1, fetchOffset: offset, lastFetchedEpoch: -1, logStartOffset: -1n, partitionMaxBytes: 1 << 20 }],
+        },
+      ],
+      forgottenTopicsData: [],
+      rackId: '',
     });
     const p = res.responses[0].partitions[0];
     assert.equal(p.errorCode, 0);
@@ -111,12 +116,17 @@ async function checkBatches(batches: RawBatch[], codec: Compression, expected: {
     assert.equal(await rebuildBatch(header, payload, records), buf);
     const kept = records.filter((_, i) => i % 2 === 0);
     const rebuilt = await rebuildBatch(header, payload, kept);
-    const { batches: [rh] } = iterateBatches(rebuilt);
+    const {
+      batches: [rh],
+    } = iterateBatches(rebuilt);
     assert.ok(verifyCrc(rebuilt, rh!), `${what}: rebuilt CRC`);
     assert.equal(rh!.compression, header.compression);
     assert.equal(rh!.baseOffset, header.baseOffset);
     assert.equal(rh!.lastOffsetDelta, header.lastOffsetDelta);
-    assert.deepEqual((await decodeRecords(rebuilt, rh!)).map((r) => r.offsetDelta), kept.map((r) => r.offsetDelta));
+    assert.deepEqual(
+      (await decodeRecords(rebuilt, rh!)).map((r) => r.offsetDelta),
+      kept.map((r) => r.offsetDelta),
+    );
   }
   assert.deepEqual(seen, expected, `${what}: records as produced`);
 }
@@ -138,11 +148,27 @@ for (const codec of CODECS) {
     const topic = `java-${codec}`;
     await javaToolOk('topics', ['--bootstrap-server', kafka.bootstrap, '--create', '--topic', topic, '--partitions', '1', '--replication-factor', '1']);
     const lines = Array.from({ length: COUNT }, (_, i) => `k${i % 31}|v${i}-${'x'.repeat(i % 90)}`);
-    await javaToolOk('console-producer', [
-      '--bootstrap-server', kafka.bootstrap, '--topic', topic, '--reader-property', 'parse.key=true', '--reader-property', 'key.separator=|',
-      // The console producer's own --compression-codec overrides compression.type properties.
-      '--compression-codec', codec, '--command-property', 'linger.ms=50', '--command-property', 'batch.size=16384',
-    ], { input: lines.join('\n') + '\n' });
+    await javaToolOk(
+      'console-producer',
+      [
+        '--bootstrap-server',
+        kafka.bootstrap,
+        '--topic',
+        topic,
+        '--reader-property',
+        'parse.key=true',
+        '--reader-property',
+        'key.separator=|',
+        // The console producer's own --compression-codec overrides compression.type properties.
+        '--compression-codec',
+        codec,
+        '--command-property',
+        'linger.ms=50',
+        '--command-property',
+        'batch.size=16384',
+      ],
+      { input: lines.join('\n') + '\n' },
+    );
     const expected = lines.map((l) => {
       const [k, v] = l.split('|');
       return { key: Buffer.from(k!), value: Buffer.from(v!) };
@@ -152,7 +178,10 @@ for (const codec of CODECS) {
 
   test(`every client reads batches our encoder wrote with ${codec}`, { skip }, async () => {
     const topic = `ours-${codec}`;
-    await client.request(ApiKey.CreateTopics, 7, { topics: [{ name: topic, numPartitions: 1, replicationFactor: 1, assignments: [], configs: [] }], timeoutMs: 10_000 });
+    await client.request(ApiKey.CreateTopics, 7, {
+      topics: [{ name: topic, numPartitions: 1, replicationFactor: 1, assignments: [], configs: [] }],
+      timeoutMs: 10_000,
+    });
     await pollUntil(`leader of ${topic}`, 15_000, async () => {
       const meta = await client.request(ApiKey.Metadata, 12, { topics: [{ name: topic }], allowAutoTopicCreation: false });
       return meta.topics[0].partitions[0]?.leaderId >= 0 ? true : undefined;
@@ -161,11 +190,32 @@ for (const codec of CODECS) {
     for (let from = 0; from < COUNT; from += 100) {
       const slice = records.slice(from, from + 100);
       const batch = await encodeBatch(
-        { baseOffset: 0n, partitionLeaderEpoch: -1, attributes: CODEC_ID[codec], lastOffsetDelta: slice.length - 1, baseTimestamp: 1_700_000_000_000n, maxTimestamp: 1_700_000_000_099n, producerId: -1n, producerEpoch: -1, baseSequence: -1 },
-        slice.map((r, i) => ({ timestampDelta: i, offsetDelta: i, key: r.key, value: r.value, headers: i % 10 === 0 ? [{ key: Buffer.from('h'), value: Buffer.from(String(i)) }] : [] })),
+        {
+          baseOffset: 0n,
+          partitionLeaderEpoch: -1,
+          attributes: CODEC_ID[codec],
+          lastOffsetDelta: slice.length - 1,
+          baseTimestamp: 1_700_000_000_000n,
+          maxTimestamp: 1_700_000_000_099n,
+          producerId: -1n,
+          producerEpoch: -1,
+          baseSequence: -1,
+        },
+        slice.map((r, i) => ({
+          timestampDelta: i,
+          offsetDelta: i,
+          key: r.key,
+          value: r.value,
+          headers: i % 10 === 0 ? [{ key: Buffer.from('h'), value: Buffer.from(String(i)) }] : [],
+        })),
         CODEC_ID[codec],
       );
-      const res = await client.request(ApiKey.Produce, 9, { transactionalId: null, acks: -1, timeoutMs: 10_000, topicData: [{ name: topic, partitionData: [{ index: 0, records: batch }] }] });
+      const res = await client.request(ApiKey.Produce, 9, {
+        transactionalId: null,
+        acks: -1,
+        timeoutMs: 10_000,
+        topicData: [{ name: topic, partitionData: [{ index: 0, records: batch }] }],
+      });
       assert.equal(res.responses[0].partitionResponses[0].errorCode, 0, `produce ${codec} batch at ${from}`);
     }
     const reference = comparable(await franzConsume(kafka.bootstrap, { topic, count: COUNT, records: true }));
@@ -176,7 +226,20 @@ for (const codec of CODECS) {
     // consumer exits as soon as it has every record, so the bound only matters when records are missing.
     const java = await javaToolOk(
       'console-consumer',
-      ['--bootstrap-server', kafka.bootstrap, '--topic', topic, '--partition', '0', '--offset', 'earliest', '--max-messages', String(COUNT), '--timeout-ms', '240000'],
+      [
+        '--bootstrap-server',
+        kafka.bootstrap,
+        '--topic',
+        topic,
+        '--partition',
+        '0',
+        '--offset',
+        'earliest',
+        '--max-messages',
+        String(COUNT),
+        '--timeout-ms',
+        '240000',
+      ],
       { timeoutMs: 300_000 },
     );
     assert.match(java.stderr, new RegExp(`Processed a total of ${COUNT} messages`), `Java console consumer: ${java.stderr}`);

@@ -118,7 +118,11 @@ test('schema-aware key identity', { timeout: 300_000 }, async (t) => {
     [registry, kfake] = await Promise.all([startSchemaRegistry(), startKfake({ brokers: 1 })]);
     const client = new SchemaRegistry({ host: registry.url });
     const register = async (schema: unknown, subject: string, type = SchemaType.AVRO) =>
-      (await client.register({ type, schema: typeof schema === 'string' ? schema : JSON.stringify(schema) } as Parameters<SchemaRegistry['register']>[0], { subject })).id;
+      (
+        await client.register({ type, schema: typeof schema === 'string' ? schema : JSON.stringify(schema) } as Parameters<SchemaRegistry['register']>[0], {
+          subject,
+        })
+      ).id;
     const v1 = await register(keyV1, 'orders-key');
     const v2 = await register(keyV2, 'orders-key');
     const v3 = await register(keyV3, 'orders-key-reordered');
@@ -130,40 +134,54 @@ test('schema-aware key identity', { timeout: 300_000 }, async (t) => {
     assert.ok(k.v1.subarray(5).equals(k.v2.subarray(5)), 'v1 and v2 write the same payload');
     assert.ok(!k.v1.subarray(5).equals(k.v3.subarray(5)), 'v3 writes another payload');
 
-    await t.test('the registry identity: one digest per decoded value for Avro, JSON Schema and Protobuf keys; unknown ids and a dead registry are errors', async () => {
-      const identities = new KeyIdentities({ [TOPIC]: 'registry' }, new RegistrySchemas(registry!.url, 5_000, quiet), quiet);
-      const digest = (key: Buffer) => registryDigest(identities, key);
-      const avro = await Promise.all([k.v1, k.v2, k.v3].map(digest));
-      assert.equal(new Set(avro).size, 1, 'Avro: the same value under three ids');
-      assert.notEqual(await digest(await client.encode(v1, K2)), avro[0]);
+    await t.test(
+      'the registry identity: one digest per decoded value for Avro, JSON Schema and Protobuf keys; unknown ids and a dead registry are errors',
+      async () => {
+        const identities = new KeyIdentities({ [TOPIC]: 'registry' }, new RegistrySchemas(registry!.url, 5_000, quiet), quiet);
+        const digest = (key: Buffer) => registryDigest(identities, key);
+        const avro = await Promise.all([k.v1, k.v2, k.v3].map(digest));
+        assert.equal(new Set(avro).size, 1, 'Avro: the same value under three ids');
+        assert.notEqual(await digest(await client.encode(v1, K2)), avro[0]);
 
-      const json1 = await register({ type: 'object', properties: { id: { type: 'integer' }, zone: { type: 'string' } } }, 'json-key', SchemaType.JSON);
-      const json2 = await register({ type: 'object', title: 'Key', properties: { id: { type: 'integer' }, zone: { type: 'string' } } }, 'json-key', SchemaType.JSON);
-      assert.notEqual(json1, json2);
-      const jsonKeys = [framedWith(json1, Buffer.from('{"id":7,"zone":"eu"}')), framedWith(json2, Buffer.from('{ "zone" : "eu", "id" : 7.0 }'))];
-      const [j1, j2] = await Promise.all(jsonKeys.map(digest));
-      assert.equal(j1, j2, 'JSON Schema: member order, spacing and 7 vs 7.0');
-      assert.notEqual(await digest(framedWith(json1, Buffer.from('{"id":8,"zone":"eu"}'))), j1);
+        const json1 = await register({ type: 'object', properties: { id: { type: 'integer' }, zone: { type: 'string' } } }, 'json-key', SchemaType.JSON);
+        const json2 = await register(
+          { type: 'object', title: 'Key', properties: { id: { type: 'integer' }, zone: { type: 'string' } } },
+          'json-key',
+          SchemaType.JSON,
+        );
+        assert.notEqual(json1, json2);
+        const jsonKeys = [framedWith(json1, Buffer.from('{"id":7,"zone":"eu"}')), framedWith(json2, Buffer.from('{ "zone" : "eu", "id" : 7.0 }'))];
+        const [j1, j2] = await Promise.all(jsonKeys.map(digest));
+        assert.equal(j1, j2, 'JSON Schema: member order, spacing and 7 vs 7.0');
+        assert.notEqual(await digest(framedWith(json1, Buffer.from('{"id":8,"zone":"eu"}'))), j1);
 
-      const proto = 'syntax = "proto3";\npackage dev.kcompact.test;\nmessage Key { string id = 1; int64 n = 2; bytes tag = 3; }\n';
-      const proto1 = await register(proto, 'proto-key', SchemaType.PROTOBUF);
-      const proto2 = await register(proto + 'message Unrelated { string x = 1; }\n', 'proto-key-2', SchemaType.PROTOBUF);
-      assert.notEqual(proto1, proto2);
-      // 2^53 + 1 as protobufjs takes a 64-bit integer: high and low 32 bits.
-      const pk = { id: 'x', n: { low: 1, high: 0x200000, unsigned: false }, tag: Buffer.from([1, 2]) };
-      const byLibrary = await client.encode(proto1, pk);
-      // Confluent's serializers put the message-index list [0] (one byte 0) before the message.
-      const byConfluent = framedWith(proto2, Buffer.concat([Buffer.from([0]), byLibrary.subarray(5)]));
-      assert.equal(await digest(byLibrary), await digest(byConfluent), 'Protobuf: two ids, both framings, a 64-bit integer beyond 2^53');
-      assert.notEqual(await digest(await client.encode(proto1, { ...pk, n: { low: 0, high: 0x200000, unsigned: false } })), await digest(byLibrary), 'the 64-bit integer is exact');
+        const proto = 'syntax = "proto3";\npackage dev.kcompact.test;\nmessage Key { string id = 1; int64 n = 2; bytes tag = 3; }\n';
+        const proto1 = await register(proto, 'proto-key', SchemaType.PROTOBUF);
+        const proto2 = await register(proto + 'message Unrelated { string x = 1; }\n', 'proto-key-2', SchemaType.PROTOBUF);
+        assert.notEqual(proto1, proto2);
+        // 2^53 + 1 as protobufjs takes a 64-bit integer: high and low 32 bits.
+        const pk = { id: 'x', n: { low: 1, high: 0x200000, unsigned: false }, tag: Buffer.from([1, 2]) };
+        const byLibrary = await client.encode(proto1, pk);
+        // Confluent's serializers put the message-index list [0] (one byte 0) before the message.
+        const byConfluent = framedWith(proto2, Buffer.concat([Buffer.from([0]), byLibrary.subarray(5)]));
+        assert.equal(await digest(byLibrary), await digest(byConfluent), 'Protobuf: two ids, both framings, a 64-bit integer beyond 2^53');
+        assert.notEqual(
+          await digest(await client.encode(proto1, { ...pk, n: { low: 0, high: 0x200000, unsigned: false } })),
+          await digest(byLibrary),
+          'the 64-bit integer is exact',
+        );
 
-      await assert.rejects(digest(framedWith(999_999, Buffer.from('{}'))), (err: unknown) => {
-        return err instanceof SchemaUnavailableError && err.schemaId === 999_999 && err.message.includes(registry!.url);
-      });
-      const dead = `http://127.0.0.1:${await freePort()}/apis/ccompat/v7`;
-      const unreachable = new KeyIdentities({ [TOPIC]: 'registry' }, new RegistrySchemas(dead, 2_000, quiet), quiet);
-      await assert.rejects(registryDigest(unreachable, k.v1), (err: unknown) => err instanceof SchemaUnavailableError && err.schemaId === v1 && err.message.includes(dead));
-    });
+        await assert.rejects(digest(framedWith(999_999, Buffer.from('{}'))), (err: unknown) => {
+          return err instanceof SchemaUnavailableError && err.schemaId === 999_999 && err.message.includes(registry!.url);
+        });
+        const dead = `http://127.0.0.1:${await freePort()}/apis/ccompat/v7`;
+        const unreachable = new KeyIdentities({ [TOPIC]: 'registry' }, new RegistrySchemas(dead, 2_000, quiet), quiet);
+        await assert.rejects(
+          registryDigest(unreachable, k.v1),
+          (err: unknown) => err instanceof SchemaUnavailableError && err.schemaId === v1 && err.message.includes(dead),
+        );
+      },
+    );
 
     const kafka = new kafkajs.Kafka({ clientId: 'schema-keys-test', brokers: [kfake.bootstrap], logLevel: kafkajs.logLevel.NOTHING });
     const admin = kafka.admin();
@@ -201,12 +219,20 @@ test('schema-aware key identity', { timeout: 300_000 }, async (t) => {
       };
       const values = ['k-1', 'k2-1', 'k-2', 'k-3', null, 'z'];
       const records = (offsets: number[]) => offsets.map((o) => [o, values[o]]);
-      for (const [name, proxy] of [['bytes', bytes], ['payload', payload], ['registry', decoded]] as const) {
+      for (const [name, proxy] of [
+        ['bytes', bytes],
+        ['payload', payload],
+        ['registry', decoded],
+      ] as const) {
         await indexedUpTo(proxy, TOPIC, 6);
         const report = (await proxy.compactNow(TOPIC)) as { cleaned: unknown[] };
         assert.equal(report.cleaned.length, 1, `${name}: cleaned`);
         const { first, last } = expected[name];
-        assert.deepEqual(await readAll(proxy.bootstrap, TOPIC, first.length), records(first), `${name}: after the first clean (the tombstone is kept until its horizon)`);
+        assert.deepEqual(
+          await readAll(proxy.bootstrap, TOPIC, first.length),
+          records(first),
+          `${name}: after the first clean (the tombstone is kept until its horizon)`,
+        );
         await cleanedTo(proxy, TOPIC, last.slice(0, -1));
         assert.deepEqual(await readAll(proxy.bootstrap, TOPIC, last.length), records(last), `${name}: after delete.retention.ms`);
       }
@@ -219,7 +245,11 @@ test('schema-aware key identity', { timeout: 300_000 }, async (t) => {
       const pendingKey = framedWith(pending, Buffer.from([2, 0x61])); // {"p": "a"} in Avro
       const late = kafka.producer({ allowAutoTopicCreation: false });
       await late.connect();
-      for (const [key, value] of [[pendingKey, 'p-1'], [pendingKey, 'p-2'], [k.v1, 'z']] as const) {
+      for (const [key, value] of [
+        [pendingKey, 'p-1'],
+        [pendingKey, 'p-2'],
+        [k.v1, 'z'],
+      ] as const) {
         await late.send({ topic: PENDING_TOPIC, acks: -1, messages: [{ key, value, partition: 0, timestamp: String(start + 1000 * sent++) }] });
       }
       await late.disconnect();
@@ -229,29 +259,49 @@ test('schema-aware key identity', { timeout: 300_000 }, async (t) => {
       });
       assert.equal(held.nextOffset, 0);
       assert.ok(held.lastError!.includes(registry!.url), held.lastError);
-      const warning = lines.find((l) => l.msg === 'key schema not available from the schema registry; indexing of the partition waits for it (its records stay visible, unfiltered)' && l.topic === PENDING_TOPIC);
+      const warning = lines.find(
+        (l) =>
+          l.msg === 'key schema not available from the schema registry; indexing of the partition waits for it (its records stay visible, unfiltered)' &&
+          l.topic === PENDING_TOPIC,
+      );
       assert.ok(warning, 'a warning names the partition, the id and the registry');
       assert.deepEqual([warning.partition, warning.schemaId, warning.registry], [0, pending, registry!.url]);
       await decoded.compactNow(PENDING_TOPIC);
-      assert.deepEqual(await readAll(decoded.bootstrap, PENDING_TOPIC, 3), [[0, 'p-1'], [1, 'p-2'], [2, 'z']], 'nothing is hidden on a guess');
+      assert.deepEqual(
+        await readAll(decoded.bootstrap, PENDING_TOPIC, 3),
+        [
+          [0, 'p-1'],
+          [1, 'p-2'],
+          [2, 'z'],
+        ],
+        'nothing is hidden on a guess',
+      );
 
       assert.equal(await register({ type: 'record', name: 'Pending', fields: [{ name: 'p', type: 'string' }] }, 'pending'), pending);
       await indexedUpTo(decoded, PENDING_TOPIC, 3);
       await cleanedTo(decoded, PENDING_TOPIC, [1]);
-      assert.deepEqual(await readAll(decoded.bootstrap, PENDING_TOPIC, 2), [[1, 'p-2'], [2, 'z']]);
+      assert.deepEqual(await readAll(decoded.bootstrap, PENDING_TOPIC, 2), [
+        [1, 'p-2'],
+        [2, 'z'],
+      ]);
     });
 
-    await t.test('changing a topic\'s key identity rebuilds its index from the upstream', async () => {
+    await t.test("changing a topic's key identity rebuilds its index from the upstream", async () => {
       await bytes.stop();
       proxies.splice(proxies.indexOf(bytes), 1);
       const rebuilt = await startProxy({ [TOPIC]: 'registry' }, dataDirs[0]!.path);
       proxies.push(rebuilt);
       await pollUntil('the index reset is logged', 30_000, async () =>
-        lines.some((l) => l.msg === 'resetting partition index' && l.topic === TOPIC && l.reason === 'key identity changed from bytes to registry') ? true : undefined,
+        lines.some((l) => l.msg === 'resetting partition index' && l.topic === TOPIC && l.reason === 'key identity changed from bytes to registry')
+          ? true
+          : undefined,
       );
       await indexedUpTo(rebuilt, TOPIC, 6);
       await cleanedTo(rebuilt, TOPIC, [3]);
-      assert.deepEqual(await readAll(rebuilt.bootstrap, TOPIC, 2), [[3, 'k-3'], [5, 'z']]);
+      assert.deepEqual(await readAll(rebuilt.bootstrap, TOPIC, 2), [
+        [3, 'k-3'],
+        [5, 'z'],
+      ]);
     });
   } finally {
     setLogSink(previousSink);

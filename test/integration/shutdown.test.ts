@@ -40,7 +40,8 @@ async function partitionStatus(cli: CliProxy): Promise<EngineStatus['partitions'
 
 /** The shutdown lines, in the order they must come. */
 function assertShutdownLog(logs: LogLine[]): void {
-  for (const line of logs) assert.ok(['debug', 'info', 'warn', 'error'].includes(line.level) && typeof line.time === 'string', `structured: ${JSON.stringify(line)}`);
+  for (const line of logs)
+    assert.ok(['debug', 'info', 'warn', 'error'].includes(line.level) && typeof line.time === 'string', `structured: ${JSON.stringify(line)}`);
   const at = (msg: string) => {
     const i = logs.findIndex((l) => l.msg === msg);
     assert.ok(i >= 0, `the log says "${msg}"`);
@@ -52,9 +53,17 @@ function assertShutdownLog(logs: LogLine[]): void {
     at('closing the key index'),
     at('shutdown complete'),
   ];
-  assert.deepEqual(steps, [...steps].sort((a, b) => a - b), 'in order');
+  assert.deepEqual(
+    steps,
+    [...steps].sort((a, b) => a - b),
+    'in order',
+  );
   assert.equal(logs.find((l) => l.msg.startsWith('shutting down'))?.signal, 'SIGTERM');
-  assert.deepEqual(logs.filter((l) => l.level === 'error'), [], 'no error logged');
+  assert.deepEqual(
+    logs.filter((l) => l.level === 'error'),
+    [],
+    'no error logged',
+  );
 }
 
 test('SIGTERM mid-traffic drains, loses no acknowledged record, closes the index cleanly', { skip, timeout: 300_000 }, async () => {

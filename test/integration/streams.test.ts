@@ -151,7 +151,10 @@ async function restoreScenario(t: TestContext, upstream: UncompactedUpstream, pr
       app = startStreamsApp(appOptions);
       const store = await app.waitFor('its store queried after the restore', isStore, 90_000);
       assert.deepEqual(store.counts, Object.fromEntries(Array.from({ length: KEYS }, (_, i) => [keyName(i), UPDATES_PER_KEY + 1])));
-      const restored = app.events().filter(isRestored).filter((e) => e.topic === changelog);
+      const restored = app
+        .events()
+        .filter(isRestored)
+        .filter((e) => e.topic === changelog);
       const replayed = restored.reduce((n, e) => n + e.records, 0);
       t.diagnostic(`restored ${replayed} of ${changelogRecords} changelog records: ${JSON.stringify(restored)}`);
       assert.equal(replayed, survivors, 'the restore replayed the survivors only');

@@ -140,7 +140,9 @@ async function describeValues(address: string, topic: string, keys: string[]): P
     includeDocumentation: false,
   });
   assert.equal(body.results[0].errorCode, 0, `describe ${topic} at ${address}: ${body.results[0].errorMessage}`);
-  return Object.fromEntries(body.results[0].configs.map((c: { name: string; value: string; configSource: number }) => [c.name, `${c.value}/${c.configSource}`]));
+  return Object.fromEntries(
+    body.results[0].configs.map((c: { name: string; value: string; configSource: number }) => [c.name, `${c.value}/${c.configSource}`]),
+  );
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -174,7 +176,13 @@ async function eventually(check: () => Promise<void>, deadlineMs = 10_000): Prom
 }
 
 /** The owned configs of a topic through the proxy equal the reference's, once both have settled. */
-function sameAsReference(proxyAddress: string, referenceAddress: string, topic: string, opts: { synonyms: boolean; documentation: boolean }, what?: string): Promise<void> {
+function sameAsReference(
+  proxyAddress: string,
+  referenceAddress: string,
+  topic: string,
+  opts: { synonyms: boolean; documentation: boolean },
+  what?: string,
+): Promise<void> {
   return eventually(async () => assert.deepEqual(await describeOwned(proxyAddress, [topic], opts), await describeOwned(referenceAddress, [topic], opts), what));
 }
 
@@ -221,7 +229,7 @@ for (const upstream of upstreams) {
       proxy?.dataDir.remove();
     });
 
-    test('CreateTopics refuses invalid configs per topic with Kafka\'s errors and creates the valid ones', async () => {
+    test("CreateTopics refuses invalid configs per topic with Kafka's errors and creates the valid ones", async () => {
       const request: [string, Configs][] = [
         [t('c-compact'), { 'cleanup.policy': 'compact', 'min.cleanable.dirty.ratio': ' .25 ' }],
         [t('c-foo'), { 'cleanup.policy': 'foo' }],
@@ -256,7 +264,10 @@ for (const upstream of upstreams) {
       assert.equal(proxy.configs.view.compacted(t('c-plain')), undefined);
 
       // kafkajs creates topics with v3; an existing topic is refused as such before its configs are looked at.
-      const v3 = [[t('c-foo-v3'), { 'cleanup.policy': 'foo' }], [t('c-compact'), { 'cleanup.policy': 'foo' }]] as [string, Configs][];
+      const v3 = [
+        [t('c-foo-v3'), { 'cleanup.policy': 'foo' }],
+        [t('c-compact'), { 'cleanup.policy': 'foo' }],
+      ] as [string, Configs][];
       const [o3, r3] = [await createTopics(proxy.bootstrap, v3, { version: 3 }), await createTopics(ref(), v3, { version: 3 })];
       assert.deepEqual([o3[0].errorCode, o3[0].errorMessage], [r3[0].errorCode, r3[0].errorMessage]);
       // The message for an existing topic is the upstream's own (kfake sends none).
@@ -269,7 +280,10 @@ for (const upstream of upstreams) {
         [t('v-foo'), { 'cleanup.policy': 'foo' }],
       ];
       const [ours, theirs] = [await createTopics(proxy.bootstrap, request, { validateOnly: true }), await createTopics(ref(), request, { validateOnly: true })];
-      assert.deepEqual(ours.map((x) => [x.errorCode, x.errorMessage]), theirs.map((x) => [x.errorCode, x.errorMessage]));
+      assert.deepEqual(
+        ours.map((x) => [x.errorCode, x.errorMessage]),
+        theirs.map((x) => [x.errorCode, x.errorMessage]),
+      );
       assert.equal(await topicExists(upstream.bootstrap(), t('v-compact')), false);
       assert.equal(proxy.configs.view.compacted(t('v-compact')), undefined);
     });
@@ -301,10 +315,17 @@ for (const upstream of upstreams) {
         for (const address of [proxy.bootstrap, ref()]) await describeOwned(address, names, { synonyms: false, documentation: false });
       });
       for (const version of [1, 4]) {
-        for (const [synonyms, documentation] of [[false, false], [true, false], [true, true]] as const) {
+        for (const [synonyms, documentation] of [
+          [false, false],
+          [true, false],
+          [true, true],
+        ] as const) {
           for (const keys of [null, ['cleanup.policy', 'retention.ms', 'compression.type']]) {
             const what = `v${version} synonyms=${synonyms} documentation=${documentation} keys=${keys}`;
-            const [ours, theirs] = [await describeOwned(proxy.bootstrap, names, { synonyms, documentation, keys, version }), await describeOwned(ref(), names, { synonyms, documentation, keys, version })];
+            const [ours, theirs] = [
+              await describeOwned(proxy.bootstrap, names, { synonyms, documentation, keys, version }),
+              await describeOwned(ref(), names, { synonyms, documentation, keys, version }),
+            ];
             for (const name of names) {
               assert.deepEqual(Object.keys(ours[name]!).sort(), Object.keys(theirs[name]!).sort(), `${name} ${what}`);
               for (const config of Object.keys(theirs[name]!)) assert.deepEqual(ours[name]![config], theirs[name]![config], `${name} ${config} ${what}`);
@@ -314,7 +335,7 @@ for (const upstream of upstreams) {
       }
     });
 
-    test('a topic without delete in its policy keeps everything upstream in the store\'s own segments; compact,delete keeps its own retention and segments', async () => {
+    test("a topic without delete in its policy keeps everything upstream in the store's own segments; compact,delete keeps its own retention and segments", async () => {
       await createTopics(proxy.bootstrap, [
         [t('r-compact'), { 'cleanup.policy': 'compact', 'retention.ms': '1000', 'segment.ms': '60000' }],
         [t('r-both'), { 'cleanup.policy': 'compact,delete', 'retention.ms': '1000', 'segment.ms': '60000' }],
@@ -325,7 +346,13 @@ for (const upstream of upstreams) {
       assert.equal(await overridden(t('r-compact'), 'segment.ms'), false, 'no segment override upstream for a topic kept forever');
       await eventually(async () => assert.equal((await direct(t('r-both')))['retention.ms'], '1000/1'));
       assert.equal((await direct(t('r-both'), ['segment.ms']))['segment.ms'], '60000/1');
-      await eventually(async () => assert.equal((await describeValues(proxy.bootstrap, t('r-compact'), ['retention.ms']))['retention.ms'], '1000/1', 'the proxy shows what the client set'));
+      await eventually(async () =>
+        assert.equal(
+          (await describeValues(proxy.bootstrap, t('r-compact'), ['retention.ms']))['retention.ms'],
+          '1000/1',
+          'the proxy shows what the client set',
+        ),
+      );
       assert.equal((await describeValues(proxy.bootstrap, t('r-compact'), ['segment.ms']))['segment.ms'], '60000/1');
       assert.deepEqual(await direct(CONFIGS_TOPIC), { 'retention.ms': '-1/1', 'retention.bytes': '-1/1' });
 
@@ -352,7 +379,11 @@ for (const upstream of upstreams) {
       };
       const compare = () => sameAsReference(proxy.bootstrap, ref(), topic, { synonyms: true, documentation: false });
       for (const entries of [
-        [{ name: 'cleanup.policy', value: 'compact' }, { name: 'retention.ms', value: '5000' }, { name: 'compression.type', value: 'gzip' }],
+        [
+          { name: 'cleanup.policy', value: 'compact' },
+          { name: 'retention.ms', value: '5000' },
+          { name: 'compression.type', value: 'gzip' },
+        ],
         [{ name: 'retention.ms', value: '5000' }],
       ]) {
         await alter(proxy.bootstrap, entries);
@@ -369,7 +400,19 @@ for (const upstream of upstreams) {
     test('kafka-topics --create and kafka-configs --alter --add-config / --delete-config behave as on Kafka', async () => {
       const topic = t('k-java');
       for (const address of [proxy.bootstrap, ref()]) {
-        const created = await javaTool('topics', ['--bootstrap-server', address, '--create', '--topic', topic, '--partitions', '1', '--replication-factor', '1', '--config', 'cleanup.policy=compact']);
+        const created = await javaTool('topics', [
+          '--bootstrap-server',
+          address,
+          '--create',
+          '--topic',
+          topic,
+          '--partitions',
+          '1',
+          '--replication-factor',
+          '1',
+          '--config',
+          'cleanup.policy=compact',
+        ]);
         assert.equal(created.code, 0, `kafka-topics --create at ${address}: ${created.stderr}`);
       }
       assert.ok(proxy.configs.view.compacted(topic));
@@ -405,22 +448,49 @@ for (const upstream of upstreams) {
         { ops: [['cleanup.policy', SET, 'compact']], validateOnly: true, upstreamRetention: '7000/1' },
         { ops: [['cleanup.policy', APPEND, 'foo']] },
         { ops: [['delete.retention.ms', APPEND, '5']] },
-        { ops: [['max.compaction.lag.ms', SET, '10'], ['min.compaction.lag.ms', SET, '100']] },
+        {
+          ops: [
+            ['max.compaction.lag.ms', SET, '10'],
+            ['min.compaction.lag.ms', SET, '100'],
+          ],
+        },
         { ops: [['cleanup.policy', SET, null]] },
-        { ops: [['cleanup.policy', SET, 'compact'], ['cleanup.policy', DELETE, null]] },
+        {
+          ops: [
+            ['cleanup.policy', SET, 'compact'],
+            ['cleanup.policy', DELETE, null],
+          ],
+        },
         // The upstream validates its own configs (kfake takes any compression.type): nothing is stored when it refuses.
-        { ops: [['cleanup.policy', SET, 'compact'], ['compression.type', SET, 'bogus']], upstreamRetention: '7000/1', kafkaOnly: true },
-        { ops: [['cleanup.policy', SET, 'compact'], ['retention.ms', SET, '9000']], upstreamRetention: '-1/1' },
+        {
+          ops: [
+            ['cleanup.policy', SET, 'compact'],
+            ['compression.type', SET, 'bogus'],
+          ],
+          upstreamRetention: '7000/1',
+          kafkaOnly: true,
+        },
+        {
+          ops: [
+            ['cleanup.policy', SET, 'compact'],
+            ['retention.ms', SET, '9000'],
+          ],
+          upstreamRetention: '-1/1',
+        },
         { ops: [['cleanup.policy', SET, 'delete']], upstreamRetention: '9000/1' },
       ];
       for (const step of steps) {
         if (step.kafkaOnly && upstream.name === 'kfake') continue;
         const what = JSON.stringify(step.ops) + (step.validateOnly ? ' validateOnly' : '');
-        const [o, r] = [await incrementalAlter(proxy.bootstrap, topic, step.ops, step.validateOnly), await incrementalAlter(ref(), topic, step.ops, step.validateOnly)];
+        const [o, r] = [
+          await incrementalAlter(proxy.bootstrap, topic, step.ops, step.validateOnly),
+          await incrementalAlter(ref(), topic, step.ops, step.validateOnly),
+        ];
         assert.deepEqual([o.errorCode, o.errorMessage], [r.errorCode, r.errorMessage], what);
         await sameAsReference(proxy.bootstrap, ref(), topic, { synonyms: true, documentation: false }, what);
         const retention = step.upstreamRetention;
-        if (retention) await eventually(async () => assert.equal((await describeValues(upstream.bootstrap(), topic, ['retention.ms']))['retention.ms'], retention, what));
+        if (retention)
+          await eventually(async () => assert.equal((await describeValues(upstream.bootstrap(), topic, ['retention.ms']))['retention.ms'], retention, what));
       }
     });
 
@@ -475,14 +545,19 @@ for (const upstream of upstreams) {
       const deleted = await ask(await controller(proxy.bootstrap), ApiKey.DeleteTopics, 4, { topicNames: [byName], timeoutMs: 30_000 });
       assert.equal(deleted.responses[0].errorCode, 0);
       assert.equal(proxy.configs.view.compacted(byName), undefined);
-      await pollUntil('the topic is gone upstream', 10_000, async () => ((await createTopics(proxy.bootstrap, [[byName, {}]]))[0].errorCode === 0 ? true : undefined));
+      await pollUntil('the topic is gone upstream', 10_000, async () =>
+        (await createTopics(proxy.bootstrap, [[byName, {}]]))[0].errorCode === 0 ? true : undefined,
+      );
       await eventually(async () => assert.equal((await describeValues(proxy.bootstrap, byName, ['cleanup.policy']))['cleanup.policy'], 'delete/5'));
       await eventually(async () => assert.notEqual((await describeValues(upstream.bootstrap(), byName, ['retention.ms']))['retention.ms'], '-1/1'));
 
       const byId = t('e-id');
       const [created] = await createTopics(proxy.bootstrap, [[byId, { 'cleanup.policy': 'compact' }]]);
       assert.notEqual(created.topicId, ZERO_UUID);
-      const gone = await ask(await controller(proxy.bootstrap), ApiKey.DeleteTopics, 6, { topics: [{ name: null, topicId: created.topicId }], timeoutMs: 30_000 });
+      const gone = await ask(await controller(proxy.bootstrap), ApiKey.DeleteTopics, 6, {
+        topics: [{ name: null, topicId: created.topicId }],
+        timeoutMs: 30_000,
+      });
       assert.equal(gone.responses[0].errorCode, 0);
       assert.equal(proxy.configs.view.compacted(byId), undefined);
     });
@@ -522,7 +597,9 @@ for (const upstream of upstreams) {
       await ask(proxy.bootstrap, ApiKey.Metadata, 12, { topics: [{ name: topic, topicId: ZERO_UUID }], allowAutoTopicCreation: false });
       assert.ok(proxy.configs.view.compacted(topic));
       await ask(await controller(upstream.bootstrap()), ApiKey.DeleteTopics, 4, { topicNames: [topic], timeoutMs: 30_000 });
-      await pollUntil('re-created directly upstream', 10_000, async () => ((await createTopics(upstream.bootstrap(), [[topic, {}]]))[0].errorCode === 0 ? true : undefined));
+      await pollUntil('re-created directly upstream', 10_000, async () =>
+        (await createTopics(upstream.bootstrap(), [[topic, {}]]))[0].errorCode === 0 ? true : undefined,
+      );
       await eventually(async () => {
         await ask(proxy.bootstrap, ApiKey.Metadata, 12, { topics: [{ name: topic, topicId: ZERO_UUID }], allowAutoTopicCreation: false });
         assert.equal(proxy.configs.view.compacted(topic), undefined);
@@ -533,7 +610,10 @@ for (const upstream of upstreams) {
     test('static topics are compacted without writing to the upstream and refuse changes through the API', async () => {
       const topic = t('static');
       const endOffset = async () => {
-        const body = await ask(upstream.bootstrap(), ApiKey.Metadata, 12, { topics: [{ name: CONFIGS_TOPIC, topicId: ZERO_UUID }], allowAutoTopicCreation: false });
+        const body = await ask(upstream.bootstrap(), ApiKey.Metadata, 12, {
+          topics: [{ name: CONFIGS_TOPIC, topicId: ZERO_UUID }],
+          allowAutoTopicCreation: false,
+        });
         const leader = body.topics[0].partitions[0].leaderId;
         const broker = body.brokers.find((b: { nodeId: number }) => b.nodeId === leader);
         const offsets = await ask(`${broker.host}:${broker.port}`, ApiKey.ListOffsets, 7, {
@@ -543,13 +623,20 @@ for (const upstream of upstreams) {
         });
         return offsets.topics[0].partitions[0].offset as bigint;
       };
-      const fixed = await startConfigProxy(upstream.bootstrap(), { staticTopics: [{ topic, configs: { 'cleanup.policy': 'compact', 'segment.ms': '60000' } }] });
+      const fixed = await startConfigProxy(upstream.bootstrap(), {
+        staticTopics: [{ topic, configs: { 'cleanup.policy': 'compact', 'segment.ms': '60000' } }],
+      });
       try {
         assert.equal(fixed.configs.view.compacted(topic)?.segmentMs, 60000, 'compacted before the topic even exists');
         const before = await endOffset();
         assert.equal((await createTopics(fixed.bootstrap, [[topic, { 'cleanup.policy': 'compact' }]]))[0].errorCode, 0);
         assert.equal(await endOffset(), before, 'nothing written to the configs topic');
-        await eventually(async () => assert.deepEqual(await describeValues(upstream.bootstrap(), topic, ['retention.ms', 'retention.bytes']), { 'retention.ms': '-1/1', 'retention.bytes': '-1/1' }));
+        await eventually(async () =>
+          assert.deepEqual(await describeValues(upstream.bootstrap(), topic, ['retention.ms', 'retention.bytes']), {
+            'retention.ms': '-1/1',
+            'retention.bytes': '-1/1',
+          }),
+        );
         await eventually(async () => assert.equal((await describeValues(fixed.bootstrap, topic, ['cleanup.policy']))['cleanup.policy'], 'compact/1'));
         const refused = await incrementalAlter(fixed.bootstrap, topic, [['cleanup.policy', SET, 'delete']]);
         assert.equal(refused.errorCode, 44);

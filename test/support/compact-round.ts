@@ -10,13 +10,23 @@ import type { CliProxy } from './kcompact-cli.js';
 import { pollUntil } from './processes.js';
 
 /** Offset, key and value of the records the clean leaves. */
-export const ROUND_SURVIVORS: readonly [number, string, string][] = [[3, 'b', '2'], [4, 'a', '3'], [5, 'c', 'roll']];
+export const ROUND_SURVIVORS: readonly [number, string, string][] = [
+  [3, 'b', '2'],
+  [4, 'a', '3'],
+  [5, 'c', 'roll'],
+];
 
 /** Writes the round with `producer`, cleans it and reads it back with `consumer` (both connected here). */
 export async function compactRound(cli: CliProxy, topic: string, producer: kafkajs.Producer, consumer: kafkajs.Consumer): Promise<void> {
   await producer.connect();
   const old = String(Date.now() - 60_000);
-  const records = [['a', '1'], ['b', '1'], ['a', '2'], ['b', '2'], ['a', '3']].map(([key, value]) => ({ key, value, timestamp: old }));
+  const records = [
+    ['a', '1'],
+    ['b', '1'],
+    ['a', '2'],
+    ['b', '2'],
+    ['a', '3'],
+  ].map(([key, value]) => ({ key, value, timestamp: old }));
   await producer.send({ topic, acks: -1, messages: records });
   await producer.send({ topic, acks: -1, messages: [{ key: 'c', value: 'roll' }] });
 

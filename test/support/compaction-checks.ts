@@ -30,7 +30,10 @@ export async function readUpstream(bootstrap: string, topic: string): Promise<Up
   try {
     const offsets = await admin.fetchTopicOffsets(topic);
     highWatermarks = offsets.sort((a, b) => a.partition - b.partition).map((o) => Number(o.high));
-    assert.ok(offsets.every((o) => Number(o.low) === 0), `the upstream kept the whole log: ${JSON.stringify(offsets)}`);
+    assert.ok(
+      offsets.every((o) => Number(o.low) === 0),
+      `the upstream kept the whole log: ${JSON.stringify(offsets)}`,
+    );
   } finally {
     await admin.disconnect();
   }
@@ -187,7 +190,11 @@ export async function assertSameCompaction(topic: string, log: UpstreamLog, prox
     const dump = dumpIndex(proxy.dataDir, topic, p);
     assertSameIndex(`partition ${p}`, dump, dumpIndex(reference.dataDir, topic, p));
     const survivors = dump.records.filter((r) => (r[0] as number) < cleaned[p]!).map((r) => r[0]);
-    assert.deepEqual(survivors, model.filter((r) => r.partition === p && r.offset < cleaned[p]!).map((r) => r.offset), `partition ${p}: survivors`);
+    assert.deepEqual(
+      survivors,
+      model.filter((r) => r.partition === p && r.offset < cleaned[p]!).map((r) => r.offset),
+      `partition ${p}: survivors`,
+    );
   }
   const [through, throughReference] = await Promise.all([readThrough(proxy, topic, model.length), readThrough(reference, topic, model.length)]);
   assert.deepEqual(through, model, 'the view through the proxy');

@@ -80,15 +80,20 @@ export async function startConnectWorker(opts: ConnectWorkerOptions): Promise<Ru
   const configFile = path.join(opts.dir, 'worker.properties');
   const log4jFile = path.join(opts.dir, 'log4j2.properties');
   const stderrFile = path.join(opts.dir, 'worker.stderr.log');
-  fs.writeFileSync(configFile, Object.entries(props).map(([k, v]) => `${k}=${v}`).join('\n') + '\n');
+  fs.writeFileSync(
+    configFile,
+    Object.entries(props)
+      .map(([k, v]) => `${k}=${v}`)
+      .join('\n') + '\n',
+  );
   fs.writeFileSync(log4jFile, log4jProperties());
   const log = () => (fs.existsSync(stderrFile) ? fs.readFileSync(stderrFile, 'utf8') : '');
   // The later -Dlog4j2.configurationFile wins over the bed's, which jvmArgs sets.
-  const proc = startBackground(
-    javaBin(),
-    [...jvmArgs(256), `-Dlog4j2.configurationFile=${log4jFile}`, KAFKA_MAIN_CLASSES['connect-distributed'], configFile],
-    { cwd: opts.dir, stdoutFile: path.join(opts.dir, 'worker.stdout.log'), stderrFile },
-  );
+  const proc = startBackground(javaBin(), [...jvmArgs(256), `-Dlog4j2.configurationFile=${log4jFile}`, KAFKA_MAIN_CLASSES['connect-distributed'], configFile], {
+    cwd: opts.dir,
+    stdoutFile: path.join(opts.dir, 'worker.stdout.log'),
+    stderrFile,
+  });
   const url = `http://127.0.0.1:${restPort}`;
   const request = async <T>(method: string, urlPath: string, body?: unknown): Promise<RestAnswer<T>> => {
     const res = await fetch(`${url}${urlPath}`, {
@@ -117,7 +122,7 @@ export async function startConnectWorker(opts: ConnectWorkerOptions): Promise<Ru
     );
   } catch (e) {
     await proc.stop(5_000);
-    throw new Error(`${(e as Error).message}\nworker stderr tail:\n${tail(log())}`);
+    throw new Error(`${(e as Error).message}\nworker stderr tail:\n${tail(log())}`, { cause: e });
   }
   return worker;
 }

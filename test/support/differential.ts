@@ -408,13 +408,20 @@ export async function observe(target: DifferentialTarget, opts: ObserveOptions):
 
   const workload = await timed('write', () =>
     kworkload<WorkloadSummary>('write', [
-      '--brokers', target.bootstrap,
-      '--topic', topic,
-      '--seed', String(opts.seed),
-      '--steps', String(sizes.steps),
-      '--keys', String(sizes.keys),
-      '--max-batch', String(sizes.maxBatch),
-      '--max-value-bytes', String(sizes.maxValueBytes),
+      '--brokers',
+      target.bootstrap,
+      '--topic',
+      topic,
+      '--seed',
+      String(opts.seed),
+      '--steps',
+      String(sizes.steps),
+      '--keys',
+      String(sizes.keys),
+      '--max-batch',
+      String(sizes.maxBatch),
+      '--max-value-bytes',
+      String(sizes.maxValueBytes),
       '--records',
     ]),
   );
@@ -429,7 +436,16 @@ export async function observe(target: DifferentialTarget, opts: ObserveOptions):
   let rounds = 0;
   await timed('rounds', async () => {
     const append = async (n: number) => {
-      const roll = await kworkload<{ offset: number }>('append', ['--brokers', target.bootstrap, '--topic', topic, '--key', `roll-${n}`, '--value-bytes', String(rollBytes)]);
+      const roll = await kworkload<{ offset: number }>('append', [
+        '--brokers',
+        target.bootstrap,
+        '--topic',
+        topic,
+        '--key',
+        `roll-${n}`,
+        '--value-bytes',
+        String(rollBytes),
+      ]);
       rolls.push(roll.offset);
       return roll.offset;
     };
@@ -586,7 +602,9 @@ export function compareObservations(reference: Observation, candidate: Observati
 export function expectedSurvivors(o: Observation): RecordLine[] {
   const latest = new Map<string | null, WrittenRecord>();
   for (const r of o.workload.records) if (r.txn !== 'abort') latest.set(r.key, r);
-  const survivors: RecordLine[] = [...latest.values()].filter((r) => r.value !== null).map(({ offset, key, value, headers }) => ({ offset, key, value, headers }));
+  const survivors: RecordLine[] = [...latest.values()]
+    .filter((r) => r.value !== null)
+    .map(({ offset, key, value, headers }) => ({ offset, key, value, headers }));
   return survivors.sort((a, b) => a.offset - b.offset);
 }
 
@@ -602,7 +620,8 @@ function isRoll(r: RecordLine): boolean {
 export function compactionProblems(o: Observation): string[] {
   const problems: string[] = [];
   const { uncommitted, committed } = o.read;
-  if (!uncommitted.reachedEnd || !committed.reachedEnd) problems.push(`a reader stopped short of the end (uncommitted ${uncommitted.reachedEnd}, committed ${committed.reachedEnd})`);
+  if (!uncommitted.reachedEnd || !committed.reachedEnd)
+    problems.push(`a reader stopped short of the end (uncommitted ${uncommitted.reachedEnd}, committed ${committed.reachedEnd})`);
   const isolation = diffRecords(committed.records, uncommitted.records, ['read_committed', 'read_uncommitted']);
   if (isolation.length) problems.push(`the isolation levels disagree (aborted records left?):\n  ${isolation.join('\n  ')}`);
   const tombstones = uncommitted.records.filter((r) => r.value === null).map((r) => r.offset);
@@ -610,15 +629,22 @@ export function compactionProblems(o: Observation): string[] {
   const seen = new Set<string | null>();
   const twice = uncommitted.records.filter((r) => (seen.has(r.key) ? true : (seen.add(r.key), false))).map((r) => r.offset);
   if (twice.length) problems.push(`keys seen more than once, again at offsets ${twice.join(', ')}`);
-  const model = diffRecords(expectedSurvivors(o), uncommitted.records.filter((r) => !isRoll(r)), ['the latest committed writes', 'the log']);
+  const model = diffRecords(
+    expectedSurvivors(o),
+    uncommitted.records.filter((r) => !isRoll(r)),
+    ['the latest committed writes', 'the log'],
+  );
   if (model.length) problems.push(`survivors differ from the latest committed value of each key:\n  ${model.join('\n  ')}`);
   const rolls = uncommitted.records.filter(isRoll).map((r) => r.offset);
   if (JSON.stringify(rolls) !== JSON.stringify(o.rolls)) problems.push(`roll records at ${rolls.join(', ')}, appended at ${o.rolls.join(', ')}`);
-  const accepted = Object.entries(o.keyless.kgo).filter(([, errs]) => errs.some((e) => e === null)).map(([codec]) => codec);
+  const accepted = Object.entries(o.keyless.kgo)
+    .filter(([, errs]) => errs.some((e) => e === null))
+    .map(([codec]) => codec);
   if (accepted.length) problems.push(`a batch with a keyless record was accepted (${accepted.join(', ')})`);
   if (o.keyless.raw?.errorCode !== 87) problems.push(`the raw keyless produce got ${JSON.stringify(o.keyless.raw)}, not INVALID_RECORD (87)`);
   if (o.keyless.endAfter !== o.keyless.endBefore) problems.push(`the keyless attempts moved the log end from ${o.keyless.endBefore} to ${o.keyless.endAfter}`);
-  if (o.invalid.create.code !== 40 || o.invalid.alter.code !== 40) problems.push(`cleanup.policy=foo got ${JSON.stringify(o.invalid)}, not INVALID_CONFIG (40)`);
+  if (o.invalid.create.code !== 40 || o.invalid.alter.code !== 40)
+    problems.push(`cleanup.policy=foo got ${JSON.stringify(o.invalid)}, not INVALID_CONFIG (40)`);
   if (o.invalid.partialTopic) problems.push('the CreateTopics with cleanup.policy=foo left a topic behind');
   const policy = o.described.find((c) => c.name === 'cleanup.policy');
   if (policy?.value !== 'compact') problems.push(`DescribeConfigs shows cleanup.policy ${JSON.stringify(policy?.value)}`);
@@ -654,7 +680,9 @@ export function describeLayout(o: Observation): string {
     `  compacted in ${o.rounds} rounds (rolls at ${o.rolls.join(', ')}): ${read.uncommitted.records.length} records left (${read.uncommitted.records.filter(isRoll).length} of them roll records), offsets ${JSON.stringify(read.offsets)}`,
     `  ${batches.length} batches: codecs ${tally(data.map((b) => b.codec))}; ${empty.length} empty (${empty.map((b) => `${b.base}-${b.last}${b.transactional ? ' txn' : ''}`).join(', ') || 'none'}); ${batches.filter((b) => b.deleteHorizon).length} carry a delete horizon`,
     `  control batches left: ${tally(markers.map((b) => b.control!))} (empty: the marker record removed, the batch kept) at ${markers.map((b) => b.base).join(', ') || '-'}; aborted transactions listed: ${read.abortedTransactions.length}`,
-    `  timings (ms): ${Object.entries(o.timings).map(([k, v]) => `${k} ${v}`).join(', ')}`,
+    `  timings (ms): ${Object.entries(o.timings)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')}`,
   ].join('\n');
 }
 

@@ -82,7 +82,12 @@ function answer(apiKey: number, version: number, correlationId: number, port: nu
     return encodeResponseFrame(apiKey, version, correlationId, { errorCode: 0, apiKeys: keys });
   }
   if (apiKey === ApiKey.Metadata) {
-    return encodeResponseFrame(apiKey, version, correlationId, { brokers: [{ nodeId: 0, host: '127.0.0.1', port, rack: null }], clusterId: 'fake', controllerId: 0, topics: [] });
+    return encodeResponseFrame(apiKey, version, correlationId, {
+      brokers: [{ nodeId: 0, host: '127.0.0.1', port, rack: null }],
+      clusterId: 'fake',
+      controllerId: 0,
+      topics: [],
+    });
   }
   throw new Error(`fake broker has no answer for api ${apiKey}`);
 }

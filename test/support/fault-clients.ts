@@ -50,12 +50,20 @@ class JavaPeer {
 
   /** Waits for a report line starting with `prefix` past the first `after` lines. */
   async waitFor(prefix: string, deadlineMs: number, after = 0): Promise<string> {
-    const line = () => this.lines().slice(after).find((l) => l.startsWith(prefix));
-    return pollUntil(`${this.name} reports "${prefix}"`, deadlineMs, async () => line(), () => {
-      const s = this.proc.exitStatus();
-      // It may have reported the line just before it exited.
-      return s && !line() ? `exited (code ${s.code}, signal ${s.signal}); stderr tail:\n${this.stderrTail()}` : undefined;
-    });
+    const line = () =>
+      this.lines()
+        .slice(after)
+        .find((l) => l.startsWith(prefix));
+    return pollUntil(
+      `${this.name} reports "${prefix}"`,
+      deadlineMs,
+      async () => line(),
+      () => {
+        const s = this.proc.exitStatus();
+        // It may have reported the line just before it exited.
+        return s && !line() ? `exited (code ${s.code}, signal ${s.signal}); stderr tail:\n${this.stderrTail()}` : undefined;
+      },
+    );
   }
 
   exited(): boolean {
@@ -106,7 +114,7 @@ export class FaultProducer extends JavaPeer {
     try {
       await pollUntil(`${more} more records acknowledged`, deadlineMs, async () => (this.acks().length >= target ? true : undefined));
     } catch (err) {
-      throw new Error(`${(err as Error).message}; producer stderr tail:\n${this.stderrTail()}`);
+      throw new Error(`${(err as Error).message}; producer stderr tail:\n${this.stderrTail()}`, { cause: err });
     }
   }
 

@@ -112,7 +112,11 @@ export function kafkaServerProperties(opts: {
     ...(opts.compaction === 'reference' ? REFERENCE_CLEANER : { 'log.cleaner.enable': 'false' }),
     ...opts.properties,
   };
-  return Object.entries(props).map(([k, v]) => `${k}=${v}`).join('\n') + '\n';
+  return (
+    Object.entries(props)
+      .map(([k, v]) => `${k}=${v}`)
+      .join('\n') + '\n'
+  );
 }
 
 /**
@@ -152,7 +156,14 @@ export async function startKafka(opts: KafkaOptions): Promise<RunningKafka> {
   const stderrFile = path.join(dir, 'stderr.log');
   fs.writeFileSync(
     configFile,
-    kafkaServerProperties({ port, controllerPort, logDir: path.join(dir, 'data'), compaction: opts.compaction, properties: opts.properties, extraListeners: opts.extraListeners }),
+    kafkaServerProperties({
+      port,
+      controllerPort,
+      logDir: path.join(dir, 'data'),
+      compaction: opts.compaction,
+      properties: opts.properties,
+      extraListeners: opts.extraListeners,
+    }),
   );
   const stderrTail = (lines = 40) => tail(fs.existsSync(stderrFile) ? fs.readFileSync(stderrFile, 'utf8') : '', lines);
   try {
@@ -178,16 +189,21 @@ export async function startKafka(opts: KafkaOptions): Promise<RunningKafka> {
     }
   };
   const serving = () =>
-    pollUntil(`kafka at ${bootstrap}`, opts.startTimeoutMs ?? 60_000, () => brokerServes(bootstrap), () => {
-      const s = proc.exitStatus();
-      return s ? `exited (code ${s.code}, signal ${s.signal}) while starting` : undefined;
-    });
+    pollUntil(
+      `kafka at ${bootstrap}`,
+      opts.startTimeoutMs ?? 60_000,
+      () => brokerServes(bootstrap),
+      () => {
+        const s = proc.exitStatus();
+        return s ? `exited (code ${s.code}, signal ${s.signal}) while starting` : undefined;
+      },
+    );
   try {
     await serving();
   } catch (e) {
     const message = `${(e as Error).message}\nbroker stderr tail:\n${stderrTail()}`;
     await stop();
-    throw new Error(message);
+    throw new Error(message, { cause: e });
   }
   const halt = async (signal: 'SIGKILL' | 'SIGTERM') => {
     if (signal === 'SIGKILL') process.kill(-proc.pid, 'SIGKILL');
@@ -199,7 +215,7 @@ export async function startKafka(opts: KafkaOptions): Promise<RunningKafka> {
     try {
       await serving();
     } catch (e) {
-      throw new Error(`${(e as Error).message}\nbroker stderr tail:\n${stderrTail()}`);
+      throw new Error(`${(e as Error).message}\nbroker stderr tail:\n${stderrTail()}`, { cause: e });
     }
   };
   return { bootstrap, port, controllerPort, dir, stderrTail, pid: () => proc.pid, halt, restart, stop };

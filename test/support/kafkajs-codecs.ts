@@ -26,7 +26,7 @@ async function snappyRaw(data: Buffer): Promise<Buffer> {
 async function snappyDecompress(data: Buffer): Promise<Buffer> {
   if (data.length < XERIAL_HEADER_BYTES || !data.subarray(0, XERIAL_MAGIC.length).equals(XERIAL_MAGIC)) return snappyRaw(data);
   const blocks: Buffer[] = [];
-  for (let pos = XERIAL_HEADER_BYTES; pos < data.length; ) {
+  for (let pos = XERIAL_HEADER_BYTES; pos < data.length;) {
     const len = data.readInt32BE(pos);
     blocks.push(await snappyRaw(data.subarray(pos + 4, pos + 4 + len)));
     pos += 4 + len;

@@ -87,14 +87,21 @@ export async function startCliProxy(opts: CliProxyOptions): Promise<CliProxy> {
     ...NODE_FLAGS,
     main,
     'proxy',
-    '--upstream', opts.upstream,
-    '--listen', `127.0.0.1:${port}`,
-    '--broker-port-base', String(port + 1),
-    '--metrics-listen', management,
-    '--admin-listen', `${adminHost.includes(':') ? `[${adminHost}]` : adminHost}:${adminPort}`,
+    '--upstream',
+    opts.upstream,
+    '--listen',
+    `127.0.0.1:${port}`,
+    '--broker-port-base',
+    String(port + 1),
+    '--metrics-listen',
+    management,
+    '--admin-listen',
+    `${adminHost.includes(':') ? `[${adminHost}]` : adminHost}:${adminPort}`,
     ...(opts.adminTokenFile !== undefined ? ['--admin-token-file', opts.adminTokenFile] : []),
-    '--data-dir', dataDir,
-    '--log-level', 'info',
+    '--data-dir',
+    dataDir,
+    '--log-level',
+    'info',
     ...(opts.args ?? []),
   ];
   const proc = startBackground(process.execPath, args, { stdoutFile: path.join(temp.path, 'stdout.log'), stderrFile, env: { ...process.env, ...opts.env } });
@@ -105,7 +112,8 @@ export async function startCliProxy(opts: CliProxyOptions): Promise<CliProxy> {
   };
   const http = async (route: string, method = 'GET', o: HttpOptions = {}) => {
     const listener = o.listener ?? (ADMIN_PATHS.has(new URL(route, 'http://x').pathname) ? 'admin' : 'metrics');
-    const token = listener === 'admin' && opts.adminTokenFile !== undefined ? { authorization: `Bearer ${tokenOf(fs.readFileSync(opts.adminTokenFile))}` } : undefined;
+    const token =
+      listener === 'admin' && opts.adminTokenFile !== undefined ? { authorization: `Bearer ${tokenOf(fs.readFileSync(opts.adminTokenFile))}` } : undefined;
     const headers = o.headers ?? token;
     const res = await fetch(`http://${listener === 'admin' ? admin : management}${route}`, { method, ...(headers ? { headers } : {}) });
     return { status: res.status, body: await res.text() };
@@ -135,7 +143,12 @@ export async function startCliProxy(opts: CliProxyOptions): Promise<CliProxy> {
     },
   };
   try {
-    await pollUntil('kcompact startup (/startupz)', opts.startTimeoutMs ?? 30_000, async () => ((await http('/startupz')).status === 200 ? true : undefined), gone);
+    await pollUntil(
+      'kcompact startup (/startupz)',
+      opts.startTimeoutMs ?? 30_000,
+      async () => ((await http('/startupz')).status === 200 ? true : undefined),
+      gone,
+    );
   } catch (err) {
     await cli.stop();
     throw err;

@@ -65,6 +65,6 @@ export async function startKfake(opts: KfakeOptions = {}): Promise<RunningKfake>
   } catch (e) {
     const message = `${(e as Error).message}\nkfake stderr tail:\n${stderrTail()}`;
     await stop();
-    throw new Error(message);
+    throw new Error(message, { cause: e });
   }
 }

@@ -213,12 +213,7 @@ export function startBackground(command: string, args: readonly string[], opts: 
 }
 
 /** Polls `check` until it returns a value, the peer exits, or the deadline passes. */
-export async function pollUntil<T>(
-  what: string,
-  deadlineMs: number,
-  check: () => Promise<T | undefined>,
-  gone?: () => string | undefined,
-): Promise<T> {
+export async function pollUntil<T>(what: string, deadlineMs: number, check: () => Promise<T | undefined>, gone?: () => string | undefined): Promise<T> {
   const end = Date.now() + deadlineMs;
   let last: unknown;
   for (;;) {

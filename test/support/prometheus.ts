@@ -15,7 +15,10 @@ export interface Family {
 }
 
 export class Exposition {
-  constructor(readonly samples: readonly Sample[], readonly families: ReadonlyMap<string, Family>) {}
+  constructor(
+    readonly samples: readonly Sample[],
+    readonly families: ReadonlyMap<string, Family>,
+  ) {}
 
   /** Samples of a name whose labels include `labels`. */
   find(name: string, labels: Record<string, string> = {}): Sample[] {

@@ -45,8 +45,7 @@ export async function startSchemaRegistry(opts: { startTimeoutMs?: number } = {}
   ];
   const proc = startBackground(javaBin(), args, { stdoutFile, stderrFile, cwd: temp.path });
   // Quarkus logs to stdout; the JVM and SLF4J write to stderr.
-  const logTail = (lines = 40) =>
-    [stdoutFile, stderrFile].map((f) => tail(fs.existsSync(f) ? fs.readFileSync(f, 'utf8') : '', lines)).join('\n');
+  const logTail = (lines = 40) => [stdoutFile, stderrFile].map((f) => tail(fs.existsSync(f) ? fs.readFileSync(f, 'utf8') : '', lines)).join('\n');
   const stop = async () => {
     try {
       await proc.stop(10_000);
@@ -74,6 +73,6 @@ export async function startSchemaRegistry(opts: { startTimeoutMs?: number } = {}
   } catch (e) {
     const message = `${(e as Error).message}\nschema registry log tail:\n${logTail()}`;
     await stop();
-    throw new Error(message);
+    throw new Error(message, { cause: e });
   }
 }

@@ -100,15 +100,24 @@ async function kafkajsAdmin(b: string, name: (s: string) => string): Promise<Obs
   await admin.connect();
   try {
     const topic = name('admin');
-    assert.equal(await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 2, configEntries: [{ name: 'retention.ms', value: '86400000' }] }] }), true);
+    assert.equal(
+      await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 2, configEntries: [{ name: 'retention.ms', value: '86400000' }] }] }),
+      true,
+    );
     const meta = await admin.fetchTopicMetadata({ topics: [topic] });
     const listed = (await admin.listTopics()).includes(topic);
     const describe = async () => {
-      const res = await admin.describeConfigs({ includeSynonyms: false, resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: topic, configNames: ['retention.ms'] }] });
+      const res = await admin.describeConfigs({
+        includeSynonyms: false,
+        resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: topic, configNames: ['retention.ms'] }],
+      });
       return res.resources[0]!.configEntries.map((e) => ({ name: e.configName, value: e.configValue }));
     };
     const before = await describe();
-    await admin.alterConfigs({ validateOnly: false, resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: topic, configEntries: [{ name: 'retention.ms', value: '3600000' }] }] });
+    await admin.alterConfigs({
+      validateOnly: false,
+      resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: topic, configEntries: [{ name: 'retention.ms', value: '3600000' }] }],
+    });
     const afterAlter = await describe();
     const offsets = await admin.fetchOffsets({ groupId: name('kjs-readers'), topics: [name('by-franz')] });
     const groups = await admin.describeGroups([name('kjs-readers')]);
@@ -137,13 +146,30 @@ async function javaTools(b: string, up: ScenarioUpstream, name: (s: string) => s
   const described = await javaToolOk('topics', ['--bootstrap-server', b, '--describe', '--topic', topic]);
   assert.match(described.stdout, /PartitionCount:\s*2/);
   const lines = Array.from({ length: 50 }, (_, i) => `key-${i % 7}:value-${i}`);
-  await javaToolOk('console-producer', ['--bootstrap-server', b, '--topic', topic, '--reader-property', 'parse.key=true', '--reader-property', 'key.separator=:'], {
-    input: lines.join('\n') + '\n',
-  });
+  await javaToolOk(
+    'console-producer',
+    ['--bootstrap-server', b, '--topic', topic, '--reader-property', 'parse.key=true', '--reader-property', 'key.separator=:'],
+    {
+      input: lines.join('\n') + '\n',
+    },
+  );
   const group = name('java-readers');
   const consumed = await javaToolOk('console-consumer', [
-    '--bootstrap-server', b, '--topic', topic, '--group', group, '--from-beginning', '--max-messages', String(lines.length),
-    '--timeout-ms', '20000', '--formatter-property', 'print.key=true', '--formatter-property', 'key.separator=:',
+    '--bootstrap-server',
+    b,
+    '--topic',
+    topic,
+    '--group',
+    group,
+    '--from-beginning',
+    '--max-messages',
+    String(lines.length),
+    '--timeout-ms',
+    '20000',
+    '--formatter-property',
+    'print.key=true',
+    '--formatter-property',
+    'key.separator=:',
   ]);
   assert.deepEqual(consumed.stdout.trimEnd().split('\n').sort(), [...lines].sort());
 

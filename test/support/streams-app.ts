@@ -48,12 +48,18 @@ export function startStreamsApp(opts: StreamsAppOptions): RunningStreamsApp {
   // Each run appends: this run's events start where the file ends now.
   const from = fs.existsSync(stdoutFile) ? fs.statSync(stdoutFile).size : 0;
   const args = [
-    '--bootstrap', opts.bootstrap,
-    '--application-id', opts.applicationId,
-    '--input', opts.input,
-    '--output', opts.output,
-    '--state-dir', opts.stateDir,
-    '--store', store,
+    '--bootstrap',
+    opts.bootstrap,
+    '--application-id',
+    opts.applicationId,
+    '--input',
+    opts.input,
+    '--output',
+    opts.output,
+    '--state-dir',
+    opts.stateDir,
+    '--store',
+    store,
     ...Object.entries(opts.configs ?? {}).flatMap(([k, v]) => ['--config', `${k}=${v}`]),
   ];
   const proc = startBackground(javaBin(), javaArgs('StreamsKeyCount', args, 256), { cwd: opts.logDir, stdoutFile, stderrFile });
@@ -68,10 +74,15 @@ export function startStreamsApp(opts: StreamsAppOptions): RunningStreamsApp {
     changelog: `${opts.applicationId}-${store}-changelog`,
     events,
     waitFor: (what, match, deadlineMs = 60_000) =>
-      pollUntil(`streams app: ${what}`, deadlineMs, async () => events().find(match), () => {
-        const s = proc.exitStatus();
-        return s ? `exited (code ${s.code}, signal ${s.signal}); stderr tail:\n${stderrTail()}` : undefined;
-      }),
+      pollUntil(
+        `streams app: ${what}`,
+        deadlineMs,
+        async () => events().find(match),
+        () => {
+          const s = proc.exitStatus();
+          return s ? `exited (code ${s.code}, signal ${s.signal}); stderr tail:\n${stderrTail()}` : undefined;
+        },
+      ),
     stderrTail,
     stop: () => proc.stop(30_000),
   };

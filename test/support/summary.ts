@@ -110,7 +110,11 @@ function text(b: Buffer | null): string | null {
 }
 
 /** Builds the consume summary the Go and Python clients print, from records read in TypeScript. */
-export function summarize(recs: ConsumedRecord[], client: Record<string, unknown>, opts: { expected: number; records?: boolean; errors?: string[] }): ConsumeSummary {
+export function summarize(
+  recs: ConsumedRecord[],
+  client: Record<string, unknown>,
+  opts: { expected: number; records?: boolean; errors?: string[] },
+): ConsumeSummary {
   const errors = [...(opts.errors ?? [])];
   const byPartition = new Map<number, ConsumedRecord[]>();
   for (const r of recs) {

@@ -46,7 +46,24 @@ export async function createTestCa(dir: string, label: string): Promise<TestCa> 
       // 16 hex digits, the first not 0: printed the same by openssl and getPeerCertificate().
       const serial = `1${randomBytes(8).toString('hex').slice(1)}`.toUpperCase();
       await openssl(['req', ...EC_KEY, '-keyout', `${base}.key`, '-out', `${base}.csr`, '-subj', `/CN=${name}`]);
-      await openssl(['x509', '-req', '-in', `${base}.csr`, '-CA', caFile, '-CAkey', caKey, '-set_serial', `0x${serial}`, '-days', '2', '-extfile', ext, '-out', `${base}.pem`]);
+      await openssl([
+        'x509',
+        '-req',
+        '-in',
+        `${base}.csr`,
+        '-CA',
+        caFile,
+        '-CAkey',
+        caKey,
+        '-set_serial',
+        `0x${serial}`,
+        '-days',
+        '2',
+        '-extfile',
+        ext,
+        '-out',
+        `${base}.pem`,
+      ]);
       fs.writeFileSync(`${base}.keystore.pem`, fs.readFileSync(`${base}.key`, 'utf8') + fs.readFileSync(`${base}.pem`, 'utf8'));
       return { certFile: `${base}.pem`, keyFile: `${base}.key`, keystoreFile: `${base}.keystore.pem`, serial };
     },
@@ -54,7 +71,12 @@ export async function createTestCa(dir: string, label: string): Promise<TestCa> 
 }
 
 /** server.properties entries for a TLS listener (SSL or SASL_SSL) named `listener`, from PEM files. */
-export function kafkaTlsListenerProperties(listener: string, server: IssuedCert, trustedCaFile: string, clientAuth: 'required' | 'none'): Record<string, string> {
+export function kafkaTlsListenerProperties(
+  listener: string,
+  server: IssuedCert,
+  trustedCaFile: string,
+  clientAuth: 'required' | 'none',
+): Record<string, string> {
   const prefix = `listener.name.${listener.toLowerCase()}.`;
   return {
     [`${prefix}ssl.keystore.type`]: 'PEM',

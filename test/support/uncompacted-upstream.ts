@@ -23,9 +23,13 @@ export async function startUncompactedUpstream(kind: UpstreamKind): Promise<Unco
  * realistic store; KCOMPACT_ECOSYSTEM_UPSTREAMS=kafka,kfake adds kfake (each costs its run time).
  */
 export function ecosystemUpstreams(): UpstreamKind[] {
-  const listed = (process.env.KCOMPACT_ECOSYSTEM_UPSTREAMS ?? 'kafka').split(',').map((s) => s.trim()).filter((s) => s !== '');
+  const listed = (process.env.KCOMPACT_ECOSYSTEM_UPSTREAMS ?? 'kafka')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
   for (const kind of listed) {
-    if (kind !== 'kafka' && kind !== 'kfake') throw new Error(`KCOMPACT_ECOSYSTEM_UPSTREAMS: unknown upstream ${kind}; use kafka, kfake or both, comma-separated`);
+    if (kind !== 'kafka' && kind !== 'kfake')
+      throw new Error(`KCOMPACT_ECOSYSTEM_UPSTREAMS: unknown upstream ${kind}; use kafka, kfake or both, comma-separated`);
   }
   return listed as UpstreamKind[];
 }

@@ -64,12 +64,16 @@ export class AdminClient {
     try {
       body = JSON.parse(answer.text);
     } catch {
-      throw new CliError(`${base} answered ${method} ${url.pathname} with HTTP ${answer.status} and no JSON: is ${formatAddress(this.address)} a kcompact admin listener?`);
+      throw new CliError(
+        `${base} answered ${method} ${url.pathname} with HTTP ${answer.status} and no JSON: is ${formatAddress(this.address)} a kcompact admin listener?`,
+      );
     }
     if (answer.status === 200) return body as T;
     const { error, listener } = body as { error?: unknown; listener?: unknown };
     if (listener === 'metrics') {
-      throw new CliError(`${base} is the proxy's metrics listener (probes and /metrics), not its admin listener: give ${describeKey('adminListen')} the proxy's admin address`);
+      throw new CliError(
+        `${base} is the proxy's metrics listener (probes and /metrics), not its admin listener: give ${describeKey('adminListen')} the proxy's admin address`,
+      );
     }
     if (answer.status === 401) {
       throw new CliError(
@@ -91,7 +95,8 @@ export class AdminClient {
         res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
         res.on('error', reject);
       });
-      if (method === 'GET') req.setTimeout(READ_TIMEOUT_MS, () => req.destroy(Object.assign(new Error(`no answer within ${READ_TIMEOUT_MS} ms`), { code: 'ETIMEDOUT' })));
+      if (method === 'GET')
+        req.setTimeout(READ_TIMEOUT_MS, () => req.destroy(Object.assign(new Error(`no answer within ${READ_TIMEOUT_MS} ms`), { code: 'ETIMEDOUT' })));
       req.on('error', reject);
       req.end();
     });

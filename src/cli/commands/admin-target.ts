@@ -30,7 +30,12 @@ export interface AdminTarget {
 export function adminOptions(command: Command, opts: { dataDir: boolean }): Command {
   command
     .addOption(settingOption('adminListen', { description: 'admin listener of the running proxy (its --admin-listen)' }))
-    .addOption(settingOption('adminTokenFile', { description: "the proxy's admin token file (its --admin-token-file), when its admin listener requires a token", defaultText: 'none' }))
+    .addOption(
+      settingOption('adminTokenFile', {
+        description: "the proxy's admin token file (its --admin-token-file), when its admin listener requires a token",
+        defaultText: 'none',
+      }),
+    )
     .addOption(configFileOption("the proxy's JSON config file, for its adminListen, adminTokenFile and dataDir"));
   if (opts.dataDir) {
     command.addOption(
@@ -55,7 +60,12 @@ function credentials(file: string | undefined): AdminCredentials | undefined {
 export function adminTarget(opts: AdminOptions): AdminTarget {
   const file = loadConfigFile(opts.config);
   // Commander has already put the KCOMPACT_* twins into opts.
-  const settings = resolveSettings(['adminListen', 'adminTokenFile', 'dataDir'], { adminListen: opts.adminListen, adminTokenFile: opts.adminTokenFile, dataDir: opts.dataDir }, {}, file);
+  const settings = resolveSettings(
+    ['adminListen', 'adminTokenFile', 'dataDir'],
+    { adminListen: opts.adminListen, adminTokenFile: opts.adminTokenFile, dataDir: opts.dataDir },
+    {},
+    file,
+  );
   return {
     endpoint: new AdminClient(settings.adminListen ?? { ...DEFAULT_ADMIN_LISTEN }, credentials(settings.adminTokenFile)),
     ...(settings.dataDir !== undefined ? { dataDir: settings.dataDir } : {}),

@@ -18,7 +18,9 @@ export function renderCleanReport(r: CleanReport, topic: string | undefined): st
     );
   }
   for (const t of r.retention) {
-    out.push(`retention moved the log start of ${t.topic}-${t.partition} to ${count(t.logStartOffset)}${t.upstream ? '' : ' (in the index only: the upstream did not delete the records)'}`);
+    out.push(
+      `retention moved the log start of ${t.topic}-${t.partition} to ${count(t.logStartOffset)}${t.upstream ? '' : ' (in the index only: the upstream did not delete the records)'}`,
+    );
   }
   if (out.length === 0 && r.failed.length === 0) out.push(`nothing to clean: no partition of ${topic ?? 'any compacted topic'} is indexed yet`);
   return out.join('\n') + (out.length > 0 ? '\n' : '');
@@ -35,7 +37,9 @@ export function addCompactCommand(program: Command): void {
     if (target.json) printJson(report);
     else process.stdout.write(renderCleanReport(report, topic));
     if (report.failed.length > 0) {
-      throw new CliError(`cleaning failed for ${report.failed.map((f) => `${f.topic}-${f.partition} (${f.error})`).join(', ')}; the proxy's log has the details`);
+      throw new CliError(
+        `cleaning failed for ${report.failed.map((f) => `${f.topic}-${f.partition} (${f.error})`).join(', ')}; the proxy's log has the details`,
+      );
     }
   });
 }

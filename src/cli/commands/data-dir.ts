@@ -13,7 +13,14 @@ import { topicPolicy } from '../../compaction/config/effective-policy.js';
 import { indexRoot, listTopicIndexes, topicIndexFile } from '../../compaction/index/index-files.js';
 import { PartitionStore } from '../../compaction/index/partition-store.js';
 import { IndexFileError, TopicIndex } from '../../compaction/index/topic-index.js';
-import { byTopicPartition, OFFLINE, partitionDetail, partitionStatus, type PartitionDetail, type PartitionStatus } from '../../compaction/worker/engine-status.js';
+import {
+  byTopicPartition,
+  OFFLINE,
+  partitionDetail,
+  partitionStatus,
+  type PartitionDetail,
+  type PartitionStatus,
+} from '../../compaction/worker/engine-status.js';
 import { summarizeTopics, type InspectReport, type StatusReport } from '../../ops/admin-reports.js';
 import { CliError } from './cli-error.js';
 
@@ -21,7 +28,8 @@ const KAFKA_DEFAULTS = topicPolicy({}, new BrokerDefaults());
 
 function indexedTopics(dataDir: string): string[] {
   if (!fs.existsSync(dataDir)) throw new CliError(`data directory ${dataDir} does not exist: give the proxy's --data-dir`);
-  if (!fs.existsSync(indexRoot(dataDir))) throw new CliError(`data directory ${dataDir} holds no partition index (no ${indexRoot(dataDir)}): is it a kcompact data directory?`);
+  if (!fs.existsSync(indexRoot(dataDir)))
+    throw new CliError(`data directory ${dataDir} holds no partition index (no ${indexRoot(dataDir)}): is it a kcompact data directory?`);
   return listTopicIndexes(dataDir).sort();
 }
 
@@ -51,7 +59,14 @@ const rangeOf = (store: PartitionStore, now: number) => cleanableRange(store.seg
 
 export function statusFromDataDir(dataDir: string): StatusReport {
   const topics = indexedTopics(dataDir);
-  const partitions: PartitionStatus[] = topics.flatMap((topic) => readTopic(dataDir, topic, (all) => all, (store, now) => partitionStatus(store, rangeOf(store, now), OFFLINE)));
+  const partitions: PartitionStatus[] = topics.flatMap((topic) =>
+    readTopic(
+      dataDir,
+      topic,
+      (all) => all,
+      (store, now) => partitionStatus(store, rangeOf(store, now), OFFLINE),
+    ),
+  );
   partitions.sort(byTopicPartition);
   return { source: 'data-dir', dataDir, compactedTopics: summarizeTopics(topics, partitions), partitions };
 }
@@ -59,7 +74,9 @@ export function statusFromDataDir(dataDir: string): StatusReport {
 export function inspectFromDataDir(dataDir: string, topic: string, partition: number | undefined): InspectReport {
   const topics = indexedTopics(dataDir);
   if (!topics.includes(topic)) {
-    throw new CliError(`topic ${topic} has no index in ${dataDir}: it was not compacted when the proxy last ran; indexed topics: ${topics.length > 0 ? topics.join(', ') : 'none'}`);
+    throw new CliError(
+      `topic ${topic} has no index in ${dataDir}: it was not compacted when the proxy last ran; indexed topics: ${topics.length > 0 ? topics.join(', ') : 'none'}`,
+    );
   }
   const pick = (all: number[]) => {
     if (partition === undefined) return all;

@@ -29,7 +29,19 @@ export function renderInspect(r: InspectReport, now: number): string {
   }
   out.push(
     table(
-      ['PARTITION', 'LOG START', 'CLEANED UP TO', 'INDEXED UP TO', 'HIGH WATERMARK', 'SURVIVORS', 'INDEXED RECORDS', 'TOMBSTONES PENDING', 'DIRTY RATIO', 'SEGMENTS', 'LAST CLEAN'],
+      [
+        'PARTITION',
+        'LOG START',
+        'CLEANED UP TO',
+        'INDEXED UP TO',
+        'HIGH WATERMARK',
+        'SURVIVORS',
+        'INDEXED RECORDS',
+        'TOMBSTONES PENDING',
+        'DIRTY RATIO',
+        'SEGMENTS',
+        'LAST CLEAN',
+      ],
       r.partitions.map((p) => [
         String(p.partition),
         count(p.logStartOffset),

@@ -19,7 +19,10 @@ const POLL_MS = 500;
  * upstream, reached its last stable offset and got back to where the dropped index was (or to the
  * upstream's end, should the log have shrunk since).
  */
-export function rebuildProgress(targets: readonly RebuildingPartition[], partitions: readonly PartitionStatus[]): ProgressSample & { caughtUp: PartitionStatus[] } {
+export function rebuildProgress(
+  targets: readonly RebuildingPartition[],
+  partitions: readonly PartitionStatus[],
+): ProgressSample & { caughtUp: PartitionStatus[] } {
   const now = new Map(partitions.map((p) => [`${p.partition}\u0000${p.topic}`, p]));
   const sample = { done: 0, total: 0, partitionsDone: 0, partitions: targets.length, caughtUp: [] as PartitionStatus[] };
   for (const t of targets) {
@@ -48,7 +51,7 @@ export function addRebuildIndexCommand(program: Command): void {
     .addHelpText(
       'after',
       '\nWhile an index is rebuilt, readers see the topic uncleaned (nothing is hidden that should be seen); once it has\n' +
-        "caught up, the cleaner cleans it on its next round, or at once with `kcompact compact`. Progress goes to stderr.",
+        'caught up, the cleaner cleans it on its next round, or at once with `kcompact compact`. Progress goes to stderr.',
     );
   adminOptions(command, { dataDir: false }).action(async (topic: string | undefined, opts: AdminOptions) => {
     const target = adminTarget(opts);

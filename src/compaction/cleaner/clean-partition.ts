@@ -72,8 +72,12 @@ function statements(db: Database.Database): Statements {
   db.exec('CREATE TEMP TABLE IF NOT EXISTS dirty_latest (key BLOB PRIMARY KEY, offset INTEGER NOT NULL) WITHOUT ROWID');
   // Every statement names the partition first: the file holds the topic's other partitions too.
   const made: Statements = {
-    markers: db.prepare(`SELECT offset, pid, txn_first, horizon FROM ${PENDING_RECORDS} WHERE partition = ? AND ${PENDING_TERM} AND flags & ${CONTROL} <> 0 AND offset < ?`),
-    txnDataLeft: db.prepare(`SELECT EXISTS (SELECT 1 FROM records WHERE partition = ? AND offset >= ? AND offset < ? AND pid = ? AND flags & ${CONTROL} = 0)`).pluck(),
+    markers: db.prepare(
+      `SELECT offset, pid, txn_first, horizon FROM ${PENDING_RECORDS} WHERE partition = ? AND ${PENDING_TERM} AND flags & ${CONTROL} <> 0 AND offset < ?`,
+    ),
+    txnDataLeft: db
+      .prepare(`SELECT EXISTS (SELECT 1 FROM records WHERE partition = ? AND offset >= ? AND offset < ? AND pid = ? AND flags & ${CONTROL} = 0)`)
+      .pluck(),
     setHorizon: db.prepare('UPDATE records SET horizon = ? WHERE partition = ? AND offset = ?'),
     deleteRow: db.prepare('DELETE FROM records WHERE partition = ? AND offset = ?'),
     clearLatest: db.prepare('DELETE FROM temp.dirty_latest'),

@@ -244,7 +244,11 @@ export class Cleaner {
       if (isDamagedFile(err)) {
         this.deps.registry.rebuildFile(store, `${(err as { code: string }).code} while cleaning`);
       } else if (isStorageFailure(err)) {
-        this.storageFailedOnce(store, err, 'cleaning waits for the storage of its index: reads through the proxy show the partition as before this clean (more records than a clean would leave, never fewer)');
+        this.storageFailedOnce(
+          store,
+          err,
+          'cleaning waits for the storage of its index: reads through the proxy show the partition as before this clean (more records than a clean would leave, never fewer)',
+        );
       } else {
         this.uncleanable.set(idOf(store), { topic, partition });
         this.deps.log.error('cleaning failed; partition marked uncleanable', { topic, partition, err });

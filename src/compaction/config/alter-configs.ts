@@ -45,7 +45,8 @@ function plan(ctx: ConfigContext, r: AlterConfigsResource): ResourcePlan<AlterCo
   const topic = r.resourceName;
   const owned: Record<string, string> = {};
   const nulls = r.configs.filter((c) => c.value === null).map((c) => c.name);
-  if (nulls.some(isOwnedConfig)) return { refused: { errorCode: ErrorCode.INVALID_REQUEST, errorMessage: `Null value not supported for : ${nulls.join(', ')}` } };
+  if (nulls.some(isOwnedConfig))
+    return { refused: { errorCode: ErrorCode.INVALID_REQUEST, errorMessage: `Null value not supported for : ${nulls.join(', ')}` } };
   for (const c of r.configs) if (isOwnedConfig(c.name)) owned[c.name] = c.value!;
   const others = r.configs.filter((c) => !isOwnedConfig(c.name));
   if (ctx.state.isStatic(topic)) {

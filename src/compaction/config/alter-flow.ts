@@ -30,9 +30,7 @@ interface AlterResponse {
   responses: AlterResult[];
 }
 
-export type ResourcePlan<R extends AlterResource> =
-  | { refused: Refusal }
-  | { forward: R; store?: { topic: string; overrides: TopicOverrides } };
+export type ResourcePlan<R extends AlterResource> = { refused: Refusal } | { forward: R; store?: { topic: string; overrides: TopicOverrides } };
 
 /** Topic resources named more than once: Kafka refuses each of them. */
 export function repeatedTopics(resources: readonly AlterResource[]): Set<string> {
@@ -58,7 +56,10 @@ export function runAlter<R extends AlterResource>(
   const refusedResult = (r: AlterResource, refusal: Refusal): AlterResult => ({ ...refusal, resourceType: r.resourceType, resourceName: r.resourceName });
   if (forwarded.length === 0) {
     return {
-      respond: responseFrame(req, { throttleTimeMs: 0, responses: plans.map((p, i) => refusedResult(body.resources[i]!, (p as { refused: Refusal }).refused)) }),
+      respond: responseFrame(req, {
+        throttleTimeMs: 0,
+        responses: plans.map((p, i) => refusedResult(body.resources[i]!, (p as { refused: Refusal }).refused)),
+      }),
     };
   }
   return {

@@ -72,7 +72,11 @@ export class ConfigCache {
       // A full or failing disk says nothing about the file: it stays, and this run keeps the
       // configs in memory (they are in the upstream; the cache only spares a full read at start).
       if (isStorageFailure(err)) {
-        log.error('topic config cache cannot be opened: its storage failed; configs are kept in memory for this run and read again from the upstream', { file, err, fix: storageFix(err, file) });
+        log.error('topic config cache cannot be opened: its storage failed; configs are kept in memory for this run and read again from the upstream', {
+          file,
+          err,
+          fix: storageFix(err, file),
+        });
         return new ConfigCache(openDb(':memory:'));
       }
       log.warn('topic config cache is unreadable; starting a new one (configs are read again from the upstream)', { file, err });

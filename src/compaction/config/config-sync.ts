@@ -143,7 +143,12 @@ export class ConfigSync {
       for (const r of read.records) {
         const stored = decodeStoredTopic(r.value);
         if (stored instanceof Error) {
-          this.opts.log.warn('ignoring a record of the topic config store that is not kcompact\'s', { topic: this.topic.topic, offset: r.offset, key: r.key, err: stored });
+          this.opts.log.warn("ignoring a record of the topic config store that is not kcompact's", {
+            topic: this.topic.topic,
+            offset: r.offset,
+            key: r.key,
+            err: stored,
+          });
           continue;
         }
         if (this.state.apply(r.offset, r.key, stored)) changes.push({ topic: r.key, entry: this.state.entry(r.key)! });

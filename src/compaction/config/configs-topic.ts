@@ -42,10 +42,20 @@ const FETCH_MAX_BYTES = 8 * 1024 * 1024;
 const MAX_NAMED_VERSION = 12;
 const OFFSET_OUT_OF_RANGE = ErrorCode.OFFSET_OUT_OF_RANGE;
 /** Errors after which the partition leader must be looked up again. */
-const STALE_LEADER = new Set<number>([ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, 5 /* LEADER_NOT_AVAILABLE */, 74 /* FENCED_LEADER_EPOCH */]);
+const STALE_LEADER = new Set<number>([
+  ErrorCode.NOT_LEADER_OR_FOLLOWER,
+  ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+  5 /* LEADER_NOT_AVAILABLE */,
+  74 /* FENCED_LEADER_EPOCH */,
+]);
 const APPEND_ATTEMPTS = 3;
 /** Answers to creating the configs topic that will not change by asking again. */
-const REFUSALS = new Set<number>([ErrorCode.INVALID_CONFIG, ErrorCode.POLICY_VIOLATION, ErrorCode.INVALID_REPLICATION_FACTOR, ErrorCode.TOPIC_AUTHORIZATION_FAILED]);
+const REFUSALS = new Set<number>([
+  ErrorCode.INVALID_CONFIG,
+  ErrorCode.POLICY_VIOLATION,
+  ErrorCode.INVALID_REPLICATION_FACTOR,
+  ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+]);
 
 function apiVersion(client: UpstreamClient, apiKey: number, what: string): number {
   try {

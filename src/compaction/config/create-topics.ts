@@ -89,7 +89,7 @@ async function interceptCreateTopics(ctx: ConfigContext, req: InterceptedRequest
   const forwards = [...plans.values()].flatMap((p) => ('forward' in p ? [p.forward] : []));
   const assemble = (upstream: Map<string, CreatableTopicResult>): CreateTopicsResponse & Record<string, unknown> => ({
     throttleTimeMs: 0,
-    topics: [...plans].map(([name, p]) => ('refused' in p ? refusedResult(name, p.refused) : upstream.get(name) ?? refusedResult(name, noAnswer))),
+    topics: [...plans].map(([name, p]) => ('refused' in p ? refusedResult(name, p.refused) : (upstream.get(name) ?? refusedResult(name, noAnswer)))),
   });
   if (forwards.length === 0) return { respond: responseFrame(req, assemble(new Map())) };
 
@@ -128,7 +128,10 @@ function plan(ctx: ConfigContext, t: CreatableTopic): Plan {
     }
   }
   if (ownedNull) {
-    return { refused: { errorCode: ErrorCode.INVALID_CONFIG, errorMessage: `Null value not supported for topic configs: ${nulls.join(',')}` }, configRefusal: true };
+    return {
+      refused: { errorCode: ErrorCode.INVALID_CONFIG, errorMessage: `Null value not supported for topic configs: ${nulls.join(',')}` },
+      configRefusal: true,
+    };
   }
   const problem = validateOverrides(owned, ctx.defaults);
   if (problem !== null) return { refused: { errorCode: ErrorCode.INVALID_CONFIG, errorMessage: problem }, configRefusal: true };
@@ -170,7 +173,7 @@ async function finish(ctx: ConfigContext, version: number, validateOnly: boolean
       `(the latest value of every key must be kept), and the upstream refused: ${r.errorMessage}`;
   }
   if (version < CONFIGS_FIRST_VERSION) return;
-  r.configs = r.errorCode === ErrorCode.NONE ? createdConfigs(ctx, f, r.configs) : r.configs ?? [];
+  r.configs = r.errorCode === ErrorCode.NONE ? createdConfigs(ctx, f, r.configs) : (r.configs ?? []);
 }
 
 /** Checks the retention the upstream really gave and stores the configs; on failure the topic is deleted again. */
@@ -192,7 +195,8 @@ async function settle(ctx: ConfigContext, f: Forward, r: CreatableTopicResult): 
   if (Object.keys(f.overrides).length === 0) {
     // Configs left from an earlier topic of this name: drop them. They carry the old topic id, so
     // failing here is no reason to refuse the topic.
-    if (ctx.state.entry(name)?.configs) await ctx.sync.write(name, null).catch((err) => ctx.log.warn('could not drop configs left from an earlier topic', { topic: name, err }));
+    if (ctx.state.entry(name)?.configs)
+      await ctx.sync.write(name, null).catch((err) => ctx.log.warn('could not drop configs left from an earlier topic', { topic: name, err }));
     return null;
   }
   try {

@@ -54,7 +54,14 @@ function interceptDeleteTopics(ctx: ConfigContext, req: InterceptedRequest): Int
   return forward(ctx, req, names, byId, undefined, []);
 }
 
-function forward(ctx: ConfigContext, req: InterceptedRequest, names: string[], byId: Map<string, string>, frame: Buffer | undefined, refused: DeleteTopicsResult[]): Interception {
+function forward(
+  ctx: ConfigContext,
+  req: InterceptedRequest,
+  names: string[],
+  byId: Map<string, string>,
+  frame: Buffer | undefined,
+  refused: DeleteTopicsResult[],
+): Interception {
   if (refused.length === 0 && !names.some((n) => ctx.state.entry(n)?.configs)) return { forward: true };
   return {
     forward: true,

@@ -50,7 +50,8 @@ function plan(ctx: ConfigContext, r: IncrementalResource): ResourcePlan<Incremen
     return { refused: { errorCode: ErrorCode.INVALID_REQUEST, errorMessage: 'Error due to duplicate config keys' } };
   }
   const nulls = r.configs.filter((c) => c.value === null && c.configOperation !== AlterOp.DELETE).map((c) => c.name);
-  if (nulls.some(isOwnedConfig)) return { refused: { errorCode: ErrorCode.INVALID_REQUEST, errorMessage: `Null value not supported for : ${nulls.join(', ')}` } };
+  if (nulls.some(isOwnedConfig))
+    return { refused: { errorCode: ErrorCode.INVALID_REQUEST, errorMessage: `Null value not supported for : ${nulls.join(', ')}` } };
   if (ctx.state.isStatic(topic)) return { refused: staticTopic(topic) };
   const owned = r.configs.filter((c) => isOwnedConfig(c.name));
   const current = ctx.state.overrides(topic);

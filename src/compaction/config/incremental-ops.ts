@@ -19,9 +19,7 @@ export interface AlterOperation {
   value: string | null;
 }
 
-export type OpsResult =
-  | { ok: true; overrides: Record<string, string> }
-  | { ok: false; errorCode: number; message: string | null };
+export type OpsResult = { ok: true; overrides: Record<string, string> } | { ok: false; errorCode: number; message: string | null };
 
 /** Applies ops on owned configs (nulls and duplicate keys already refused) to the current overrides. */
 export function applyIncrementalOps(current: TopicOverrides, ops: readonly AlterOperation[]): OpsResult {
@@ -38,7 +36,11 @@ export function applyIncrementalOps(current: TopicOverrides, ops: readonly Alter
       case AlterOp.APPEND:
       case AlterOp.SUBTRACT: {
         if (def.type !== 'LIST') {
-          return { ok: false, errorCode: ErrorCode.INVALID_CONFIG, message: `Can't ${OP_NAME[op.configOperation]} to key ${op.name} because its type is not LIST.` };
+          return {
+            ok: false,
+            errorCode: ErrorCode.INVALID_CONFIG,
+            message: `Can't ${OP_NAME[op.configOperation]} to key ${op.name} because its type is not LIST.`,
+          };
         }
         const base = next[op.name] ?? formatConfigValue(def.type, def.defaultValue);
         const items = base.split(',').filter((s) => s !== '');

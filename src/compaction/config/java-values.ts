@@ -118,5 +118,7 @@ export function javaSplitComma(s: string): string[] {
 /** ConfigDef's LIST parsing: trim, then split on commas with Java's ASCII-only whitespace around them. */
 export function parseJavaList(raw: string): string[] {
   const trimmed = javaTrim(raw);
+  // \x0B (vertical tab) is whitespace to Java's Character.isWhitespace, which the split follows.
+  // eslint-disable-next-line no-control-regex
   return trimmed === '' ? [] : trimmed.split(/[ \t\n\x0B\f\r]*,[ \t\n\x0B\f\r]*/);
 }

@@ -47,7 +47,9 @@ export async function deleteUpstreamTopic(ctx: ConfigContext, topic: string): Pr
   const answer = await client.request(
     ApiKey.DeleteTopics,
     version,
-    version >= 6 ? { topics: [{ name: topic, topicId: ZERO_UUID }], timeoutMs: ctx.requestTimeoutMs } : { topicNames: [topic], timeoutMs: ctx.requestTimeoutMs },
+    version >= 6
+      ? { topics: [{ name: topic, topicId: ZERO_UUID }], timeoutMs: ctx.requestTimeoutMs }
+      : { topicNames: [topic], timeoutMs: ctx.requestTimeoutMs },
   );
   const code = answer.responses[0]?.errorCode ?? ErrorCode.UNKNOWN_SERVER_ERROR;
   if (code !== ErrorCode.NONE && code !== ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) throw new Error(`deleting topic ${topic} failed with error ${code}`);
@@ -67,7 +69,10 @@ export interface TopicSpec {
  */
 const BEFORE_CONFIG_ERRORS = new Set<number>([ErrorCode.INVALID_TOPIC_EXCEPTION, ErrorCode.TOPIC_ALREADY_EXISTS, ErrorCode.TOPIC_AUTHORIZATION_FAILED]);
 
-export async function errorsBeforeConfigs(ctx: ConfigContext, topics: readonly TopicSpec[]): Promise<Map<string, { errorCode: number; errorMessage: string | null }>> {
+export async function errorsBeforeConfigs(
+  ctx: ConfigContext,
+  topics: readonly TopicSpec[],
+): Promise<Map<string, { errorCode: number; errorMessage: string | null }>> {
   const found = new Map<string, { errorCode: number; errorMessage: string | null }>();
   if (topics.length === 0) return found;
   try {

@@ -86,7 +86,11 @@ export class UpstreamLinks {
 
   close(): void {
     this.closed = true;
-    for (const pending of this.clients.values()) pending.then((c) => c.close(), () => {});
+    for (const pending of this.clients.values())
+      pending.then(
+        (c) => c.close(),
+        () => {},
+      );
     this.clients.clear();
   }
 

@@ -10,10 +10,7 @@
 import type { AbortedTransaction } from './upstream-reads.js';
 import type { MarkerSeen } from './visible-records.js';
 
-export function visibleAbortedTransactions(
-  aborted: AbortedTransaction[] | null,
-  markers: readonly MarkerSeen[],
-): AbortedTransaction[] | null {
+export function visibleAbortedTransactions(aborted: AbortedTransaction[] | null, markers: readonly MarkerSeen[]): AbortedTransaction[] | null {
   if (!aborted || aborted.length === 0 || markers.length === 0) return aborted;
   const kept = aborted.filter((txn) => {
     const first = Number(txn.firstOffset);

@@ -130,7 +130,7 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
     corruptBatches: 0,
   };
 
-  const topicKey = (t: { topic?: string; topicId?: string }, byId: boolean) => (byId ? t.topicId ?? '' : t.topic ?? '');
+  const topicKey = (t: { topic?: string; topicId?: string }, byId: boolean) => (byId ? (t.topicId ?? '') : (t.topic ?? ''));
   const topicName = (t: { topic?: string; topicId?: string }, byId: boolean) => (byId ? opts.topicIds.name(t.topicId ?? '') : t.topic);
 
   /**
@@ -162,7 +162,10 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
         // The cache holds batches below the horizon only: a tailing reader's partitions skip it.
         const belowHorizon = read.fetchOffset < view.cleanedUpTo();
         if (belowHorizon) filtered = true;
-        const cached = belowHorizon && body.isolationLevel === READ_UNCOMMITTED ? cache.from(name, p.partition, view, read.fetchOffset, clientOffset, { maxBytes: partitionMaxBytes, oneAnyway: true }) : undefined;
+        const cached =
+          belowHorizon && body.isolationLevel === READ_UNCOMMITTED
+            ? cache.from(name, p.partition, view, read.fetchOffset, clientOffset, { maxBytes: partitionMaxBytes, oneAnyway: true })
+            : undefined;
         if (cached) {
           cachedBytes += cachedBytesUpTo(cached, partitionMaxBytes);
           p.partitionMaxBytes = 0;
@@ -255,7 +258,12 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
       const { records, abortedTransactions } = answer.data;
       answer.data.records = await answer.finish(answers);
       if (answer.data.records !== records || answer.data.abortedTransactions !== abortedTransactions) changed = true;
-      if (answer.corrupt) log.warn('a fetched batch could not be read; passed on unfiltered', { topic: answer.target.topic, partition: answer.target.partition, reason: answer.corrupt });
+      if (answer.corrupt)
+        log.warn('a fetched batch could not be read; passed on unfiltered', {
+          topic: answer.target.topic,
+          partition: answer.target.partition,
+          reason: answer.corrupt,
+        });
     }
     // A consumer reading past the cleaner's horizon gets the upstream's frame itself.
     if (!changed) return frame;

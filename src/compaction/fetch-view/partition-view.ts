@@ -79,7 +79,13 @@ export class PartitionAnswer {
    * first batch comes, as Kafka's first partition of a response always brings one): the cache's
    * batches are its answer, unless the upstream's high watermark says they are no longer there.
    */
-  static async start(target: PartitionTarget, data: PartitionRecords, counters: ViewCounters, responseRoom: number, cache: ViewCache): Promise<PartitionAnswer> {
+  static async start(
+    target: PartitionTarget,
+    data: PartitionRecords,
+    counters: ViewCounters,
+    responseRoom: number,
+    cache: ViewCache,
+  ): Promise<PartitionAnswer> {
     const answer = new PartitionAnswer(target, data, counters, cache);
     if (data.errorCode !== 0) return answer;
     const budget = { maxBytes: Math.min(target.partitionMaxBytes, responseRoom), oneAnyway: true };
@@ -146,7 +152,10 @@ export class PartitionAnswer {
       const { view } = this.target;
       const fetchOffset = nextReadable(view, this.end + 1, true);
       const budget = { maxBytes: room, oneAnyway: alone };
-      const cached = this.target.isolationLevel === READ_UNCOMMITTED ? this.cache.from(this.target.topic, this.target.partition, view, fetchOffset, this.target.clientOffset, budget) : undefined;
+      const cached =
+        this.target.isolationLevel === READ_UNCOMMITTED
+          ? this.cache.from(this.target.topic, this.target.partition, view, fetchOffset, this.target.clientOffset, budget)
+          : undefined;
       if (cached) {
         const seen = cachedRecords(cached, budget);
         if (seen.end < 0 || (seen.full && seen.batches.length === 0)) return;

@@ -87,33 +87,38 @@ export class UpstreamPool implements UpstreamReads {
     const client = await this.client(leader);
     const version = client.version(ApiKey.Fetch);
     const topicId = version >= FIRST_TOPIC_ID_FETCH_VERSION ? await this.topicId(read.topic) : undefined;
-    const body = await client.request(ApiKey.Fetch, version, {
-      replicaId: -1,
-      maxWaitMs: 0,
-      minBytes: 1,
-      maxBytes: read.maxBytes,
-      isolationLevel: read.isolationLevel,
-      sessionId: 0,
-      sessionEpoch: SESSIONLESS_EPOCH,
-      topics: [
-        {
-          topic: read.topic,
-          topicId,
-          partitions: [
-            {
-              partition: read.partition,
-              currentLeaderEpoch: read.currentLeaderEpoch,
-              fetchOffset: BigInt(read.fetchOffset),
-              lastFetchedEpoch: -1,
-              logStartOffset: -1n,
-              partitionMaxBytes: read.maxBytes,
-            },
-          ],
-        },
-      ],
-      forgottenTopicsData: [],
-      rackId: '',
-    }, this.frames);
+    const body = await client.request(
+      ApiKey.Fetch,
+      version,
+      {
+        replicaId: -1,
+        maxWaitMs: 0,
+        minBytes: 1,
+        maxBytes: read.maxBytes,
+        isolationLevel: read.isolationLevel,
+        sessionId: 0,
+        sessionEpoch: SESSIONLESS_EPOCH,
+        topics: [
+          {
+            topic: read.topic,
+            topicId,
+            partitions: [
+              {
+                partition: read.partition,
+                currentLeaderEpoch: read.currentLeaderEpoch,
+                fetchOffset: BigInt(read.fetchOffset),
+                lastFetchedEpoch: -1,
+                logStartOffset: -1n,
+                partitionMaxBytes: read.maxBytes,
+              },
+            ],
+          },
+        ],
+        forgottenTopicsData: [],
+        rackId: '',
+      },
+      this.frames,
+    );
     if (body.errorCode) throw new Error(`upstream refused a Fetch with error ${body.errorCode}`);
     const partition = body.responses?.[0]?.partitions?.[0] as PartitionRecords | undefined;
     if (!partition) throw new Error(`upstream answered a Fetch of ${read.topic}-${read.partition} without the partition`);
@@ -159,7 +164,11 @@ export class UpstreamPool implements UpstreamReads {
 
   close(): void {
     this.closed = true;
-    for (const pending of this.clients.values()) pending.then((c) => c.close(), () => undefined);
+    for (const pending of this.clients.values())
+      pending.then(
+        (c) => c.close(),
+        () => undefined,
+      );
     this.clients.clear();
   }
 

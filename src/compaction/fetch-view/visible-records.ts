@@ -14,14 +14,7 @@
  * client's limits take when it expects most of it removed, and a rebuilt compressed batch can
  * come out larger than its original.
  */
-import {
-  batchPayload,
-  CorruptRecordError,
-  iterateBatches,
-  rebuildBatch,
-  type BatchHeader,
-  type RecordSpan,
-} from '../../protocol/records/batch.js';
+import { batchPayload, CorruptRecordError, iterateBatches, rebuildBatch, type BatchHeader, type RecordSpan } from '../../protocol/records/batch.js';
 import { Cursor } from '../../protocol/records/varint.js';
 import type { ViewedBatch } from './view-cache.js';
 
@@ -197,7 +190,8 @@ async function viewBatch(records: Buffer, batch: BatchHeader, visibility: Visibi
   }
   const payload = await batchPayload(records, batch);
   const starts = recordStarts(payload, batch);
-  const kept = (last < horizon && contiguous(batch) && byPosition(payload, starts, survivors, base, from)) || byOffset(payload, starts, survivors, base, horizon, from);
+  const kept =
+    (last < horizon && contiguous(batch) && byPosition(payload, starts, survivors, base, from)) || byOffset(payload, starts, survivors, base, horizon, from);
   const bytes = await rebuildBatch(batch, payload, kept, CRC_CHECKED);
   return { bytes, kept: kept.length, progress: kept.length, rebuilt: bytes !== batch.bytes };
 }

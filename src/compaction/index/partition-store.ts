@@ -60,14 +60,21 @@ const PARTITION_TABLES = ['records', 'keys', 'segments', 'open_txns', 'checkpoin
  * a join: they cost ~0.1 s per million keys at startup, a join ~1.5 s.
  */
 function inconsistency(db: Database.Database, partition: number): string | null {
-  const cp = db.prepare('SELECT next_offset, log_start, first_dirty FROM checkpoint WHERE partition = ?').get(partition) as { next_offset: number; log_start: number; first_dirty: number };
+  const cp = db.prepare('SELECT next_offset, log_start, first_dirty FROM checkpoint WHERE partition = ?').get(partition) as {
+    next_offset: number;
+    log_start: number;
+    first_dirty: number;
+  };
   if (cp.log_start > cp.next_offset || cp.first_dirty > cp.next_offset) {
     return `checkpoint out of order: log start ${cp.log_start}, cleaned up to ${cp.first_dirty}, indexed up to ${cp.next_offset}`;
   }
   const last = db.prepare('SELECT MAX(offset) FROM records WHERE partition = ?').pluck().get(partition) as number | null;
   if (last !== null && last >= cp.next_offset) return `records up to offset ${last} but indexed up to ${cp.next_offset} only`;
   const keys = db.prepare('SELECT COUNT(*) FROM keys WHERE partition = ?').pluck().get(partition) as number;
-  const kept = db.prepare(`SELECT COUNT(*) FROM records WHERE partition = ? AND offset < ? AND flags & ${RecordFlag.Control} = 0`).pluck().get(partition, cp.first_dirty) as number;
+  const kept = db
+    .prepare(`SELECT COUNT(*) FROM records WHERE partition = ? AND offset < ? AND flags & ${RecordFlag.Control} = 0`)
+    .pluck()
+    .get(partition, cp.first_dirty) as number;
   if (keys !== kept) return `the cleaned part does not agree with itself: ${kept} records kept for ${keys} keys`;
   return null;
 }
@@ -179,7 +186,8 @@ export class PartitionStore {
     );
     this.segmentList.splice(0, this.segmentList.length, ...segments);
     this.openTransactions.clear();
-    for (const [pid, first] of db.prepare('SELECT pid, first_offset FROM open_txns WHERE partition = ?').raw().all(p) as [number, number][]) this.openTransactions.set(pid, first);
+    for (const [pid, first] of db.prepare('SELECT pid, first_offset FROM open_txns WHERE partition = ?').raw().all(p) as [number, number][])
+      this.openTransactions.set(pid, first);
     this.rows = db.prepare('SELECT COUNT(*) FROM records WHERE partition = ?').pluck().get(p) as number;
   }
 
@@ -340,7 +348,9 @@ export class PartitionStore {
         (this.db.prepare('SELECT EXISTS (SELECT 1 FROM records WHERE partition = ? AND offset < ?)').pluck().get(p, Math.min(start, before)) as number) === 1;
       // By key (the primary key), for the keys of the rows going only: no scan of every key.
       this.db
-        .prepare('DELETE FROM keys WHERE partition = ? AND key IN (SELECT key FROM records WHERE partition = ? AND offset < ? AND key IS NOT NULL) AND offset < ?')
+        .prepare(
+          'DELETE FROM keys WHERE partition = ? AND key IN (SELECT key FROM records WHERE partition = ? AND offset < ? AND key IS NOT NULL) AND offset < ?',
+        )
         .run(p, p, start, start);
       this.rows -= this.db.prepare('DELETE FROM records WHERE partition = ? AND offset < ?').run(p, start).changes;
       let gone = 0;
@@ -370,7 +380,10 @@ export class PartitionStore {
 
   /** Bytes of the rows in [from, to). */
   bytesIn(from: number, to: number): number {
-    return this.db.prepare('SELECT COALESCE(SUM(size), 0) FROM records WHERE partition = ? AND offset >= ? AND offset < ?').pluck().get(this.partition, from, to) as number;
+    return this.db
+      .prepare('SELECT COALESCE(SUM(size), 0) FROM records WHERE partition = ? AND offset >= ? AND offset < ?')
+      .pluck()
+      .get(this.partition, from, to) as number;
   }
 
   /** How many offsets are held below `end`, and the smallest and largest of them. */
@@ -384,7 +397,10 @@ export class PartitionStore {
 
   /** Visits the offsets held below `end`, ascending, without collecting them. */
   eachOffsetBelow(end: number, visit: (offset: number) => void): void {
-    const offsets = this.db.prepare('SELECT offset FROM records WHERE partition = ? AND offset < ? ORDER BY offset').pluck().iterate(this.partition, end) as IterableIterator<number>;
+    const offsets = this.db
+      .prepare('SELECT offset FROM records WHERE partition = ? AND offset < ? ORDER BY offset')
+      .pluck()
+      .iterate(this.partition, end) as IterableIterator<number>;
     for (const offset of offsets) visit(offset);
   }
 

@@ -49,14 +49,7 @@ export function shouldRoll(open: Segment, batchBytes: number, batchMaxTimestamp:
  * Adds a batch to the open segment, or rolls a new one starting at `first`. Returns the segment
  * that now holds the batch (the same object, updated, when it did not roll).
  */
-export function appendToSegment(
-  open: Segment | undefined,
-  first: number,
-  last: number,
-  bytes: number,
-  maxTimestamp: number,
-  policy: RollPolicy,
-): Segment {
+export function appendToSegment(open: Segment | undefined, first: number, last: number, bytes: number, maxTimestamp: number, policy: RollPolicy): Segment {
   if (!open || shouldRoll(open, bytes, maxTimestamp, last, policy)) {
     return { base: first, rollingTimestamp: maxTimestamp, maxTimestamp, bytes };
   }

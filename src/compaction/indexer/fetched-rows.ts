@@ -56,9 +56,7 @@ export async function collectRows(
   out: RowBuffer,
   digester: KeyDigester = EXACT_BYTES,
 ): Promise<CollectResult> {
-  const pending = aborted
-    .map((t) => ({ producerId: Number(t.producerId), firstOffset: Number(t.firstOffset) }))
-    .sort((a, b) => a.firstOffset - b.firstOffset);
+  const pending = aborted.map((t) => ({ producerId: Number(t.producerId), firstOffset: Number(t.firstOffset) })).sort((a, b) => a.firstOffset - b.firstOffset);
   let nextAborted = 0;
   const abortedProducers = new Set<number>();
   let transactionsChanged = false;
@@ -108,7 +106,15 @@ async function payloadOf(records: Buffer, batch: BatchHeader): Promise<Buffer> {
  * in proportion to its encoded length, so that the sizes of a batch's records add up to the
  * batch (compressed or not) and a partly reaped batch counts the bytes it would still take.
  */
-async function addData(records: Buffer, batch: BatchHeader, first: number, flags: number, producerId: number, out: RowBuffer, digester: KeyDigester): Promise<void> {
+async function addData(
+  records: Buffer,
+  batch: BatchHeader,
+  first: number,
+  flags: number,
+  producerId: number,
+  out: RowBuffer,
+  digester: KeyDigester,
+): Promise<void> {
   const payload = await payloadOf(records, batch);
   const keys = scanRecordKeys(payload, batch);
   const base = Number(batch.baseOffset);

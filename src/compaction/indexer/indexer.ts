@@ -109,7 +109,9 @@ function message(err: unknown): string {
 }
 
 function samePosition(a: UpstreamPosition, b: UpstreamPosition): boolean {
-  return a.nextOffset === b.nextOffset && a.logStartOffset === b.logStartOffset && a.lastStableOffset === b.lastStableOffset && a.highWatermark === b.highWatermark;
+  return (
+    a.nextOffset === b.nextOffset && a.logStartOffset === b.logStartOffset && a.lastStableOffset === b.lastStableOffset && a.highWatermark === b.highWatermark
+  );
 }
 
 export class Indexer {
@@ -173,7 +175,8 @@ export class Indexer {
       ),
     );
     const targets = answers.flat().filter((a) => {
-      if (a.errorCode !== 0) this.log.debug('catch-up: no last stable offset; cleaning what is indexed', { topic: a.topic, partition: a.partition, errorCode: a.errorCode });
+      if (a.errorCode !== 0)
+        this.log.debug('catch-up: no last stable offset; cleaning what is indexed', { topic: a.topic, partition: a.partition, errorCode: a.errorCode });
       return a.errorCode === 0;
     });
     for (const t of targets) {
@@ -290,7 +293,16 @@ export class Indexer {
         const key = tailKey(t.name, p.partition);
         let tail = this.tails.get(key);
         if (!tail) {
-          tail = { topic: t.name, partition: p.partition, leader: -1, roll: rollPolicy(policy), busy: false, retryAt: 0, schemaFailures: 0, storageFailures: 0 };
+          tail = {
+            topic: t.name,
+            partition: p.partition,
+            leader: -1,
+            roll: rollPolicy(policy),
+            busy: false,
+            retryAt: 0,
+            schemaFailures: 0,
+            storageFailures: 0,
+          };
           this.tails.set(key, tail);
         }
         try {
@@ -482,7 +494,16 @@ export class Indexer {
       // Most partitions of a fetch over many bring nothing new: a write transaction for each
       // would cost the worker far more than the records that did arrive.
       if (rows.length > 0 || collected.transactionsChanged || !samePosition(store.checkpoint, position)) {
-        this.log.debug('indexed', { topic: tail.topic, partition: tail.partition, from, to: collected.nextOffset, rows: rows.length, logStart, highWatermark, lastStable });
+        this.log.debug('indexed', {
+          topic: tail.topic,
+          partition: tail.partition,
+          from,
+          to: collected.nextOffset,
+          rows: rows.length,
+          logStart,
+          highWatermark,
+          lastStable,
+        });
         store.ingest(rows, position, tail.roll, collected.transactionsChanged);
       }
       this.progress.indexed(tail.topic, tail.partition, from, collected.nextOffset, lastStable, highWatermark);
@@ -575,13 +596,16 @@ export class Indexer {
       tail.retryAt = Date.now() + wait;
       if (tail.storageFailures === 1) {
         const file = store?.file ?? this.registry.fileOf(tail.topic);
-        this.log.error('the storage of a partition index failed; indexing of the partition waits for it (its records past the index are served unfiltered, like the uncleaned head of a log)', {
-          topic: tail.topic,
-          partition: tail.partition,
-          err,
-          retryInMs: wait,
-          fix: storageFix(err, file),
-        });
+        this.log.error(
+          'the storage of a partition index failed; indexing of the partition waits for it (its records past the index are served unfiltered, like the uncleaned head of a log)',
+          {
+            topic: tail.topic,
+            partition: tail.partition,
+            err,
+            retryInMs: wait,
+            fix: storageFix(err, file),
+          },
+        );
       }
       return;
     }

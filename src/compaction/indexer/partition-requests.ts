@@ -51,7 +51,10 @@ export async function lastStableOffsets(client: UpstreamClient, partitions: read
   const body: ListOffsetsBody = await client.request(ApiKey.ListOffsets, client.version(ApiKey.ListOffsets), {
     replicaId: -1,
     isolationLevel: 1,
-    topics: [...byTopic].map(([name, ps]) => ({ name, partitions: ps.map((partitionIndex) => ({ partitionIndex, currentLeaderEpoch: -1, timestamp: LATEST_TIMESTAMP })) })),
+    topics: [...byTopic].map(([name, ps]) => ({
+      name,
+      partitions: ps.map((partitionIndex) => ({ partitionIndex, currentLeaderEpoch: -1, timestamp: LATEST_TIMESTAMP })),
+    })),
     timeoutMs: TIMEOUT_MS,
   });
   const answered = new Map<string, { errorCode: number; offset: bigint }>();

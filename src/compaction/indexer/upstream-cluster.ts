@@ -73,13 +73,19 @@ export class UpstreamCluster {
   dropBroker(nodeId: number): void {
     const pending = this.connections.get(nodeId);
     this.connections.delete(nodeId);
-    pending?.then((c) => c.close(), () => undefined);
+    pending?.then(
+      (c) => c.close(),
+      () => undefined,
+    );
   }
 
   close(): void {
     this.closed = true;
     for (const id of [...this.connections.keys()]) this.dropBroker(id);
-    this.bootstrapClient?.then((c) => c.close(), () => undefined);
+    this.bootstrapClient?.then(
+      (c) => c.close(),
+      () => undefined,
+    );
     this.bootstrapClient = undefined;
   }
 

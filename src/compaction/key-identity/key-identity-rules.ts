@@ -25,9 +25,14 @@ export function checkKeyIdentityRules(value: unknown): Record<string, KeyIdentit
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error(`expected ${SHAPE}`);
   const rules: Record<string, KeyIdentityMode> = {};
   for (const [pattern, mode] of Object.entries(value)) {
-    if (pattern.trim() === '' || pattern !== pattern.trim()) throw new Error(`topic pattern ${JSON.stringify(pattern)} must be a non-empty topic name or glob without surrounding spaces`);
-    if (UNSUPPORTED_GLOB.test(pattern)) throw new Error(`topic pattern ${JSON.stringify(pattern)}: only * is a wildcard (any run of characters); ? [ ] { } are not supported`);
-    if (!isMode(mode)) throw new Error(`topic pattern ${JSON.stringify(pattern)}: unknown key identity ${JSON.stringify(mode)}, expected one of ${KEY_IDENTITY_MODES.join(', ')}`);
+    if (pattern.trim() === '' || pattern !== pattern.trim())
+      throw new Error(`topic pattern ${JSON.stringify(pattern)} must be a non-empty topic name or glob without surrounding spaces`);
+    if (UNSUPPORTED_GLOB.test(pattern))
+      throw new Error(`topic pattern ${JSON.stringify(pattern)}: only * is a wildcard (any run of characters); ? [ ] { } are not supported`);
+    if (!isMode(mode))
+      throw new Error(
+        `topic pattern ${JSON.stringify(pattern)}: unknown key identity ${JSON.stringify(mode)}, expected one of ${KEY_IDENTITY_MODES.join(', ')}`,
+      );
     rules[pattern] = mode;
   }
   return rules;

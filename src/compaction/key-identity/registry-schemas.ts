@@ -154,7 +154,11 @@ export class RegistrySchemas implements SchemaDecoders {
   }
 
   private setUnusable(id: number, reason: string): void {
-    this.log.warn('key schema cannot be used to decode keys; keys written with it keep their exact bytes as identity', { schemaId: id, registry: this.url, reason });
+    this.log.warn('key schema cannot be used to decode keys; keys written with it keep their exact bytes as identity', {
+      schemaId: id,
+      registry: this.url,
+      reason,
+    });
     this.decoders.set(id, null);
   }
 }

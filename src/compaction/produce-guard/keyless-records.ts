@@ -6,13 +6,7 @@
  * for the upstream to reject with its own error, so the client sees the error Kafka would give.
  */
 import { Compression } from '../../protocol/records/compression.js';
-import {
-  batchPayload,
-  CorruptRecordError,
-  iterateBatches,
-  verifyCrc,
-  type BatchHeader,
-} from '../../protocol/records/batch.js';
+import { batchPayload, CorruptRecordError, iterateBatches, verifyCrc, type BatchHeader } from '../../protocol/records/batch.js';
 import { Cursor } from '../../protocol/records/varint.js';
 
 /** What the upstream must judge, or the batch indices (0-based) of the records without a key. */

@@ -74,7 +74,7 @@ export function createProduceGuard(opts: ProduceGuardOptions): ProduceGuard {
   const stats: ProduceGuardStats = { rejectedBatches: 0, keylessRecords: 0 };
   const log = opts.log.child({ component: 'produce-guard' });
 
-  const topicKey = (t: ProduceTopic, byId: boolean): string => (byId ? t.topicId ?? '' : t.name ?? '');
+  const topicKey = (t: ProduceTopic, byId: boolean): string => (byId ? (t.topicId ?? '') : (t.name ?? ''));
   const topicName = (t: ProduceTopic, byId: boolean): string | undefined => (byId ? opts.topicIds.name(t.topicId ?? '') : t.name);
 
   async function rejections(req: InterceptedRequest, body: ProduceRequestBody, byId: boolean): Promise<Rejections> {
@@ -140,7 +140,7 @@ export function createProduceGuard(opts: ProduceGuardOptions): ProduceGuard {
    */
   function merge(request: ProduceRequestBody, answer: ProduceResponseBody, rejected: Rejections, byId: boolean): ProduceResponseBody {
     const upstreamTopics = new Map<string, ProduceTopicResponse>();
-    for (const t of answer.responses) upstreamTopics.set(byId ? t.topicId ?? '' : t.name ?? '', t);
+    for (const t of answer.responses) upstreamTopics.set(byId ? (t.topicId ?? '') : (t.name ?? ''), t);
     const responses: ProduceTopicResponse[] = [];
     for (const t of request.topicData) {
       const key = topicKey(t, byId);

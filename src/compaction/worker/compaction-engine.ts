@@ -126,7 +126,10 @@ export async function startCompactionEngine(opts: CompactionEngineOptions): Prom
 
   const spawn = (): Promise<void> =>
     new Promise<void>((resolve, reject) => {
-      const w = new Worker(new URL('./engine-worker.js', import.meta.url), { workerData: config, resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB } });
+      const w = new Worker(new URL('./engine-worker.js', import.meta.url), {
+        workerData: config,
+        resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
+      });
       worker = w;
       let isReady = false;
       w.on('message', (m: FromWorker) =>

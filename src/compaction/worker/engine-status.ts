@@ -119,6 +119,8 @@ export function engineStatus(registry: StoreRegistry, indexer: Indexer, cleaner:
 /** Every indexed partition of the topic, in detail. */
 export function inspectTopic(registry: StoreRegistry, indexer: Indexer, cleaner: Cleaner, topic: string): PartitionDetail[] {
   const live = liveStates(indexer, cleaner);
-  const partitions = openStores(registry).filter((s) => s.id.topic === topic).map((store) => partitionDetail(store, cleaner.rangeOf(store), live(store)));
+  const partitions = openStores(registry)
+    .filter((s) => s.id.topic === topic)
+    .map((store) => partitionDetail(store, cleaner.rangeOf(store), live(store)));
   return partitions.sort(byTopicPartition);
 }

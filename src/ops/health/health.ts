@@ -42,7 +42,13 @@ export class Health {
   routes(): [string, Route][] {
     return [
       ['GET /livez', async () => Reply.json(200, { status: 'alive', uptimeSeconds: Math.round(process.uptime()) })],
-      ['GET /startupz', async () => (this.started ? Reply.json(200, { status: 'started' }) : Reply.json(503, { status: 'starting', detail: 'opening listeners and recovering the key index' }))],
+      [
+        'GET /startupz',
+        async () =>
+          this.started
+            ? Reply.json(200, { status: 'started' })
+            : Reply.json(503, { status: 'starting', detail: 'opening listeners and recovering the key index' }),
+      ],
       ['GET /readyz', () => this.readiness()],
     ];
   }
@@ -51,7 +57,9 @@ export class Health {
     const checks: Record<string, Check> = {
       started: { ok: this.started, detail: this.started ? 'started' : 'still starting' },
       shutdown: { ok: !this.stopping, detail: this.stopping ? 'shutting down: draining connections' : 'not shutting down' },
-      listeners: this.opts.listening() ? { ok: true, detail: 'bootstrap and broker listeners up' } : { ok: false, detail: 'a listener is not up (see the log)' },
+      listeners: this.opts.listening()
+        ? { ok: true, detail: 'bootstrap and broker listeners up' }
+        : { ok: false, detail: 'a listener is not up (see the log)' },
     };
     // Probing the upstream is pointless (and costs a connection) when another check failed.
     if (Object.values(checks).every((c) => c.ok)) checks.upstream = await this.opts.upstream.check();

@@ -49,7 +49,10 @@ export class CompactionMetrics {
   private attachedMs = 0;
   private pending: Promise<EngineStatus | undefined> | undefined;
 
-  constructor(registry: Registry, private readonly opts: CompactionMetricsOptions) {
+  constructor(
+    registry: Registry,
+    private readonly opts: CompactionMetricsOptions,
+  ) {
     const registers = [registry];
     const snapshot = () => this.snapshot();
     const gauge = (name: string, help: string, value: (s: EngineStatus, now: number) => number) =>
@@ -87,16 +90,46 @@ export class CompactionMetrics {
       },
     });
     gauge('kcompact_compacted_partitions', 'Partitions of compacted topics the index holds', (s) => s.partitions.length);
-    gauge('kcompact_index_rows', 'Offsets the key index holds over every compacted partition (survivors below the cleaned horizon plus everything above it)', (s) => sum(s, (p) => p.indexedRecords));
-    gauge('kcompact_index_lag_records', "Offsets the upstream holds that the index has not read yet, over every compacted partition", (s) => sum(s, lag));
-    gauge('kcompact_tombstones_pending', 'Tombstones in the index that a later clean will remove once their delete horizon passes', (s) => sum(s, (p) => p.tombstonesPending));
-    gauge('kcompact_uncleanable_partitions', 'Partitions whose clean failed and that the cleaner skips until the engine restarts or their index is rebuilt', (s) => s.cleaner.uncleanable.length);
-    gauge('kcompact_cleaner_max_dirty_ratio', "Largest dirty ratio (dirty / (clean + dirty) bytes, 0-1) seen in the cleaner's last round (Kafka: max-dirty-percent)", (s) => s.cleaner.maxDirtyRatio);
-    gauge('kcompact_cleaner_max_clean_time_seconds', "Longest single-partition clean in the cleaner's last round that cleaned (Kafka: max-clean-time-secs)", (s) => s.cleaner.maxCleanTimeMs / 1000);
-    gauge('kcompact_cleaner_max_compaction_delay_seconds', "Largest time past max.compaction.lag.ms that a partition's oldest dirty record waited, in the cleaner's last round (Kafka: max-compaction-delay-secs)", (s) => s.cleaner.maxCompactionDelayMs / 1000);
-    gauge('kcompact_cleaner_time_since_last_run_seconds', "Time since the cleaner's last round started, or since the engine started before its first (Kafka: time-since-last-run-ms)", (s, now) => (now - (s.cleaner.lastRunMs || metrics.attachedMs)) / 1000);
-    counter('kcompact_cleaner_cleans_total', 'Partition cleans (one pass over a partition\'s cleanable range)', (s) => s.cleaner.cleansTotal);
-    counter('kcompact_reaped_records_total', 'Index rows the cleaner removed: superseded records, expired tombstones and transaction markers, records past retention', (s) => s.cleaner.reapedTotal);
+    gauge(
+      'kcompact_index_rows',
+      'Offsets the key index holds over every compacted partition (survivors below the cleaned horizon plus everything above it)',
+      (s) => sum(s, (p) => p.indexedRecords),
+    );
+    gauge('kcompact_index_lag_records', 'Offsets the upstream holds that the index has not read yet, over every compacted partition', (s) => sum(s, lag));
+    gauge('kcompact_tombstones_pending', 'Tombstones in the index that a later clean will remove once their delete horizon passes', (s) =>
+      sum(s, (p) => p.tombstonesPending),
+    );
+    gauge(
+      'kcompact_uncleanable_partitions',
+      'Partitions whose clean failed and that the cleaner skips until the engine restarts or their index is rebuilt',
+      (s) => s.cleaner.uncleanable.length,
+    );
+    gauge(
+      'kcompact_cleaner_max_dirty_ratio',
+      "Largest dirty ratio (dirty / (clean + dirty) bytes, 0-1) seen in the cleaner's last round (Kafka: max-dirty-percent)",
+      (s) => s.cleaner.maxDirtyRatio,
+    );
+    gauge(
+      'kcompact_cleaner_max_clean_time_seconds',
+      "Longest single-partition clean in the cleaner's last round that cleaned (Kafka: max-clean-time-secs)",
+      (s) => s.cleaner.maxCleanTimeMs / 1000,
+    );
+    gauge(
+      'kcompact_cleaner_max_compaction_delay_seconds',
+      "Largest time past max.compaction.lag.ms that a partition's oldest dirty record waited, in the cleaner's last round (Kafka: max-compaction-delay-secs)",
+      (s) => s.cleaner.maxCompactionDelayMs / 1000,
+    );
+    gauge(
+      'kcompact_cleaner_time_since_last_run_seconds',
+      "Time since the cleaner's last round started, or since the engine started before its first (Kafka: time-since-last-run-ms)",
+      (s, now) => (now - (s.cleaner.lastRunMs || metrics.attachedMs)) / 1000,
+    );
+    counter('kcompact_cleaner_cleans_total', "Partition cleans (one pass over a partition's cleanable range)", (s) => s.cleaner.cleansTotal);
+    counter(
+      'kcompact_reaped_records_total',
+      'Index rows the cleaner removed: superseded records, expired tombstones and transaction markers, records past retention',
+      (s) => s.cleaner.reapedTotal,
+    );
     new Counter({
       name: 'kcompact_fetch_filtered_records_total',
       help: 'Records the compacted fetch view removed from fetched batches before answering clients',
@@ -148,8 +181,12 @@ export class CompactionMetrics {
     partitionGauge('kcompact_partition_index_lag_records', 'Offsets of the partition the index has not read yet', lag);
     partitionGauge('kcompact_partition_dirty_ratio', 'Dirty ratio of the partition now (dirty / (clean + dirty) bytes, 0-1)', (p) => p.dirtyRatio);
     partitionGauge('kcompact_partition_tombstones_pending', 'Tombstones of the partition waiting for their delete horizon', (p) => p.tombstonesPending);
-    partitionGauge('kcompact_partition_time_since_last_clean_seconds', 'Time since the partition was last cleaned (absent before its first clean)', (p, now) => (p.lastCleanMs > 0 ? (now - p.lastCleanMs) / 1000 : undefined));
-    partitionGauge('kcompact_partition_uncleanable', 'Whether the cleaner skips the partition after a failed clean (1) or not (0)', (p) => (p.uncleanable ? 1 : 0));
+    partitionGauge('kcompact_partition_time_since_last_clean_seconds', 'Time since the partition was last cleaned (absent before its first clean)', (p, now) =>
+      p.lastCleanMs > 0 ? (now - p.lastCleanMs) / 1000 : undefined,
+    );
+    partitionGauge('kcompact_partition_uncleanable', 'Whether the cleaner skips the partition after a failed clean (1) or not (0)', (p) =>
+      p.uncleanable ? 1 : 0,
+    );
   }
 
   /** From now on scrapes read this engine (until then the compaction gauges read 0). */

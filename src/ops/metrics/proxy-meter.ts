@@ -70,8 +70,7 @@ export class ProxyMeter {
     });
     new Counter({
       name: 'kcompact_request_errors_total',
-      help:
-        'Requests that got no response because the proxy closed their connection (upstream failure or disconnect, a frame it could not accept, a failed interceptor, shutdown past the drain deadline), by Kafka API. Error codes inside responses are not counted',
+      help: 'Requests that got no response because the proxy closed their connection (upstream failure or disconnect, a frame it could not accept, a failed interceptor, shutdown past the drain deadline), by Kafka API. Error codes inside responses are not counted',
       labelNames: ['api'],
       registers,
       collect(this: Counter<'api'>) {
@@ -91,8 +90,18 @@ export class ProxyMeter {
           this.inc({ peer: 'upstream' }, upstream());
         },
       });
-    bytes('kcompact_bytes_received_total', 'Bytes read from client connections (peer="client") and from upstream connections (peer="upstream")', () => meter.bytesFromClients, () => meter.bytesFromUpstream);
-    bytes('kcompact_bytes_sent_total', 'Bytes written to client connections (peer="client") and to upstream connections (peer="upstream")', () => meter.bytesToClients, () => meter.bytesToUpstream);
+    bytes(
+      'kcompact_bytes_received_total',
+      'Bytes read from client connections (peer="client") and from upstream connections (peer="upstream")',
+      () => meter.bytesFromClients,
+      () => meter.bytesFromUpstream,
+    );
+    bytes(
+      'kcompact_bytes_sent_total',
+      'Bytes written to client connections (peer="client") and to upstream connections (peer="upstream")',
+      () => meter.bytesToClients,
+      () => meter.bytesToUpstream,
+    );
     new Gauge({
       name: 'kcompact_connections',
       help: 'Client connections open now',

@@ -1,17 +1,9 @@
-import {
-  Attributes,
-  BATCH_HEADER_SIZE,
-  LOG_OVERHEAD,
-  Offsets,
-  writeBatchHeader,
-  type BatchFields,
-  type BatchHeader,
-} from "./batch-header.js";
-import { Compression, compress } from "./compression.js";
-import { crc32c } from "./crc32c.js";
-import { CorruptRecordError } from "./errors.js";
-import type { RecordHeader, RecordSpan } from "./record-decode.js";
-import { sizeOfVarint, sizeOfVarlong, writeVarint, writeVarlong } from "./varint.js";
+import { Attributes, BATCH_HEADER_SIZE, LOG_OVERHEAD, Offsets, writeBatchHeader, type BatchFields, type BatchHeader } from './batch-header.js';
+import { Compression, compress } from './compression.js';
+import { crc32c } from './crc32c.js';
+import { CorruptRecordError } from './errors.js';
+import type { RecordHeader, RecordSpan } from './record-decode.js';
+import { sizeOfVarint, sizeOfVarlong, writeVarint, writeVarlong } from './varint.js';
 
 /** A record to encode; a DecodedRecord is one. */
 export interface RecordInput {
@@ -82,17 +74,13 @@ function assemble(fields: BatchFields, count: number, body: Buffer): Buffer {
  * compressed body is not read everywhere (librdkafka takes a header-only Xerial stream for raw
  * snappy).
  */
-export async function encodeBatch(
-  fields: BatchFields,
-  records: readonly RecordInput[] | RawRecords,
-  codec: number,
-): Promise<Buffer> {
+export async function encodeBatch(fields: BatchFields, records: readonly RecordInput[] | RawRecords, codec: number): Promise<Buffer> {
   if (!Number.isInteger(codec) || codec < Compression.None || codec > Compression.Zstd) {
     throw new RangeError(`compression codec ${codec} is not one of Kafka's (0-4)`);
   }
-  if (("bytes" in records ? records.count : records.length) === 0) codec = Compression.None;
+  if (('bytes' in records ? records.count : records.length) === 0) codec = Compression.None;
   const withCodec = { ...fields, attributes: (fields.attributes & ~Attributes.compressionMask) | codec };
-  if ("bytes" in records) {
+  if ('bytes' in records) {
     const body = codec === Compression.None ? records.bytes : await compress(codec, records.bytes);
     return assemble(withCodec, records.count, body);
   }

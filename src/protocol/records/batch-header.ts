@@ -1,5 +1,5 @@
-import { crc32c } from "./crc32c.js";
-import { CorruptRecordError } from "./errors.js";
+import { crc32c } from './crc32c.js';
+import { CorruptRecordError } from './errors.js';
 
 /*
  * Record batch (message format v2) header, byte offsets from the batch start:

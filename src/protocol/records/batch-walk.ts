@@ -1,5 +1,5 @@
-import { BATCH_HEADER_SIZE, LOG_OVERHEAD, Offsets, readBatchHeader, type BatchHeader } from "./batch-header.js";
-import { CorruptRecordError } from "./errors.js";
+import { BATCH_HEADER_SIZE, LOG_OVERHEAD, Offsets, readBatchHeader, type BatchHeader } from './batch-header.js';
+import { CorruptRecordError } from './errors.js';
 
 export interface BatchWalk {
   /** The complete batches, in order. */

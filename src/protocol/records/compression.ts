@@ -1,10 +1,10 @@
-import { promisify } from "node:util";
-import { gunzip, gunzipSync, gzip, gzipSync, type ZlibOptions } from "node:zlib";
-import { compressFrame, compressFrameSync, decompressFrame, decompressFrameSync } from "lz4-napi";
-import { compress as zstdCompress, decompress as zstdDecompress } from "@mongodb-js/zstd";
-import { CorruptRecordError } from "./errors.js";
-import { lz4FrameSize, zstdFrameSize, type FrameSize } from "./frame-bounds.js";
-import { compressSnappyXerial, decompressSnappy } from "./snappy-xerial.js";
+import { promisify } from 'node:util';
+import { gunzip, gunzipSync, gzip, gzipSync, type ZlibOptions } from 'node:zlib';
+import { compressFrame, compressFrameSync, decompressFrame, decompressFrameSync } from 'lz4-napi';
+import { compress as zstdCompress, decompress as zstdDecompress } from '@mongodb-js/zstd';
+import { CorruptRecordError } from './errors.js';
+import { lz4FrameSize, zstdFrameSize, type FrameSize } from './frame-bounds.js';
+import { compressSnappyXerial, decompressSnappy } from './snappy-xerial.js';
 
 /** Kafka's compression codec ids (record batch attributes bits 0-2). */
 export const Compression = { None: 0, Gzip: 1, Snappy: 2, Lz4: 3, Zstd: 4 } as const;
@@ -34,7 +34,7 @@ const GZIP_SYNC_MAX_INPUT = 64 * 1024;
 const gzipAsync = promisify(gzip);
 const gunzipAsync: (data: Buffer, options: ZlibOptions) => Promise<Buffer> = promisify(gunzip);
 
-const CODEC_NAMES = ["none", "gzip", "snappy", "lz4", "zstd"];
+const CODEC_NAMES = ['none', 'gzip', 'snappy', 'lz4', 'zstd'];
 
 function unknownCodec(codec: number): CorruptRecordError {
   return new CorruptRecordError(`unknown compression codec ${codec} (Kafka defines 0-4)`);
@@ -88,7 +88,7 @@ export async function decompress(codec: number, data: Buffer, options: Decompres
   }
 }
 
-const isTooLarge = (err: unknown) => (err as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE";
+const isTooLarge = (err: unknown) => (err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE';
 
 async function decompressGzip(data: Buffer, maxBytes: number): Promise<Buffer> {
   // zlib stops as soon as the output would pass maxOutputLength, so a bomb never inflates.
@@ -118,13 +118,7 @@ async function decompressGzip(data: Buffer, maxBytes: number): Promise<Buffer> {
  * refused without decompressing (real encoders fill all blocks but the last, so no genuine
  * payload within the limit is refused); the exact size is checked after decompression.
  */
-async function decompressFramed(
-  codec: number,
-  data: Buffer,
-  size: FrameSize,
-  maxBytes: number,
-  run: (data: Buffer) => Promise<Buffer>,
-): Promise<Buffer> {
+async function decompressFramed(codec: number, data: Buffer, size: FrameSize, maxBytes: number, run: (data: Buffer) => Promise<Buffer>): Promise<Buffer> {
   const name = CODEC_NAMES[codec]!;
   if (size.declared !== undefined && size.declared > maxBytes) throw tooLarge(name, size.declared, maxBytes);
   if (size.bound - size.blockMax > maxBytes) throw tooLarge(name, size.bound - size.blockMax, maxBytes);

@@ -1,4 +1,4 @@
-import { CorruptRecordError } from "./errors.js";
+import { CorruptRecordError } from './errors.js';
 
 /*
  * Records of control batches (attributes bit 5). Key: version int16, type int16. For transaction
@@ -21,13 +21,13 @@ export interface ControlRecord {
  */
 export function decodeControlRecord(key: Buffer | null, value: Buffer | null): ControlRecord {
   if (key === null || key.length < 4) {
-    throw new CorruptRecordError(`control record key must hold a version and a type, got ${key?.length ?? "null"} bytes`);
+    throw new CorruptRecordError(`control record key must hold a version and a type, got ${key?.length ?? 'null'} bytes`);
   }
   const record: ControlRecord = { keyVersion: key.readInt16BE(0), type: key.readInt16BE(2) };
   if (record.keyVersion < 0) throw new CorruptRecordError(`negative control record key version ${record.keyVersion}`);
   if (record.type === ControlRecordType.Abort || record.type === ControlRecordType.Commit) {
     if (value === null || value.length < 6) {
-      throw new CorruptRecordError(`transaction marker value must hold a version and a coordinator epoch, got ${value?.length ?? "null"} bytes`);
+      throw new CorruptRecordError(`transaction marker value must hold a version and a coordinator epoch, got ${value?.length ?? 'null'} bytes`);
     }
     const version = value.readInt16BE(0);
     if (version < 0) throw new CorruptRecordError(`negative transaction marker version ${version}`);

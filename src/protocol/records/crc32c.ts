@@ -1,4 +1,4 @@
-import { crc32c as nativeCrc32c } from "@node-rs/crc32";
+import { crc32c as nativeCrc32c } from '@node-rs/crc32';
 
 /**
  * CRC-32C (Castagnoli) of buf[start, end), as an unsigned 32-bit number. The range is passed as a

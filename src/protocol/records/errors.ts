@@ -5,7 +5,7 @@
  * same bytes.
  */
 export class CorruptRecordError extends Error {
-  override readonly name = "CorruptRecordError";
+  override readonly name = 'CorruptRecordError';
   /** Kafka's CORRUPT_MESSAGE error code. */
   readonly errorCode = 2;
 

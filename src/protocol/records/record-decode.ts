@@ -1,7 +1,7 @@
-import { BATCH_HEADER_SIZE, TimestampType, type BatchHeader } from "./batch-header.js";
-import { decompress, type DecompressOptions } from "./compression.js";
-import { CorruptRecordError } from "./errors.js";
-import { Cursor } from "./varint.js";
+import { BATCH_HEADER_SIZE, TimestampType, type BatchHeader } from './batch-header.js';
+import { decompress, type DecompressOptions } from './compression.js';
+import { CorruptRecordError } from './errors.js';
+import { Cursor } from './varint.js';
 
 /*
  * Record (inside a batch's possibly-compressed payload):
@@ -79,10 +79,10 @@ function readRecord(c: Cursor, s: RecordScan, headers: RecordHeader[] | null): v
   s.attributes = c.int8();
   s.timestampDelta = c.varlong();
   s.offsetDelta = c.varint();
-  s.keyLength = readBytesLength(c, "key");
+  s.keyLength = readBytesLength(c, 'key');
   s.keyStart = c.pos;
   c.pos += Math.max(s.keyLength, 0);
-  s.valueLength = readBytesLength(c, "value");
+  s.valueLength = readBytesLength(c, 'value');
   s.valueStart = c.pos;
   c.pos += Math.max(s.valueLength, 0);
   const headerCount = c.varint();
@@ -90,11 +90,11 @@ function readRecord(c: Cursor, s: RecordScan, headers: RecordHeader[] | null): v
   if (headerCount < 0 || headerCount > (end - c.pos) / 2) throw corrupt(`bad header count ${headerCount}`);
   const buf = c.buf;
   for (let i = 0; i < headerCount; i++) {
-    const keyLength = readBytesLength(c, "header key");
-    if (keyLength < 0) throw corrupt("null header key");
+    const keyLength = readBytesLength(c, 'header key');
+    if (keyLength < 0) throw corrupt('null header key');
     const keyStart = c.pos;
     c.pos += keyLength;
-    const valueLength = readBytesLength(c, "header value");
+    const valueLength = readBytesLength(c, 'header value');
     const valueStart = c.pos;
     c.pos += Math.max(valueLength, 0);
     headers?.push({

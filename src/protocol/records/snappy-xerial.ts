@@ -1,10 +1,5 @@
-import {
-  compress as snappyCompress,
-  compressSync as snappyCompressSync,
-  uncompress as snappyUncompress,
-  uncompressSync as snappyUncompressSync,
-} from "snappy";
-import { CorruptRecordError } from "./errors.js";
+import { compress as snappyCompress, compressSync as snappyCompressSync, uncompress as snappyUncompress, uncompressSync as snappyUncompressSync } from 'snappy';
+import { CorruptRecordError } from './errors.js';
 
 /*
  * Kafka's codec 2 comes in two shapes on the wire:
@@ -40,15 +35,15 @@ function isXerial(data: Buffer): boolean {
 function rawLength(data: Buffer, start: number, end: number): number {
   let value = 0;
   for (let i = 0, pos = start; i < 5; i++, pos++) {
-    if (pos >= end) throw corrupt("truncated length preamble");
+    if (pos >= end) throw corrupt('truncated length preamble');
     const b = data[pos]!;
     value += (b & 0x7f) * 2 ** (7 * i);
     if (b < 0x80) {
-      if (value > 0xffffffff) throw corrupt("length preamble over 32 bits");
+      if (value > 0xffffffff) throw corrupt('length preamble over 32 bits');
       return value;
     }
   }
-  throw corrupt("length preamble longer than 5 bytes");
+  throw corrupt('length preamble longer than 5 bytes');
 }
 
 async function uncompressBlock(block: Buffer, expected: number, sync: boolean): Promise<Buffer> {
@@ -97,8 +92,8 @@ export async function decompressSnappy(data: Buffer, maxBytes: number, syncMaxBy
   const blocks: Buffer[] = [];
   const lengths: number[] = [];
   let total = 0;
-  for (let pos = XERIAL_HEADER.length; pos < data.length; ) {
-    if (pos + 4 > data.length) throw corrupt("truncated Xerial block length");
+  for (let pos = XERIAL_HEADER.length; pos < data.length;) {
+    if (pos + 4 > data.length) throw corrupt('truncated Xerial block length');
     const size = data.readInt32BE(pos);
     pos += 4;
     if (size <= 0 || pos + size > data.length) throw corrupt(`bad Xerial block length ${size}`);

@@ -1,4 +1,4 @@
-import { CorruptRecordError } from "./errors.js";
+import { CorruptRecordError } from './errors.js';
 
 /*
  * Kafka's record fields use protobuf-style zigzag varints: varint for int32 (at most 5 bytes),
@@ -18,7 +18,7 @@ export class Cursor {
   varint(): number {
     const buf = this.buf;
     let pos = this.pos;
-    if (pos >= this.limit) throw truncated("varint");
+    if (pos >= this.limit) throw truncated('varint');
     let b = buf[pos++]!;
     if (b < 0x80) {
       this.pos = pos;
@@ -26,10 +26,10 @@ export class Cursor {
     }
     let raw = b & 0x7f;
     for (let shift = 7; ; shift += 7) {
-      if (pos >= this.limit) throw truncated("varint");
+      if (pos >= this.limit) throw truncated('varint');
       b = buf[pos++]!;
       if (shift === 28) {
-        if (b & 0x80) throw new CorruptRecordError("varint longer than 5 bytes");
+        if (b & 0x80) throw new CorruptRecordError('varint longer than 5 bytes');
         // Like Java, bits past the 32nd fall off.
         raw |= b << 28;
         break;
@@ -45,13 +45,13 @@ export class Cursor {
     const buf = this.buf;
     const start = this.pos;
     let pos = start;
-    if (pos >= this.limit) throw truncated("varlong");
+    if (pos >= this.limit) throw truncated('varlong');
     let b = buf[pos++]!;
     let raw = b & 0x7f;
     // Up to 28 bits (4 bytes: any delta under ~37 hours) in int32 arithmetic, the common case.
     for (let shift = 7; b >= 0x80; shift += 7) {
       if (shift === 28) return this.wideVarlong(start, raw, pos);
-      if (pos >= this.limit) throw truncated("varlong");
+      if (pos >= this.limit) throw truncated('varlong');
       b = buf[pos++]!;
       raw |= (b & 0x7f) << shift;
     }
@@ -64,7 +64,7 @@ export class Cursor {
     let raw = low;
     let scale = 2 ** 28;
     for (let i = 0; i < 3; i++, scale *= 128) {
-      if (pos >= this.limit) throw truncated("varlong");
+      if (pos >= this.limit) throw truncated('varlong');
       const b = this.buf[pos++]!;
       raw += (b & 0x7f) * scale;
       if (b < 0x80) {
@@ -79,11 +79,11 @@ export class Cursor {
     let raw = 0n;
     let pos = start;
     for (let i = 0; ; i++) {
-      if (pos >= this.limit) throw truncated("varlong");
+      if (pos >= this.limit) throw truncated('varlong');
       const b = this.buf[pos++]!;
       raw |= BigInt(b & 0x7f) << BigInt(7 * i);
       if (b < 0x80) break;
-      if (i === 9) throw new CorruptRecordError("varlong longer than 10 bytes");
+      if (i === 9) throw new CorruptRecordError('varlong longer than 10 bytes');
     }
     this.pos = pos;
     raw = BigInt.asUintN(64, raw);
@@ -91,7 +91,7 @@ export class Cursor {
   }
 
   int8(): number {
-    if (this.pos >= this.limit) throw truncated("attributes");
+    if (this.pos >= this.limit) throw truncated('attributes');
     return this.buf[this.pos++]!;
   }
 }
@@ -121,7 +121,7 @@ export function writeVarint(buf: Buffer, pos: number, value: number): number {
 
 /** Zigzag form of an int64 given as a number (must be a safe integer) or a bigint. */
 function zigzag64(value: number | bigint): number | bigint {
-  if (typeof value === "bigint") {
+  if (typeof value === 'bigint') {
     const v = BigInt.asIntN(64, value);
     return BigInt.asUintN(64, (v << 1n) ^ (v >> 63n));
   }
@@ -134,7 +134,7 @@ function zigzag64(value: number | bigint): number | bigint {
 export function sizeOfVarlong(value: number | bigint): number {
   let z = zigzag64(value);
   let size = 1;
-  if (typeof z === "bigint") {
+  if (typeof z === 'bigint') {
     while (z >= 0x80n) {
       z >>= 7n;
       size++;
@@ -150,7 +150,7 @@ export function sizeOfVarlong(value: number | bigint): number {
 
 export function writeVarlong(buf: Buffer, pos: number, value: number | bigint): number {
   let z = zigzag64(value);
-  if (typeof z === "bigint") {
+  if (typeof z === 'bigint') {
     while (z >= 0x80n) {
       buf[pos++] = Number(z & 0x7fn) | 0x80;
       z >>= 7n;

@@ -1,6 +1,6 @@
-import { ProtocolError } from "../errors.js";
-import type { TaggedField } from "./tagged-field.js";
-import { uuidToString } from "./uuid.js";
+import { ProtocolError } from '../errors.js';
+import type { TaggedField } from './tagged-field.js';
+import { uuidToString } from './uuid.js';
 
 const MAX_STRING_BYTES = 0x7fff;
 
@@ -16,7 +16,7 @@ export class Reader {
   end: number;
 
   constructor(buf: Buffer, offset = 0, end = buf.length) {
-    if (!Buffer.isBuffer(buf)) throw new ProtocolError("input is not a Buffer");
+    if (!Buffer.isBuffer(buf)) throw new ProtocolError('input is not a Buffer');
     if (!(Number.isInteger(offset) && Number.isInteger(end) && offset >= 0 && offset <= end && end <= buf.length)) {
       throw new ProtocolError(`range [${offset}, ${end}) is outside a buffer of ${buf.length} bytes`);
     }
@@ -105,9 +105,9 @@ export class Reader {
     }
     let value = 0;
     for (let shift = 0; ; shift += 7) {
-      if (p >= this.end) throw new ProtocolError("unsigned varint runs past the end");
+      if (p >= this.end) throw new ProtocolError('unsigned varint runs past the end');
       const byte = b[p++]!;
-      if (shift === 28 && byte > 0x0f) throw new ProtocolError("unsigned varint exceeds 32 bits");
+      if (shift === 28 && byte > 0x0f) throw new ProtocolError('unsigned varint exceeds 32 bits');
       value += (byte & 0x7f) * 2 ** shift;
       if (byte < 0x80) {
         this.pos = p;
@@ -128,9 +128,9 @@ export class Reader {
     let p = this.pos;
     let value = 0n;
     for (let shift = 0n; ; shift += 7n) {
-      if (p >= this.end) throw new ProtocolError("varlong runs past the end");
+      if (p >= this.end) throw new ProtocolError('varlong runs past the end');
       const byte = b[p++]!;
-      if (shift === 63n && byte > 0x01) throw new ProtocolError("varlong exceeds 64 bits");
+      if (shift === 63n && byte > 0x01) throw new ProtocolError('varlong exceeds 64 bits');
       value |= BigInt(byte & 0x7f) << shift;
       if (byte < 0x80) {
         this.pos = p;
@@ -148,7 +148,7 @@ export class Reader {
 
   /** n bytes as a view sharing memory with the input. */
   slice(n: number): Buffer {
-    this.checkLength(n, "length");
+    this.checkLength(n, 'length');
     const p = this.pos;
     this.pos = p + n;
     return this.buf.subarray(p, p + n);
@@ -157,10 +157,10 @@ export class Reader {
   /** n bytes decoded as UTF-8. */
   utf8(n: number): string {
     if (n > MAX_STRING_BYTES) throw new ProtocolError(`string length ${n} exceeds ${MAX_STRING_BYTES}`);
-    this.checkLength(n, "length");
+    this.checkLength(n, 'length');
     const p = this.pos;
     this.pos = p + n;
-    return this.buf.toString("utf8", p, p + n);
+    return this.buf.toString('utf8', p, p + n);
   }
 
   nullableString(): string | null {
@@ -205,18 +205,18 @@ export class Reader {
    */
   arrayLength(): number {
     const n = this.int32();
-    return n < 0 ? -1 : this.checkLength(n, "count");
+    return n < 0 ? -1 : this.checkLength(n, 'count');
   }
 
   /** A compact (uvarint count + 1) element count, -1 for a null array. */
   compactArrayLength(): number {
     const n = this.uvarint() - 1;
-    return n < 0 ? -1 : this.checkLength(n, "count");
+    return n < 0 ? -1 : this.checkLength(n, 'count');
   }
 
   /** A tagged-field section kept raw: count, then tag, size and data for each. */
   taggedFields(): TaggedField[] {
-    const count = this.checkLength(this.uvarint(), "tagged field count");
+    const count = this.checkLength(this.uvarint(), 'tagged field count');
     const fields: TaggedField[] = [];
     for (let i = 0; i < count; i++) {
       const tag = this.uvarint();
@@ -227,6 +227,6 @@ export class Reader {
 }
 
 function nonNull<T>(value: T | null): T {
-  if (value === null) throw new ProtocolError("null in a non-nullable field");
+  if (value === null) throw new ProtocolError('null in a non-nullable field');
   return value;
 }

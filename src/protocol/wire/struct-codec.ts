@@ -1,9 +1,9 @@
-import { ProtocolError } from "../errors.js";
-import type { FieldDef, FieldDefault, VersionRange } from "../generated/messages.js";
-import type { Reader } from "./reader.js";
-import type { TaggedField } from "./tagged-field.js";
-import { ZERO_UUID } from "./uuid.js";
-import { Writer } from "./writer.js";
+import { ProtocolError } from '../errors.js';
+import type { FieldDef, FieldDefault, VersionRange } from '../generated/messages.js';
+import type { Reader } from './reader.js';
+import type { TaggedField } from './tagged-field.js';
+import { ZERO_UUID } from './uuid.js';
+import { Writer } from './writer.js';
 
 /** A decoded struct: camelCase field names, plus the tagged fields the schema does not know. */
 export type Struct = { [field: string]: unknown; _unknownTags?: TaggedField[] };
@@ -31,10 +31,10 @@ export class FieldFault {
 
   /** The path as written in source, e.g. `responses[0].partitions[2].records`. */
   get where(): string {
-    let s = "";
+    let s = '';
     for (let i = this.path.length - 1; i >= 0; i--) {
       const segment = this.path[i]!;
-      s += s === "" || segment.startsWith("[") ? segment : `.${segment}`;
+      s += s === '' || segment.startsWith('[') ? segment : `.${segment}`;
     }
     return s;
   }
@@ -46,14 +46,14 @@ function fault(e: unknown, segment: string): FieldFault {
   return f;
 }
 
-const TAG_SECTION = "(tagged fields)";
-const UNKNOWN_TAGS = "_unknownTags";
+const TAG_SECTION = '(tagged fields)';
+const UNKNOWN_TAGS = '_unknownTags';
 const EMPTY_BYTES = Buffer.alloc(0);
 const EMPTY_ARRAY: readonly unknown[] = Object.freeze([]);
 
 type Read = (r: Reader) => unknown;
 // Values come from callers untyped; the Writer validates each one.
-type Write = (w: Writer, v: any) => void;
+type Write = (w: Writer, v: any) => void; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 interface FieldCodec {
   key: string;
@@ -69,7 +69,7 @@ interface TaggedCodec extends FieldCodec {
   tag: number;
 }
 
-type ValueCodec = Omit<FieldCodec, "key">;
+type ValueCodec = Omit<FieldCodec, 'key'>;
 
 function inRange(version: number, range: VersionRange | undefined): boolean {
   return range !== undefined && version >= range[0] && version <= range[1];
@@ -98,7 +98,7 @@ export function compileStruct(fields: readonly FieldDef[], version: number, flex
 }
 
 function valueCodec(def: FieldDef, version: number, flexible: boolean, nullable: boolean, tagged: boolean): ValueCodec {
-  if (def.type.startsWith("[]")) return arrayCodec(def, version, flexible, nullable);
+  if (def.type.startsWith('[]')) return arrayCodec(def, version, flexible, nullable);
   if (def.fields) return structCodec(compileStruct(def.fields, version, flexible), def.default, nullable, tagged);
   return primitiveCodec(def.type, def.default, flexible, nullable);
 }
@@ -109,49 +109,89 @@ function fixed(read: Read, write: Write, dflt: unknown): ValueCodec {
 
 function primitiveCodec(type: string, explicit: FieldDefault | undefined, flexible: boolean, nullable: boolean): ValueCodec {
   switch (type) {
-    case "bool":
-      return fixed((r) => r.bool(), (w, v) => w.bool(v), explicit ?? false);
-    case "int8":
-      return fixed((r) => r.int8(), (w, v) => w.int8(v), explicit ?? 0);
-    case "int16":
-      return fixed((r) => r.int16(), (w, v) => w.int16(v), explicit ?? 0);
-    case "uint16":
-      return fixed((r) => r.uint16(), (w, v) => w.uint16(v), explicit ?? 0);
-    case "int32":
-      return fixed((r) => r.int32(), (w, v) => w.int32(v), explicit ?? 0);
-    case "uint32":
-      return fixed((r) => r.uint32(), (w, v) => w.uint32(v), explicit ?? 0);
-    case "float64":
-      return fixed((r) => r.float64(), (w, v) => w.float64(v), explicit ?? 0);
-    case "uuid":
-      return fixed((r) => r.uuid(), (w, v) => w.uuid(v), explicit ?? ZERO_UUID);
-    case "int64": {
+    case 'bool':
+      return fixed(
+        (r) => r.bool(),
+        (w, v) => w.bool(v),
+        explicit ?? false,
+      );
+    case 'int8':
+      return fixed(
+        (r) => r.int8(),
+        (w, v) => w.int8(v),
+        explicit ?? 0,
+      );
+    case 'int16':
+      return fixed(
+        (r) => r.int16(),
+        (w, v) => w.int16(v),
+        explicit ?? 0,
+      );
+    case 'uint16':
+      return fixed(
+        (r) => r.uint16(),
+        (w, v) => w.uint16(v),
+        explicit ?? 0,
+      );
+    case 'int32':
+      return fixed(
+        (r) => r.int32(),
+        (w, v) => w.int32(v),
+        explicit ?? 0,
+      );
+    case 'uint32':
+      return fixed(
+        (r) => r.uint32(),
+        (w, v) => w.uint32(v),
+        explicit ?? 0,
+      );
+    case 'float64':
+      return fixed(
+        (r) => r.float64(),
+        (w, v) => w.float64(v),
+        explicit ?? 0,
+      );
+    case 'uuid':
+      return fixed(
+        (r) => r.uuid(),
+        (w, v) => w.uuid(v),
+        explicit ?? ZERO_UUID,
+      );
+    case 'int64': {
       const d = (explicit as bigint | undefined) ?? 0n;
-      const codec = fixed((r) => r.int64(), (w, v) => w.int64(v), d);
-      codec.isDefault = (v) => v === d || (typeof v === "number" && v === Number(d));
+      const codec = fixed(
+        (r) => r.int64(),
+        (w, v) => w.int64(v),
+        d,
+      );
+      codec.isDefault = (v) => v === d || (typeof v === 'number' && v === Number(d));
       return codec;
     }
-    case "string":
+    case 'string':
       return fixed(
+        flexible ? (nullable ? (r) => r.compactNullableString() : (r) => r.compactString()) : nullable ? (r) => r.nullableString() : (r) => r.string(),
         flexible
-          ? nullable ? (r) => r.compactNullableString() : (r) => r.compactString()
-          : nullable ? (r) => r.nullableString() : (r) => r.string(),
-        flexible
-          ? nullable ? (w, v) => w.compactNullableString(v) : (w, v) => w.compactString(v)
-          : nullable ? (w, v) => w.nullableString(v) : (w, v) => w.string(v),
-        explicit === undefined ? "" : explicit,
+          ? nullable
+            ? (w, v) => w.compactNullableString(v)
+            : (w, v) => w.compactString(v)
+          : nullable
+            ? (w, v) => w.nullableString(v)
+            : (w, v) => w.string(v),
+        explicit === undefined ? '' : explicit,
       );
-    case "bytes":
-    case "records": {
+    case 'bytes':
+    case 'records': {
       // Kafka defaults records to null; where null cannot be written, empty is the closest.
-      const dflt = explicit === null || (explicit === undefined && type === "records" && nullable) ? null : EMPTY_BYTES;
+      const dflt = explicit === null || (explicit === undefined && type === 'records' && nullable) ? null : EMPTY_BYTES;
       return {
-        read: flexible
-          ? nullable ? (r) => r.compactNullableBytes() : (r) => r.compactBytes()
-          : nullable ? (r) => r.nullableBytes() : (r) => r.bytes(),
+        read: flexible ? (nullable ? (r) => r.compactNullableBytes() : (r) => r.compactBytes()) : nullable ? (r) => r.nullableBytes() : (r) => r.bytes(),
         write: flexible
-          ? nullable ? (w, v) => w.compactNullableBytes(v) : (w, v) => w.compactBytes(v)
-          : nullable ? (w, v) => w.nullableBytes(v) : (w, v) => w.bytes(v),
+          ? nullable
+            ? (w, v) => w.compactNullableBytes(v)
+            : (w, v) => w.compactBytes(v)
+          : nullable
+            ? (w, v) => w.nullableBytes(v)
+            : (w, v) => w.bytes(v),
         shared: dflt,
         fresh: () => dflt,
         isDefault: dflt === null ? (v) => v === null : (v) => v instanceof Uint8Array && v.length === 0,
@@ -182,7 +222,7 @@ function arrayCodec(def: FieldDef, version: number, flexible: boolean, nullable:
     const n = flexible ? r.compactArrayLength() : r.arrayLength();
     if (n < 0) {
       if (nullable) return null;
-      throw nonNullable("array");
+      throw nonNullable('array');
     }
     const out: unknown[] = [];
     let i = 0;
@@ -195,7 +235,7 @@ function arrayCodec(def: FieldDef, version: number, flexible: boolean, nullable:
   };
   const write = (w: Writer, v: unknown): void => {
     if (v === null) {
-      if (!nullable) throw nonNullable("array");
+      if (!nullable) throw nonNullable('array');
       if (flexible) w.compactArrayLength(-1);
       else w.arrayLength(-1);
       return;
@@ -244,9 +284,7 @@ function structCodec(inner: StructCodec, explicit: FieldDefault | undefined, nul
     // An empty object encodes as the struct of defaults.
     shared: nullDefault ? null : Object.freeze({}),
     fresh: nullDefault ? () => null : () => inner.fresh(),
-    isDefault: nullDefault
-      ? (v) => v === null
-      : (v) => typeof v === "object" && v !== null && inner.isDefault(v as Struct),
+    isDefault: nullDefault ? (v) => v === null : (v) => typeof v === 'object' && v !== null && inner.isDefault(v as Struct),
   };
 }
 
@@ -320,16 +358,16 @@ function makeStruct(regular: FieldCodec[], tagged: TaggedCodec[], flexible: bool
 
   /** Validates caller-supplied unknown tags and returns them in tag order. */
   function orderedUnknown(unknown: unknown): TaggedField[] {
-    if (!Array.isArray(unknown)) throw new ProtocolError("expected an array of { tag, data }");
+    if (!Array.isArray(unknown)) throw new ProtocolError('expected an array of { tag, data }');
     let sorted = true;
     for (let i = 0; i < unknown.length; i++) {
       const f: unknown = unknown[i];
-      if (typeof f !== "object" || f === null) throw fault(new ProtocolError("expected { tag, data }"), `[${i}]`);
+      if (typeof f !== 'object' || f === null) throw fault(new ProtocolError('expected { tag, data }'), `[${i}]`);
       const { tag, data } = f as TaggedField;
       if (!(Number.isInteger(tag) && tag >= 0 && tag <= 0xffffffff)) {
         throw fault(new ProtocolError(`invalid tag ${String(tag)}`), `[${i}]`);
       }
-      if (!(data instanceof Uint8Array)) throw fault(new ProtocolError("data is not a Buffer"), `[${i}]`);
+      if (!(data instanceof Uint8Array)) throw fault(new ProtocolError('data is not a Buffer'), `[${i}]`);
       if (byTag.has(tag)) throw fault(new ProtocolError(`tag ${tag} belongs to field ${byTag.get(tag)!.key}`), `[${i}]`);
       if (i > 0 && tag < (unknown[i - 1] as TaggedField).tag) sorted = false;
     }
@@ -390,8 +428,8 @@ function makeStruct(regular: FieldCodec[], tagged: TaggedCodec[], flexible: bool
     },
 
     write(w: Writer, value: unknown): void {
-      if (typeof value !== "object" || value === null || Array.isArray(value)) {
-        throw new ProtocolError(`expected an object, got ${value === null ? "null" : typeof value}`);
+      if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+        throw new ProtocolError(`expected an object, got ${value === null ? 'null' : typeof value}`);
       }
       const o = value as Struct;
       let i = 0;
@@ -405,7 +443,7 @@ function makeStruct(regular: FieldCodec[], tagged: TaggedCodec[], flexible: bool
       }
       if (flexible) writeTags(w, o);
       else if (Array.isArray(o._unknownTags) && o._unknownTags.length > 0) {
-        throw fault(new ProtocolError("tagged fields need a flexible version"), UNKNOWN_TAGS);
+        throw fault(new ProtocolError('tagged fields need a flexible version'), UNKNOWN_TAGS);
       }
     },
 

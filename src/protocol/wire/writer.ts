@@ -1,6 +1,6 @@
-import { ProtocolError } from "../errors.js";
-import type { TaggedField } from "./tagged-field.js";
-import { writeUuid } from "./uuid.js";
+import { ProtocolError } from '../errors.js';
+import type { TaggedField } from './tagged-field.js';
+import { writeUuid } from './uuid.js';
 
 const MAX_STRING_BYTES = 0x7fff;
 // Byte strings at least this long are kept by reference and copied once, into the final
@@ -40,24 +40,24 @@ export class Writer {
   }
 
   int8(v: number): void {
-    checkInteger(v, -0x80, 0x7f, "an int8");
+    checkInteger(v, -0x80, 0x7f, 'an int8');
     this.ensure(1);
     this.buf[this.pos++] = v & 0xff;
   }
 
   bool(v: boolean): void {
-    if (typeof v !== "boolean") throw new ProtocolError(`expected a boolean, got ${describe(v)}`);
+    if (typeof v !== 'boolean') throw new ProtocolError(`expected a boolean, got ${describe(v)}`);
     this.ensure(1);
     this.buf[this.pos++] = v ? 1 : 0;
   }
 
   int16(v: number): void {
-    checkInteger(v, -0x8000, 0x7fff, "an int16");
+    checkInteger(v, -0x8000, 0x7fff, 'an int16');
     this.put16(v);
   }
 
   uint16(v: number): void {
-    checkInteger(v, 0, 0xffff, "a uint16");
+    checkInteger(v, 0, 0xffff, 'a uint16');
     this.put16(v);
   }
 
@@ -71,12 +71,12 @@ export class Writer {
   }
 
   int32(v: number): void {
-    checkInteger(v, -0x80000000, 0x7fffffff, "an int32");
+    checkInteger(v, -0x80000000, 0x7fffffff, 'an int32');
     this.put32(v);
   }
 
   uint32(v: number): void {
-    checkInteger(v, 0, 0xffffffff, "a uint32");
+    checkInteger(v, 0, 0xffffffff, 'a uint32');
     this.put32(v);
   }
 
@@ -93,7 +93,7 @@ export class Writer {
 
   /** Accepts a safe integer number as well as a bigint. */
   int64(v: bigint | number): void {
-    if (typeof v !== "bigint") {
+    if (typeof v !== 'bigint') {
       if (!Number.isSafeInteger(v)) throw new ProtocolError(`expected a bigint, got ${describe(v)} ${String(v)}`);
       v = BigInt(v);
     } else if (BigInt.asIntN(64, v) !== v) {
@@ -104,13 +104,13 @@ export class Writer {
   }
 
   float64(v: number): void {
-    if (typeof v !== "number") throw new ProtocolError(`expected a float64, got ${describe(v)}`);
+    if (typeof v !== 'number') throw new ProtocolError(`expected a float64, got ${describe(v)}`);
     this.ensure(8);
     this.pos = this.buf.writeDoubleBE(v, this.pos);
   }
 
   uvarint(v: number): void {
-    checkInteger(v, 0, 0xffffffff, "an unsigned varint");
+    checkInteger(v, 0, 0xffffffff, 'an unsigned varint');
     this.ensure(5);
     const b = this.buf;
     let p = this.pos;
@@ -124,13 +124,13 @@ export class Writer {
 
   /** Zigzag-encoded 32-bit varint. */
   varint(v: number): void {
-    checkInteger(v, -0x80000000, 0x7fffffff, "a varint");
+    checkInteger(v, -0x80000000, 0x7fffffff, 'a varint');
     this.uvarint(((v << 1) ^ (v >> 31)) >>> 0);
   }
 
   /** Zigzag-encoded 64-bit varint. */
   varlong(v: bigint): void {
-    if (typeof v !== "bigint" || BigInt.asIntN(64, v) !== v) throw new ProtocolError(`expected a 64-bit bigint, got ${String(v)}`);
+    if (typeof v !== 'bigint' || BigInt.asIntN(64, v) !== v) throw new ProtocolError(`expected a 64-bit bigint, got ${String(v)}`);
     let u = BigInt.asUintN(64, (v << 1n) ^ (v >> 63n));
     this.ensure(10);
     const b = this.buf;
@@ -165,15 +165,15 @@ export class Writer {
   }
 
   private utf8Length(s: unknown): number {
-    if (typeof s !== "string") throw new ProtocolError(`expected a string, got ${describe(s)}`);
-    const n = Buffer.byteLength(s, "utf8");
+    if (typeof s !== 'string') throw new ProtocolError(`expected a string, got ${describe(s)}`);
+    const n = Buffer.byteLength(s, 'utf8');
     if (n > MAX_STRING_BYTES) throw new ProtocolError(`string of ${n} bytes exceeds ${MAX_STRING_BYTES}`);
     return n;
   }
 
   private utf8(s: string, n: number): void {
     this.ensure(n);
-    this.pos += this.buf.write(s, this.pos, n, "utf8");
+    this.pos += this.buf.write(s, this.pos, n, 'utf8');
   }
 
   string(s: string): void {
@@ -253,11 +253,11 @@ function byteLength(b: unknown): number {
 }
 
 function checkInteger(v: unknown, min: number, max: number, what: string): void {
-  if (!(typeof v === "number" && Number.isInteger(v) && v >= min && v <= max)) {
-    throw new ProtocolError(`expected ${what}, got ${typeof v === "number" ? v : describe(v)}`);
+  if (!(typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max)) {
+    throw new ProtocolError(`expected ${what}, got ${typeof v === 'number' ? v : describe(v)}`);
   }
 }
 
 function describe(v: unknown): string {
-  return v === null ? "null" : typeof v;
+  return v === null ? 'null' : typeof v;
 }

@@ -114,7 +114,10 @@ export class Harness {
 
   /** What kcompact answers DescribeConfigs with for the topic's configs `names`. */
   async describe(topic: string, names: readonly string[]): Promise<Record<string, string | null>> {
-    const res = await this.proxyAdmin.describeConfigs({ includeSynonyms: false, resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: topic, configNames: [...names] }] });
+    const res = await this.proxyAdmin.describeConfigs({
+      includeSynonyms: false,
+      resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: topic, configNames: [...names] }],
+    });
     const entries = new Map(res.resources[0]!.configEntries.map((e) => [e.configName, e.configValue]));
     return Object.fromEntries(names.map((n) => [n, entries.get(n) ?? null]));
   }

@@ -30,7 +30,16 @@ const partition: PartitionDetail = {
 };
 
 test('tables align their columns', () => {
-  assert.equal(table(['A', 'LONG'], [['xxx', '1'], ['y', '22']]), 'A    LONG\nxxx  1\ny    22\n');
+  assert.equal(
+    table(
+      ['A', 'LONG'],
+      [
+        ['xxx', '1'],
+        ['y', '22'],
+      ],
+    ),
+    'A    LONG\nxxx  1\ny    22\n',
+  );
   assert.equal(ago(0, 10_000), 'never');
   assert.equal(ago(8_500, 10_000), '1.5 s ago');
 });
@@ -41,15 +50,32 @@ test('status text shows the upstream, listeners, cleaner and a line per compacte
       source: 'proxy',
       dataDir: '/data',
       upstream: ['u:9092'],
-      listeners: { bootstrap: '127.0.0.1:9092', advertisedHost: '127.0.0.1', brokers: [{ nodeId: 0, listen: '127.0.0.1:9093', advertised: '127.0.0.1:9093', upstream: 'u:9092' }], management: '127.0.0.1:9644', admin: { address: '127.0.0.1:9645', token: false }, connections: 3 },
-      cleaner: { lastRunMs: 0, maxDirtyRatio: 0.25, maxCompactionDelayMs: 0, maxCleanTimeMs: 0, cleansTotal: 4, reapedTotal: 90, uncleanable: [{ topic: 'table', partition: 0 }], backoffMs: 15000 },
+      listeners: {
+        bootstrap: '127.0.0.1:9092',
+        advertisedHost: '127.0.0.1',
+        brokers: [{ nodeId: 0, listen: '127.0.0.1:9093', advertised: '127.0.0.1:9093', upstream: 'u:9092' }],
+        management: '127.0.0.1:9644',
+        admin: { address: '127.0.0.1:9645', token: false },
+        connections: 3,
+      },
+      cleaner: {
+        lastRunMs: 0,
+        maxDirtyRatio: 0.25,
+        maxCompactionDelayMs: 0,
+        maxCleanTimeMs: 0,
+        cleansTotal: 4,
+        reapedTotal: 90,
+        uncleanable: [{ topic: 'table', partition: 0 }],
+        backoffMs: 15000,
+      },
       compactedTopics: summarizeTopics(['table', 'empty'], [partition]),
       partitions: [partition],
     },
     10_000,
   );
   for (const expected of ['0: 127.0.0.1:9093 -> u:9092', 'uncleanable: table-0', 'every 15,000 ms']) assert.ok(text.includes(expected), expected);
-  for (const line of [/^upstream\s+u:9092$/m, /^metrics\s+127\.0\.0\.1:9644 \(probes, \/metrics\)$/m, /^admin\s+127\.0\.0\.1:9645 \(loopback, no token\)$/m]) assert.match(text, line);
+  for (const line of [/^upstream\s+u:9092$/m, /^metrics\s+127\.0\.0\.1:9644 \(probes, \/metrics\)$/m, /^admin\s+127\.0\.0\.1:9645 \(loopback, no token\)$/m])
+    assert.match(text, line);
   const rows = text.trimEnd().split('\n').slice(-2);
   assert.match(rows[0]!, /^empty\s+0\s+0\s+0\s+0\.00\s+0\s+0\s+never$/);
   assert.match(rows[1]!, /^table\s+1\s+11\s+0\s+0\.25\s+2\s+1\s+1\.0 s ago$/);

@@ -45,7 +45,13 @@ test('TLS and SASL settings from flags, KCOMPACT_* variables and the config file
       KCOMPACT_UPSTREAM_TLS: 'true',
       KCOMPACT_UPSTREAM_SASL_PASSWORD: 'from-the-environment',
     },
-    { tlsClientCaFile: ca.caFile, upstreamTlsCaFile: ca.caFile, upstreamTlsServerName: 'kafka.internal', upstreamSaslMechanism: 'SCRAM-SHA-256', upstreamSaslUsername: 'kcompact' },
+    {
+      tlsClientCaFile: ca.caFile,
+      upstreamTlsCaFile: ca.caFile,
+      upstreamTlsServerName: 'kafka.internal',
+      upstreamSaslMechanism: 'SCRAM-SHA-256',
+      upstreamSaslUsername: 'kcompact',
+    },
   );
   assert.deepEqual(listenerTlsSettings(c), { certFile: server.certFile, keyFile: server.keyFile, clientCaFile: ca.caFile });
   assert.deepEqual(upstreamSecuritySettings(c), {
@@ -68,21 +74,51 @@ test('settings that only work together, and files that cannot be used, stop the 
   const cases: [Record<string, unknown>, Record<string, string>, Record<string, unknown>, RegExp][] = [
     [{ tlsCertFile: server.certFile }, {}, {}, /--tls-cert-file .*--tls-key-file .* go together/],
     [{ tlsClientCaFile: ca.caFile }, {}, {}, /--tls-client-ca-file .* needs .*--tls-cert-file/],
-    [{ tlsCertFile: server.certFile, tlsKeyFile: other.keyFile }, {}, {}, /listener TLS files of .*tlsCertFile.*tlsKeyFile.* cannot be used together: .*key values mismatch/],
-    [{ tlsCertFile: server.certFile, tlsKeyFile: server.keyFile, tlsClientCaFile: garbageFile }, {}, {}, /listener TLS files .*cannot be used together: the CA file holds no PEM certificate/],
-    [{ tlsCertFile: path.join(temp.path, 'missing.pem') }, {}, {}, /invalid --tls-cert-file \/ KCOMPACT_TLS_CERT_FILE \/ config key "tlsCertFile": expected the path of a readable file \(ENOENT\)/],
+    [
+      { tlsCertFile: server.certFile, tlsKeyFile: other.keyFile },
+      {},
+      {},
+      /listener TLS files of .*tlsCertFile.*tlsKeyFile.* cannot be used together: .*key values mismatch/,
+    ],
+    [
+      { tlsCertFile: server.certFile, tlsKeyFile: server.keyFile, tlsClientCaFile: garbageFile },
+      {},
+      {},
+      /listener TLS files .*cannot be used together: the CA file holds no PEM certificate/,
+    ],
+    [
+      { tlsCertFile: path.join(temp.path, 'missing.pem') },
+      {},
+      {},
+      /invalid --tls-cert-file \/ KCOMPACT_TLS_CERT_FILE \/ config key "tlsCertFile": expected the path of a readable file \(ENOENT\)/,
+    ],
     [{ upstreamTlsCaFile: ca.caFile }, {}, {}, /config key "upstreamTlsCaFile" only apply with --upstream-tls .* set to true/],
     [{ upstreamTlsVerifyHostname: 'false' }, {}, {}, /config key "upstreamTlsVerifyHostname" only apply with --upstream-tls/],
     [{ upstreamTls: 'true', upstreamTlsCertFile: other.certFile }, {}, {}, /--upstream-tls-cert-file .*--upstream-tls-key-file .* go together/],
-    [{ upstreamTls: 'true', upstreamTlsCaFile: garbageFile }, {}, {}, /upstream TLS files of .*upstreamTlsCaFile.* cannot be used together: the CA file holds no PEM certificate/],
+    [
+      { upstreamTls: 'true', upstreamTlsCaFile: garbageFile },
+      {},
+      {},
+      /upstream TLS files of .*upstreamTlsCaFile.* cannot be used together: the CA file holds no PEM certificate/,
+    ],
     [{ upstreamTls: 'yes' }, {}, {}, /config key "upstreamTls": expected true or false/],
     [{ upstreamSaslMechanism: 'GSSAPI' }, {}, {}, /config key "upstreamSaslMechanism": expected one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, got "GSSAPI"/],
     [{ upstreamSaslUsername: 'kcompact' }, {}, {}, /config key "upstreamSaslUsername" only apply with --upstream-sasl-mechanism/],
     [{}, { KCOMPACT_UPSTREAM_SASL_PASSWORD: secret }, {}, /config key "upstreamSaslPassword" only apply with --upstream-sasl-mechanism/],
     [{ upstreamSaslMechanism: 'PLAIN' }, { KCOMPACT_UPSTREAM_SASL_PASSWORD: secret }, {}, /--upstream-sasl-mechanism .* needs --upstream-sasl-username/],
     [{ upstreamSaslMechanism: 'PLAIN', upstreamSaslUsername: 'u' }, {}, {}, /needs exactly one of --upstream-sasl-password .*--upstream-sasl-password-file/],
-    [{ upstreamSaslMechanism: 'PLAIN', upstreamSaslUsername: 'u', upstreamSaslPasswordFile: passwordFile }, { KCOMPACT_UPSTREAM_SASL_PASSWORD: secret }, {}, /needs exactly one of/],
-    [{ upstreamSaslMechanism: 'PLAIN', upstreamSaslUsername: 'u', upstreamSaslPasswordFile: emptyFile }, {}, {}, /upstreamSaslPasswordFile.*is empty; write the password into it/],
+    [
+      { upstreamSaslMechanism: 'PLAIN', upstreamSaslUsername: 'u', upstreamSaslPasswordFile: passwordFile },
+      { KCOMPACT_UPSTREAM_SASL_PASSWORD: secret },
+      {},
+      /needs exactly one of/,
+    ],
+    [
+      { upstreamSaslMechanism: 'PLAIN', upstreamSaslUsername: 'u', upstreamSaslPasswordFile: emptyFile },
+      {},
+      {},
+      /upstreamSaslPasswordFile.*is empty; write the password into it/,
+    ],
     [{}, {}, { upstreamSaslPassword: { value: secret } }, /config key "upstreamSaslPassword": expected a non-empty string, got \(value hidden\)/],
   ];
   for (const [cli, env, file, pattern] of cases) {

@@ -28,7 +28,10 @@ test('command line beats environment beats file beats default', () => {
 
 test('upstream lists and IPv6 addresses parse', () => {
   const c = resolveConfig({ upstream: 'a:1, [::1]:9093', listen: '0.0.0.0:9092' }, {}, {});
-  assert.deepEqual(c.upstream, [{ host: 'a', port: 1 }, { host: '::1', port: 9093 }]);
+  assert.deepEqual(c.upstream, [
+    { host: 'a', port: 1 },
+    { host: '::1', port: 9093 },
+  ]);
   assert.equal(c.advertisedHost, '127.0.0.1');
 });
 
@@ -43,29 +46,67 @@ test('bad values fail fast naming the flag, env var and file key', () => {
     [{ upstream: 'a:1', listen: '127.0.0.1:9092', brokerPortBase: '9000' }, {}, {}, /would put broker ports on the listen port/],
   ];
   for (const [cli, env, file, pattern] of cases) {
-    assert.throws(() => resolveConfig(cli, env, file), (err: unknown) => err instanceof ConfigError && pattern.test(err.message), String(pattern));
+    assert.throws(
+      () => resolveConfig(cli, env, file),
+      (err: unknown) => err instanceof ConfigError && pattern.test(err.message),
+      String(pattern),
+    );
   }
 });
 
 test('each kind of invalid value names the setting and what it allows', () => {
   const cases: [Record<string, unknown>, Record<string, string>, Record<string, unknown>, RegExp][] = [
-    [{ upstream: 'a:1', metricsListen: 'localhost' }, {}, {}, /invalid --metrics-listen \/ KCOMPACT_METRICS_LISTEN \/ config key "metricsListen": expected HOST:PORT/],
+    [
+      { upstream: 'a:1', metricsListen: 'localhost' },
+      {},
+      {},
+      /invalid --metrics-listen \/ KCOMPACT_METRICS_LISTEN \/ config key "metricsListen": expected HOST:PORT/,
+    ],
     [{ upstream: 'a:b' }, {}, {}, /invalid --upstream .*expected HOST:PORT/],
     [{ upstream: 'a:1' }, {}, { requestTimeoutMs: -5 }, /config key "requestTimeoutMs": expected an integer from 100 to 3600000, got -5/],
     [{ upstream: 'a:1' }, {}, { cleanerBackoffMs: 1.5 }, /config key "cleanerBackoffMs": expected an integer from 10 to/],
     [{ upstream: 'a:1' }, { KCOMPACT_MAX_FRAME_BYTES: '0x100000' }, {}, /KCOMPACT_MAX_FRAME_BYTES .*expected an integer/],
     [{ upstream: 'a:1' }, { KCOMPACT_MAX_FRAME_BYTES: '1e6' }, {}, /KCOMPACT_MAX_FRAME_BYTES .*expected an integer/],
     [{ upstream: 'a:1', logLevel: 'verbose' }, {}, {}, /invalid --log-level .*expected one of debug, info, warn, error/],
-    [{ upstream: 'a:1', topics: '[{"topic":' }, {}, {}, /invalid --topics .*expected a JSON array of \{"topic": NAME, "configs": \{NAME: VALUE\}\}, but the value is not valid JSON/],
+    [
+      { upstream: 'a:1', topics: '[{"topic":' },
+      {},
+      {},
+      /invalid --topics .*expected a JSON array of \{"topic": NAME, "configs": \{NAME: VALUE\}\}, but the value is not valid JSON/,
+    ],
     [{ upstream: 'a:1', topics: '{"topic":"t"}' }, {}, {}, /invalid --topics .*expected a JSON array/],
     [{ upstream: 'a:1', brokerConfigs: '{x' }, {}, {}, /invalid --broker-configs .*expected a JSON object .*not valid JSON/],
-    [{ upstream: 'a:1' }, {}, { topics: [{ topic: 't', configs: { 'cleanup.policy': 'compacted' } }] }, /invalid --topics .*config key "topics": static topic t: Invalid value compacted for configuration cleanup.policy/],
-    [{ upstream: 'a:1' }, {}, { topics: [{ topic: 't', configs: { 'flush.ms': '1' } }] }, /config key "topics": static topic t: flush.ms is not a config kcompact handles/],
-    [{ upstream: 'a:1' }, {}, { brokerConfigs: { 'log.cleaner.threads': '2' } }, /config key "brokerConfigs": broker config log.cleaner.threads is not one kcompact knows; it takes: .*log.cleanup.policy/],
-    [{ upstream: 'a:1' }, {}, { brokerConfigs: { 'log.cleaner.min.cleanable.ratio': 'half' } }, /config key "brokerConfigs": broker config log.cleaner.min.cleanable.ratio=half is not a valid DOUBLE/],
+    [
+      { upstream: 'a:1' },
+      {},
+      { topics: [{ topic: 't', configs: { 'cleanup.policy': 'compacted' } }] },
+      /invalid --topics .*config key "topics": static topic t: Invalid value compacted for configuration cleanup.policy/,
+    ],
+    [
+      { upstream: 'a:1' },
+      {},
+      { topics: [{ topic: 't', configs: { 'flush.ms': '1' } }] },
+      /config key "topics": static topic t: flush.ms is not a config kcompact handles/,
+    ],
+    [
+      { upstream: 'a:1' },
+      {},
+      { brokerConfigs: { 'log.cleaner.threads': '2' } },
+      /config key "brokerConfigs": broker config log.cleaner.threads is not one kcompact knows; it takes: .*log.cleanup.policy/,
+    ],
+    [
+      { upstream: 'a:1' },
+      {},
+      { brokerConfigs: { 'log.cleaner.min.cleanable.ratio': 'half' } },
+      /config key "brokerConfigs": broker config log.cleaner.min.cleanable.ratio=half is not a valid DOUBLE/,
+    ],
   ];
   for (const [cli, env, file, pattern] of cases) {
-    assert.throws(() => resolveConfig(cli, env, file), (err: unknown) => err instanceof ConfigError && pattern.test(err.message), String(pattern));
+    assert.throws(
+      () => resolveConfig(cli, env, file),
+      (err: unknown) => err instanceof ConfigError && pattern.test(err.message),
+      String(pattern),
+    );
   }
 });
 
@@ -82,9 +123,15 @@ test('resolveSettings checks only the settings asked for, and the file keys', ()
 test('a config file that cannot be read or parsed names --config and the file', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kcompact-settings-'));
   try {
-    assert.throws(() => loadConfigFile(path.join(dir, 'missing.json')), (err: unknown) => err instanceof ConfigError && /cannot read config file .*missing\.json \(--config \/ KCOMPACT_CONFIG\): ENOENT/.test(err.message));
+    assert.throws(
+      () => loadConfigFile(path.join(dir, 'missing.json')),
+      (err: unknown) => err instanceof ConfigError && /cannot read config file .*missing\.json \(--config \/ KCOMPACT_CONFIG\): ENOENT/.test(err.message),
+    );
     fs.writeFileSync(path.join(dir, 'bad.json'), '{"upstream": ');
-    assert.throws(() => loadConfigFile(path.join(dir, 'bad.json')), (err: unknown) => err instanceof ConfigError && /bad\.json \(--config \/ KCOMPACT_CONFIG\) is not valid JSON/.test(err.message));
+    assert.throws(
+      () => loadConfigFile(path.join(dir, 'bad.json')),
+      (err: unknown) => err instanceof ConfigError && /bad\.json \(--config \/ KCOMPACT_CONFIG\) is not valid JSON/.test(err.message),
+    );
     fs.writeFileSync(path.join(dir, 'list.json'), '[]');
     assert.throws(() => loadConfigFile(path.join(dir, 'list.json')), /must hold a JSON object of settings/);
   } finally {
@@ -98,7 +145,8 @@ test('the admin listener: loopback by default, elsewhere only with a usable toke
     const base = resolveConfig({ upstream: 'a:1' }, {}, {});
     assert.deepEqual(base.adminListen, { host: '127.0.0.1', port: 9645 });
     assert.equal(base.adminTokenFile, undefined);
-    for (const host of ['127.0.0.1', '127.1.2.3', 'localhost', '[::1]']) assert.doesNotThrow(() => resolveConfig({ upstream: 'a:1', adminListen: `${host}:7000` }, {}, {}), host);
+    for (const host of ['127.0.0.1', '127.1.2.3', 'localhost', '[::1]'])
+      assert.doesNotThrow(() => resolveConfig({ upstream: 'a:1', adminListen: `${host}:7000` }, {}, {}), host);
 
     const token = path.join(temp, 'token');
     fs.writeFileSync(token, 'dG9rZW4tb2YtdGhlLWFkbWluLWxpc3RlbmVy\n');
@@ -108,7 +156,10 @@ test('the admin listener: loopback by default, elsewhere only with a usable toke
     const short = path.join(temp, 'short');
     fs.writeFileSync(short, 'abc');
     const cases: [Record<string, unknown>, RegExp][] = [
-      [{ adminListen: '0.0.0.0:9645' }, /--admin-listen \/ KCOMPACT_ADMIN_LISTEN \/ config key "adminListen" is 0\.0\.0\.0:9645, reachable beyond this machine, and no --admin-token-file .* is set: .*keep it on loopback/],
+      [
+        { adminListen: '0.0.0.0:9645' },
+        /--admin-listen \/ KCOMPACT_ADMIN_LISTEN \/ config key "adminListen" is 0\.0\.0\.0:9645, reachable beyond this machine, and no --admin-token-file .* is set: .*keep it on loopback/,
+      ],
       [{ adminListen: '10.1.2.3:9645' }, /reachable beyond this machine/],
       [{ adminListen: 'kcompact.local:9645' }, /reachable beyond this machine/],
       [{ adminListen: '[::]:9645' }, /reachable beyond this machine/],
@@ -119,7 +170,11 @@ test('the admin listener: loopback by default, elsewhere only with a usable toke
       [{ adminListen: '0.0.0.0:9645', adminTokenFile: short }, /config key "adminTokenFile": .*short: the token has 3 characters; use at least 16/],
     ];
     for (const [cli, pattern] of cases) {
-      assert.throws(() => resolveConfig({ upstream: 'a:1', ...cli }, {}, {}), (err: unknown) => err instanceof ConfigError && pattern.test(err.message), String(pattern));
+      assert.throws(
+        () => resolveConfig({ upstream: 'a:1', ...cli }, {}, {}),
+        (err: unknown) => err instanceof ConfigError && pattern.test(err.message),
+        String(pattern),
+      );
     }
     // Two listeners on distinct hosts of one port, or both on port 0, are fine.
     assert.doesNotThrow(() => resolveConfig({ upstream: 'a:1', adminListen: '127.0.0.1:7000', metricsListen: '127.0.0.2:7000' }, {}, {}));

@@ -27,13 +27,17 @@ test('a change is read on the next file check; one that cannot be used keeps the
   try {
     assert.equal(files.value, 'one+two');
     fs.writeFileSync(b, 'bad');
-    await pollUntil('the unusable change is reported', 10_000, async () => (lines.some((l) => l.includes('the test files changed but cannot be used; keeping the previous ones')) ? true : undefined));
+    await pollUntil('the unusable change is reported', 10_000, async () =>
+      lines.some((l) => l.includes('the test files changed but cannot be used; keeping the previous ones')) ? true : undefined,
+    );
     assert.equal(files.value, 'one+two');
     fs.writeFileSync(b, 'three');
     await pollUntil('the change is read', 10_000, async () => (files.value === 'one+three' ? true : undefined));
     assert.deepEqual(published, ['one+three']);
     fs.rmSync(a);
-    await pollUntil('a missing file is reported', 10_000, async () => (lines.some((l) => l.includes('cannot re-read the test files; keeping the previous ones')) ? true : undefined));
+    await pollUntil('a missing file is reported', 10_000, async () =>
+      lines.some((l) => l.includes('cannot re-read the test files; keeping the previous ones')) ? true : undefined,
+    );
     assert.equal(files.value, 'one+three');
   } finally {
     files.close();
@@ -99,7 +103,10 @@ test('the SASL password comes from the setting or from its file, without the lin
     fromFile.close();
     temp.remove();
   }
-  assert.equal(new UpstreamConnector({ sasl: { mechanism: 'SCRAM-SHA-512', username: 'u', password: 'given' } }, createLogger()).credentials()?.password, 'given');
+  assert.equal(
+    new UpstreamConnector({ sasl: { mechanism: 'SCRAM-SHA-512', username: 'u', password: 'given' } }, createLogger()).credentials()?.password,
+    'given',
+  );
   assert.equal(UpstreamConnector.plaintext.credentials(), undefined);
   assert.equal(passwordOf(Buffer.from('a\n\n')), 'a\n', 'only one trailing line break is dropped');
 });

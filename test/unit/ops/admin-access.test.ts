@@ -56,7 +56,12 @@ async function serve(listener: ListenerName, gate: Gate, routes: string[]): Prom
     if (l.level === 'warn') warns.push(l);
   });
   const map = new Map<string, Route>(routes.map((key) => [key, async () => (ran.push(key), { ok: true })]));
-  const server = await startManagementServer({ host: '127.0.0.1', port: 0 }, map, createLogger(), { listener, gate, onRefused: (r) => refused.push(r), now: () => now });
+  const server = await startManagementServer({ host: '127.0.0.1', port: 0 }, map, createLogger(), {
+    listener,
+    gate,
+    onRefused: (r) => refused.push(r),
+    now: () => now,
+  });
   return {
     port: server.address.port,
     ran,
@@ -75,7 +80,12 @@ test('the metrics listener answers its own routes and 404 for every admin path, 
   try {
     assert.equal((await ask(bed.port, 'GET', '/metrics')).status, 200);
     assert.equal((await ask(bed.port, 'GET', '/livez')).status, 200);
-    for (const [method, route] of [['GET', '/status'], ['POST', '/compact'], ['POST', '/compact?topic=t'], ['GET', '/compact']] as const) {
+    for (const [method, route] of [
+      ['GET', '/status'],
+      ['POST', '/compact'],
+      ['POST', '/compact?topic=t'],
+      ['GET', '/compact'],
+    ] as const) {
       const a = await ask(bed.port, method, route);
       assert.equal(a.status, 404, `${method} ${route}`);
       assert.equal(a.body.listener, 'metrics', 'the answer says which listener this is (the CLI names it)');

@@ -22,7 +22,11 @@ test('a token file holds one bearer token: trailing line breaks ignored, empty, 
     ['abc=def-ghijklmnopq', /only letters/],
   ];
   for (const [contents, pattern] of refused) {
-    assert.throws(() => tokenOf(Buffer.from(contents)), (err: Error) => pattern.test(err.message) && (contents.trim() === '' || !err.message.includes(contents.trim())), JSON.stringify(contents));
+    assert.throws(
+      () => tokenOf(Buffer.from(contents)),
+      (err: Error) => pattern.test(err.message) && (contents.trim() === '' || !err.message.includes(contents.trim())),
+      JSON.stringify(contents),
+    );
   }
 });
 
@@ -34,7 +38,8 @@ test('Authorization headers: missing, malformed, wrong and right; the scheme in 
   const token = new AdminToken(file, createLogger());
   try {
     for (const header of [undefined, '', 'Bearer', 'Bearer ', `Basic ${TOKEN}`, TOKEN]) assert.equal(token.check(header), 'missing', String(header));
-    for (const header of [`Bearer ${TOKEN}x`, `Bearer ${TOKEN.slice(0, -1)}`, 'Bearer x', `Bearer ${TOKEN} extra`]) assert.notEqual(token.check(header), 'ok', header);
+    for (const header of [`Bearer ${TOKEN}x`, `Bearer ${TOKEN.slice(0, -1)}`, 'Bearer x', `Bearer ${TOKEN} extra`])
+      assert.notEqual(token.check(header), 'ok', header);
     assert.equal(token.check(`Bearer ${TOKEN}x`), 'wrong');
     for (const header of [`Bearer ${TOKEN}`, `bearer ${TOKEN}`, `BEARER  ${TOKEN} `]) assert.equal(token.check(header), 'ok', header);
 

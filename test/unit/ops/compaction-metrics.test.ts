@@ -29,7 +29,16 @@ function partition(topic: string, p: number, over: Partial<PartitionStatus> = {}
 }
 
 function cleaner(over: Partial<CleanerStats> = {}): CleanerStats {
-  return { lastRunMs: Date.now() - 2_000, maxDirtyRatio: 0.75, maxCompactionDelayMs: 1_500, maxCleanTimeMs: 250, cleansTotal: 3, reapedTotal: 40, uncleanable: [], ...over };
+  return {
+    lastRunMs: Date.now() - 2_000,
+    maxDirtyRatio: 0.75,
+    maxCompactionDelayMs: 1_500,
+    maxCleanTimeMs: 250,
+    cleansTotal: 3,
+    reapedTotal: 40,
+    uncleanable: [],
+    ...over,
+  };
 }
 
 /** The figures a scrape of `registry` gives while `status` is what the engine says. */
@@ -75,7 +84,7 @@ test('aggregates from one status call per scrape, in base units', async () => {
   bed.filtered = 7;
   bed.viewCache = { bytes: 4096, reads: 12 };
   const e = await bed.scrape();
-  assert.equal(bed.calls, 1, 'every metric shares the scrape\'s status call');
+  assert.equal(bed.calls, 1, "every metric shares the scrape's status call");
   assert.equal(e.value('kcompact_compaction_engine_up'), 1);
   assert.equal(e.value('kcompact_compacted_partitions'), 3);
   assert.equal(e.value('kcompact_index_rows'), 45);
@@ -92,7 +101,11 @@ test('aggregates from one status call per scrape, in base units', async () => {
   assert.equal(e.value('kcompact_fetch_filtered_records_total'), 7);
   assert.equal(e.value('kcompact_view_cache_bytes'), 4096);
   assert.equal(e.value('kcompact_view_cache_reads_total'), 12);
-  assert.deepEqual(e.samples.filter((s) => s.name.startsWith('kcompact_partition_')), [], 'no per-partition series unless enabled');
+  assert.deepEqual(
+    e.samples.filter((s) => s.name.startsWith('kcompact_partition_')),
+    [],
+    'no per-partition series unless enabled',
+  );
 });
 
 test('counters keep growing across a worker restart; an engine that fails or hangs leaves the last figures', async () => {

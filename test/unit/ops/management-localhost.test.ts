@@ -36,7 +36,10 @@ test('unless configured, the management listeners (and the Kafka listener) bind 
     assert.equal(host, '127.0.0.1');
     assert.equal(await accepts('127.0.0.1', port), true);
     // Another loopback address, and every address of the machine's other interfaces, are refused.
-    const elsewhere = ['127.0.0.2', ...Object.values(os.networkInterfaces()).flatMap((list) => (list ?? []).filter((i) => !i.internal && i.family === 'IPv4').map((i) => i.address))];
+    const elsewhere = [
+      '127.0.0.2',
+      ...Object.values(os.networkInterfaces()).flatMap((list) => (list ?? []).filter((i) => !i.internal && i.family === 'IPv4').map((i) => i.address)),
+    ];
     for (const address of elsewhere) assert.equal(await accepts(address, port), false, `reachable on ${address}`);
   } finally {
     await server.close();

@@ -31,6 +31,10 @@ test('bad shutdown and metrics settings fail fast naming the key', () => {
     [base, {}, { metricsTopicsExclude: ['x'] }, /"metricsTopicsExclude" has no effect without/],
   ];
   for (const [cli, env, file, pattern] of cases) {
-    assert.throws(() => resolveConfig(cli, env, file), (err: unknown) => err instanceof ConfigError && pattern.test(err.message), String(pattern));
+    assert.throws(
+      () => resolveConfig(cli, env, file),
+      (err: unknown) => err instanceof ConfigError && pattern.test(err.message),
+      String(pattern),
+    );
   }
 });

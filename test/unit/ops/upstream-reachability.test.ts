@@ -22,7 +22,13 @@ test('without recent traffic, a TCP connect to a bootstrap address decides', asy
   const down = await closedPort();
   try {
     const upPort = (up.address() as net.AddressInfo).port;
-    const reachable = new UpstreamReachability({ upstream: [{ host: '127.0.0.1', port: down }, { host: '127.0.0.1', port: upPort }], lastConnectMs: () => 0 });
+    const reachable = new UpstreamReachability({
+      upstream: [
+        { host: '127.0.0.1', port: down },
+        { host: '127.0.0.1', port: upPort },
+      ],
+      lastConnectMs: () => 0,
+    });
     const ok = await reachable.check();
     assert.equal(ok.ok, true);
     assert.match(ok.detail, new RegExp(`127\\.0\\.0\\.1:${upPort} accepted`));

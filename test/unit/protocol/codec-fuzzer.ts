@@ -15,12 +15,12 @@
  * Every frame draws from its own generator, seeded by (seed, frame index): `--seed S --start N
  * --frames 1` replays frame N alone.
  */
-import { performance } from "node:perf_hooks";
-import { gzipSync } from "node:zlib";
-import { checkKeys } from "../../../src/compaction/produce-guard/keyless-records.js";
-import { ProtocolError } from "../../../src/protocol/errors.js";
-import { APIS } from "../../../src/protocol/generated/messages.js";
-import { decodeRequestHeader, decodeResponseHeader, responseHeaderVersion } from "../../../src/protocol/headers.js";
+import { performance } from 'node:perf_hooks';
+import { gzipSync } from 'node:zlib';
+import { checkKeys } from '../../../src/compaction/produce-guard/keyless-records.js';
+import { ProtocolError } from '../../../src/protocol/errors.js';
+import { APIS } from '../../../src/protocol/generated/messages.js';
+import { decodeRequestHeader, decodeResponseHeader, responseHeaderVersion } from '../../../src/protocol/headers.js';
 import {
   ApiKey,
   decodeRequest,
@@ -30,8 +30,8 @@ import {
   encodeResponse,
   encodeResponseFrame,
   type Struct,
-} from "../../../src/protocol/messages.js";
-import { writeBatchHeader } from "../../../src/protocol/records/batch-header.js";
+} from '../../../src/protocol/messages.js';
+import { writeBatchHeader } from '../../../src/protocol/records/batch-header.js';
 import {
   batchPayload,
   CorruptRecordError,
@@ -45,9 +45,9 @@ import {
   verifyCrc,
   type BatchFields,
   type RecordInput,
-} from "../../../src/protocol/records/batch.js";
-import { Compression, DEFAULT_MAX_DECOMPRESSED_BYTES } from "../../../src/protocol/records/compression.js";
-import { sampleStruct, seededRng, type Rng } from "./sample-body.js";
+} from '../../../src/protocol/records/batch.js';
+import { Compression, DEFAULT_MAX_DECOMPRESSED_BYTES } from '../../../src/protocol/records/compression.js';
+import { sampleStruct, seededRng, type Rng } from './sample-body.js';
 
 export interface FuzzOptions {
   seed: number;
@@ -73,7 +73,7 @@ export interface DecoderStats {
 export interface Finding {
   frame: number;
   decoder: string;
-  kind: "exception" | "hang" | "memory" | "invariant";
+  kind: 'exception' | 'hang' | 'memory' | 'invariant';
   detail: string;
   /** What was decoded, e.g. `request` or `response Fetch v16` or `records (Produce v9)`. */
   target: string;
@@ -92,7 +92,7 @@ export interface FuzzReport {
   findings: Finding[];
 }
 
-type Direction = "request" | "response";
+type Direction = 'request' | 'response';
 
 interface SeedFrame {
   apiKey: number;
@@ -136,8 +136,8 @@ function sampleRecords(rnd: Rng, count: number): RecordInput[] {
     timestampDelta: i * 1000,
     offsetDelta: i,
     key: rnd() < 0.2 ? null : Buffer.from(`key-${i}-${int(rnd, 100)}`),
-    value: rnd() < 0.15 ? null : Buffer.from(`{"n":${i},"v":"${"x".repeat(int(rnd, 40))}"}`),
-    headers: rnd() < 0.3 ? [{ key: Buffer.from("h"), value: rnd() < 0.5 ? null : Buffer.from([i]) }] : [],
+    value: rnd() < 0.15 ? null : Buffer.from(`{"n":${i},"v":"${'x'.repeat(int(rnd, 40))}"}`),
+    headers: rnd() < 0.3 ? [{ key: Buffer.from('h'), value: rnd() < 0.5 ? null : Buffer.from([i]) }] : [],
   }));
 }
 
@@ -195,7 +195,7 @@ async function buildBatches(rnd: Rng): Promise<{ blobs: Buffer[]; bombs: Buffer[
     const txn = sampleRecords(rnd, 5);
     blobs.push(await encodeBatch({ ...FIELDS, attributes: 0x10, lastOffsetDelta: 4, producerId: 42n, producerEpoch: 1, baseSequence: 0 }, txn, codec));
   }
-  const marker = { timestampDelta: 0, offsetDelta: 0, key: Buffer.from("00000001", "hex"), value: Buffer.from("000000000005", "hex") };
+  const marker = { timestampDelta: 0, offsetDelta: 0, key: Buffer.from('00000001', 'hex'), value: Buffer.from('000000000005', 'hex') };
   blobs.push(await encodeBatch({ ...FIELDS, attributes: 0x30, producerId: 42n, producerEpoch: 1 }, [marker], 0));
   blobs.push(await encodeBatch(FIELDS, [], 0));
   // Fetch blobs: several batches, and one cut at a byte limit.
@@ -208,10 +208,10 @@ async function buildBatches(rnd: Rng): Promise<{ blobs: Buffer[]; bombs: Buffer[
 function plantRecords(value: unknown, rnd: Rng, blobs: readonly Buffer[]): void {
   if (Array.isArray(value)) {
     for (const v of value) plantRecords(v, rnd, blobs);
-  } else if (value !== null && typeof value === "object" && !Buffer.isBuffer(value)) {
+  } else if (value !== null && typeof value === 'object' && !Buffer.isBuffer(value)) {
     const struct = value as Struct;
     for (const [k, v] of Object.entries(struct)) {
-      if (k === "records" && Buffer.isBuffer(v)) struct[k] = blobs[int(rnd, blobs.length)]!;
+      if (k === 'records' && Buffer.isBuffer(v)) struct[k] = blobs[int(rnd, blobs.length)]!;
       else plantRecords(v, rnd, blobs);
     }
   }
@@ -225,14 +225,15 @@ function buildFrames(rnd: Rng, blobs: readonly Buffer[]): { frames: SeedFrame[];
     for (let version = api.validVersions[0]; version <= api.validVersions[1]; version++) {
       versions.push({ apiKey: api.apiKey, version });
       const flexible = api.flexibleVersions !== null && version >= api.flexibleVersions[0];
-      for (const direction of ["request", "response"] as const) {
+      for (const direction of ['request', 'response'] as const) {
         for (let copy = 0; copy < 2; copy++) {
           const body = sampleStruct(api[direction], version, flexible, rnd);
           plantRecords(body, rnd, blobs);
           const correlationId = int(rnd, 0x7fffffff);
-          const frame = direction === "request"
-            ? encodeRequestFrame({ apiKey: api.apiKey, apiVersion: version, correlationId, clientId: copy ? null : "fuzz" }, body)
-            : encodeResponseFrame(api.apiKey, version, correlationId, body);
+          const frame =
+            direction === 'request'
+              ? encodeRequestFrame({ apiKey: api.apiKey, apiVersion: version, correlationId, clientId: copy ? null : 'fuzz' }, body)
+              : encodeResponseFrame(api.apiKey, version, correlationId, body);
           frames.push({ apiKey: api.apiKey, version, direction, frame });
         }
       }
@@ -295,9 +296,7 @@ function mutateOnce(data: Buffer, rnd: Rng, donors: () => Buffer): Buffer {
       const v = Buffer.from(VARINTS[int(rnd, VARINTS.length)]!);
       const p = at();
       // Overwrite or insert: a length byte replaced, or a longer varint in its place.
-      return rnd() < 0.5
-        ? Buffer.concat([data.subarray(0, p), v, data.subarray(p + v.length)])
-        : Buffer.concat([data.subarray(0, p), v, data.subarray(p + 1)]);
+      return rnd() < 0.5 ? Buffer.concat([data.subarray(0, p), v, data.subarray(p + v.length)]) : Buffer.concat([data.subarray(0, p), v, data.subarray(p + 1)]);
     }
     case 8: {
       const donor = donors();
@@ -330,7 +329,11 @@ function fixSize(frame: Buffer, rnd: Rng): Buffer {
 function errorKind(e: unknown): string {
   if (!(e instanceof Error)) return `non-Error ${typeof e}`;
   const cause = (e as { cause?: unknown }).cause;
-  if ((e instanceof ProtocolError || e instanceof CorruptRecordError) && cause instanceof Error && !(cause instanceof ProtocolError || cause instanceof CorruptRecordError)) {
+  if (
+    (e instanceof ProtocolError || e instanceof CorruptRecordError) &&
+    cause instanceof Error &&
+    !(cause instanceof ProtocolError || cause instanceof CorruptRecordError)
+  ) {
     return `${e.name}<${cause.name}>`;
   }
   return e.name;
@@ -346,7 +349,7 @@ function isCodecRejection(e: unknown): boolean {
 }
 
 class Invariant extends Error {
-  override readonly name = "Invariant";
+  override readonly name = 'Invariant';
 }
 
 export async function runCodecFuzz(opts: FuzzOptions): Promise<FuzzReport> {
@@ -358,8 +361,8 @@ export async function runCodecFuzz(opts: FuzzOptions): Promise<FuzzReport> {
   const setup = seededRng(opts.seed);
   const { blobs, bombs } = await buildBatches(setup);
   const { frames: seeds, versions } = buildFrames(setup, blobs);
-  const requests = seeds.filter((s) => s.direction === "request");
-  const responses = seeds.filter((s) => s.direction === "response");
+  const requests = seeds.filter((s) => s.direction === 'request');
+  const responses = seeds.filter((s) => s.direction === 'response');
   const report: FuzzReport = {
     seed: opts.seed,
     frames: 0,
@@ -373,14 +376,13 @@ export async function runCodecFuzz(opts: FuzzOptions): Promise<FuzzReport> {
   };
   let frameIndex = 0;
   let input: Buffer = Buffer.alloc(0);
-  let target = "";
+  let target = '';
 
-  const stats = (decoder: string): DecoderStats =>
-    (report.byDecoder[decoder] ??= { calls: 0, ok: 0, errors: {}, maxMs: 0 });
+  const stats = (decoder: string): DecoderStats => (report.byDecoder[decoder] ??= { calls: 0, ok: 0, errors: {}, maxMs: 0 });
 
-  const find = (decoder: string, kind: Finding["kind"], detail: string) => {
+  const find = (decoder: string, kind: Finding['kind'], detail: string) => {
     if (report.findings.length < MAX_FINDINGS) {
-      report.findings.push({ frame: frameIndex, decoder, kind, detail, target, hex: input.toString("hex") });
+      report.findings.push({ frame: frameIndex, decoder, kind, detail, target, hex: input.toString('hex') });
     }
   };
 
@@ -396,12 +398,12 @@ export async function runCodecFuzz(opts: FuzzOptions): Promise<FuzzReport> {
     } catch (e) {
       const kind = errorKind(e);
       s.errors[kind] = (s.errors[kind] ?? 0) + 1;
-      if (e instanceof Invariant) find(decoder, "invariant", e.message);
-      else if (!isCodecRejection(e)) find(decoder, "exception", e instanceof Error ? e.stack ?? e.message : String(e));
+      if (e instanceof Invariant) find(decoder, 'invariant', e.message);
+      else if (!isCodecRejection(e)) find(decoder, 'exception', e instanceof Error ? (e.stack ?? e.message) : String(e));
     }
     const ms = performance.now() - t0;
     if (ms > s.maxMs) s.maxMs = ms;
-    if (ms > hangMs) find(decoder, "hang", `one call took ${ms.toFixed(0)} ms (bound ${hangMs} ms)`);
+    if (ms > hangMs) find(decoder, 'hang', `one call took ${ms.toFixed(0)} ms (bound ${hangMs} ms)`);
     return value;
   }
 
@@ -411,34 +413,34 @@ export async function runCodecFuzz(opts: FuzzOptions): Promise<FuzzReport> {
 
   /** Every batch decoder over a `records` blob, each step only on what the previous accepted. */
   async function decodeBatches(data: Buffer, produceVersion: number): Promise<void> {
-    const walk = await call("iterateBatches", () => iterateBatches(data));
-    await call("produceGuard.checkKeys", () => checkKeys(data, produceVersion));
+    const walk = await call('iterateBatches', () => iterateBatches(data));
+    await call('produceGuard.checkKeys', () => checkKeys(data, produceVersion));
     if (!walk) return;
     for (const header of walk.batches.slice(0, 8)) {
       const crcOk = verifyCrc(data, header);
-      const payload = await call("batchPayload", () => batchPayload(data, header));
+      const payload = await call('batchPayload', () => batchPayload(data, header));
       if (!payload) continue;
-      const records = await call("decodeRecords", () => {
+      const records = await call('decodeRecords', () => {
         const r = parseRecords(payload, header);
         check(r.length === header.recordCount, `decoded ${r.length} records of a batch declaring ${header.recordCount}`);
         return r;
       });
-      const keys = await call("scanRecordKeys", () => {
+      const keys = await call('scanRecordKeys', () => {
         const k = scanRecordKeys(payload, header);
         check(k.length === header.recordCount, `scanned ${k.length} keys of a batch declaring ${header.recordCount}`);
         return k;
       });
-      if (header.isControl && records?.[0]) await call("decodeControlRecord", () => decodeControlRecord(records[0]!.key, records[0]!.value));
+      if (header.isControl && records?.[0]) await call('decodeControlRecord', () => decodeControlRecord(records[0]!.key, records[0]!.value));
       if (!keys || keys.length === 0) continue;
       const kept = keys.filter((_, i) => i % 2 === 0);
-      await call("rebuildBatch", async () => {
+      await call('rebuildBatch', async () => {
         const rebuilt = await rebuildBatch(header, payload, kept);
         const back = readBatchHeader(rebuilt, 0);
         check(back.recordCount === kept.length, `rebuilt batch holds ${back.recordCount} records, ${kept.length} kept`);
-        check(back.end === rebuilt.length, "rebuilt batch length disagrees with its size");
+        check(back.end === rebuilt.length, 'rebuilt batch length disagrees with its size');
         // A batch kept whole is passed on byte for byte, a bad CRC included.
-        if (crcOk) check(verifyCrc(rebuilt, back), "rebuilt batch of a batch with a valid CRC fails its CRC");
-        else check(kept.length === header.recordCount, "a batch with a bad CRC was rebuilt with a fresh CRC");
+        if (crcOk) check(verifyCrc(rebuilt, back), 'rebuilt batch of a batch with a valid CRC fails its CRC');
+        else check(kept.length === header.recordCount, 'a batch with a bad CRC was rebuilt with a fresh CRC');
       });
     }
   }
@@ -448,9 +450,9 @@ export async function runCodecFuzz(opts: FuzzOptions): Promise<FuzzReport> {
     if (out.length >= 4) return;
     if (Array.isArray(value)) {
       for (const v of value) recordFields(v, out);
-    } else if (value !== null && typeof value === "object" && !Buffer.isBuffer(value)) {
+    } else if (value !== null && typeof value === 'object' && !Buffer.isBuffer(value)) {
       for (const [k, v] of Object.entries(value)) {
-        if (k === "records" && Buffer.isBuffer(v) && v.length > 0) out.push(v);
+        if (k === 'records' && Buffer.isBuffer(v) && v.length > 0) out.push(v);
         else recordFields(v, out);
       }
     }
@@ -462,13 +464,13 @@ export async function runCodecFuzz(opts: FuzzOptions): Promise<FuzzReport> {
     const size = frame.readInt32BE(0);
     if (size < 0 || size > frame.length - 4) return;
     const body = frame.subarray(4, 4 + size);
-    const header = await call("requestHeader", () => decodeRequestHeader(body));
+    const header = await call('requestHeader', () => decodeRequestHeader(body));
     if (!header || header.bodyOffset === null) return;
     const { apiKey, apiVersion } = header;
     target = `request ${APIS[apiKey]?.name} v${apiVersion}`;
-    const decoded = await call("decodeRequest", () => decodeRequest(apiKey, apiVersion, body, header.bodyOffset!));
+    const decoded = await call('decodeRequest', () => decodeRequest(apiKey, apiVersion, body, header.bodyOffset!));
     if (!decoded) return;
-    await call("reencodeRequest", () => encodeRequest(apiKey, apiVersion, decoded));
+    await call('reencodeRequest', () => encodeRequest(apiKey, apiVersion, decoded));
     const records: Buffer[] = [];
     recordFields(decoded, records);
     for (const r of records) await decodeBatches(r, apiKey === ApiKey.Produce ? apiVersion : 9);
@@ -481,11 +483,11 @@ export async function runCodecFuzz(opts: FuzzOptions): Promise<FuzzReport> {
     if (size < 0 || size > frame.length - 4) return;
     const body = frame.subarray(4, 4 + size);
     target = `response ${APIS[apiKey]?.name} v${version}`;
-    const header = await call("responseHeader", () => decodeResponseHeader(body, responseHeaderVersion(apiKey, version)));
+    const header = await call('responseHeader', () => decodeResponseHeader(body, responseHeaderVersion(apiKey, version)));
     if (!header) return;
-    const decoded = await call("decodeResponse", () => decodeResponse(apiKey, version, body, header.bodyOffset));
+    const decoded = await call('decodeResponse', () => decodeResponse(apiKey, version, body, header.bodyOffset));
     if (!decoded) return;
-    await call("reencodeResponse", () => encodeResponse(apiKey, version, decoded));
+    await call('reencodeResponse', () => encodeResponse(apiKey, version, decoded));
     const records: Buffer[] = [];
     recordFields(decoded, records);
     for (const r of records) await decodeBatches(r, 9);
@@ -497,7 +499,7 @@ export async function runCodecFuzz(opts: FuzzOptions): Promise<FuzzReport> {
     report.peakRssBytes = Math.max(report.peakRssBytes, m.rss);
     report.peakHeapUsedBytes = Math.max(report.peakHeapUsedBytes, m.heapUsed);
     report.peakExternalBytes = Math.max(report.peakExternalBytes, m.external + m.arrayBuffers);
-    if (m.rss > maxRss) find("memory", "memory", `resident memory ${m.rss} bytes passed the bound of ${maxRss}`);
+    if (m.rss > maxRss) find('memory', 'memory', `resident memory ${m.rss} bytes passed the bound of ${maxRss}`);
   };
 
   const count = (kind: string) => (report.byFrameKind[kind] = (report.byFrameKind[kind] ?? 0) + 1);
@@ -507,32 +509,32 @@ export async function runCodecFuzz(opts: FuzzOptions): Promise<FuzzReport> {
     const donors = () => seeds[int(rnd, seeds.length)]!.frame;
     const roll = rnd();
     if (roll < bombRate) {
-      count("bomb batch");
+      count('bomb batch');
       const bomb = bombs[int(rnd, bombs.length)]!;
       input = rnd() < 0.5 ? bomb : mutate(bomb, rnd, donors);
-      target = "records (bomb)";
+      target = 'records (bomb)';
       await decodeBatches(input, 9);
     } else if (roll < 0.45) {
-      count("mutated request");
+      count('mutated request');
       const s = requests[int(rnd, requests.length)]!;
       input = fixSize(mutate(s.frame, rnd, donors), rnd);
-      target = "request";
+      target = 'request';
       await decodeRequestFrame(input);
     } else if (roll < 0.8) {
-      count("mutated response");
+      count('mutated response');
       const s = responses[int(rnd, responses.length)]!;
       input = fixSize(mutate(s.frame, rnd, donors), rnd);
       // Now and then read as the answer to another request, as after a correlation mix-up.
       const as = rnd() < 0.85 ? s : versions[int(rnd, versions.length)]!;
       await decodeResponseFrame(input, as.apiKey, as.version);
     } else if (roll < 0.95) {
-      count("mutated batch");
+      count('mutated batch');
       const blob = blobs[int(rnd, blobs.length)]!;
       input = mutate(blob, rnd, () => blobs[int(rnd, blobs.length)]!);
-      target = "records";
+      target = 'records';
       await decodeBatches(input, 3 + int(rnd, 11));
     } else {
-      count("random frame");
+      count('random frame');
       input = randomBytes(rnd, int(rnd, 300));
       if (input.length >= 8) {
         input.writeInt32BE(input.length - 4, 0);
@@ -543,7 +545,7 @@ export async function runCodecFuzz(opts: FuzzOptions): Promise<FuzzReport> {
           input.writeInt16BE(rnd() < 0.8 ? v.version : int(rnd, 0x10000) - 0x8000, 6);
         }
       }
-      target = "request";
+      target = 'request';
       await decodeRequestFrame(input);
       const v = versions[int(rnd, versions.length)]!;
       await decodeResponseFrame(input, v.apiKey, v.version);

@@ -1,5 +1,5 @@
-import assert from "node:assert/strict";
-import { describe, test } from "node:test";
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
 import {
   CorruptRecordError,
   batchPayload,
@@ -11,8 +11,8 @@ import {
   rebuildBatch,
   verifyCrc,
   type RecordInput,
-} from "../../../src/protocol/records/batch.js";
-import { seededRng } from "./sample-body.js";
+} from '../../../src/protocol/records/batch.js';
+import { seededRng } from './sample-body.js';
 
 const MAX_BYTES = 4 * 1024 * 1024;
 
@@ -21,7 +21,7 @@ const sampleRecords: RecordInput[] = Array.from({ length: 24 }, (_, i) => ({
   offsetDelta: i + (i >> 2),
   key: i % 5 === 4 ? null : Buffer.from(`k${i}`.repeat(1 + (i % 3))),
   value: i % 7 === 6 ? null : Buffer.from(`v${i}-`.repeat(3 + (i % 11))),
-  headers: i % 2 ? [{ key: Buffer.from("hdr"), value: i % 4 === 1 ? null : Buffer.from([i]) }] : [],
+  headers: i % 2 ? [{ key: Buffer.from('hdr'), value: i % 4 === 1 ? null : Buffer.from([i]) }] : [],
 }));
 
 const FIELDS = {
@@ -92,7 +92,7 @@ function mutate(original: Buffer, random: () => number): Buffer {
   }
 }
 
-describe("random mutations decode or throw CorruptRecordError, never anything else", () => {
+describe('random mutations decode or throw CorruptRecordError, never anything else', () => {
   for (const codec of [0, 1, 2, 3, 4]) {
     test(`codec ${codec}: mutated batches and fetch blobs`, async () => {
       const batch = await encodeBatch(FIELDS, sampleRecords, codec);
@@ -122,7 +122,7 @@ describe("random mutations decode or throw CorruptRecordError, never anything el
     });
   }
 
-  test("random bytes", async () => {
+  test('random bytes', async () => {
     const random = seededRng(99);
     for (let i = 0; i < 2000; i++) {
       const data = Buffer.allocUnsafe(Math.floor(random() * 200));

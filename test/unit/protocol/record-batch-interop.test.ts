@@ -1,12 +1,12 @@
-import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { after, describe, test } from "node:test";
-import { fileURLToPath } from "node:url";
-import { venvPython } from "../../support/paths.js";
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { venvPython } from '../../support/paths.js';
 import {
   decodeRecordKeys,
   decodeRecords,
@@ -16,10 +16,10 @@ import {
   rebuildBatch,
   verifyCrc,
   type DecodedRecord,
-} from "../../../src/protocol/records/batch.js";
-import { Compression, compress, decompress } from "../../../src/protocol/records/compression.js";
+} from '../../../src/protocol/records/batch.js';
+import { Compression, compress, decompress } from '../../../src/protocol/records/compression.js';
 
-const fixtures = new URL("../../../../test/fixtures/batches/", import.meta.url);
+const fixtures = new URL('../../../../test/fixtures/batches/', import.meta.url);
 const fixture = (name: string) => readFileSync(new URL(name, fixtures));
 
 interface ManifestRecord {
@@ -32,13 +32,16 @@ interface ManifestRecord {
 interface Manifest {
   baseOffset: string;
   partitionLeaderEpoch: number;
-  batches: Record<string, { file: string; producerId: string; producerEpoch: number; baseSequence: number; lastOffsetDelta: number; baseTimestamp: string; maxTimestamp: string }>;
+  batches: Record<
+    string,
+    { file: string; producerId: string; producerEpoch: number; baseSequence: number; lastOffsetDelta: number; baseTimestamp: string; maxTimestamp: string }
+  >;
   records: ManifestRecord[];
 }
-const manifest = JSON.parse(fixture("batches.json").toString()) as Manifest;
+const manifest = JSON.parse(fixture('batches.json').toString()) as Manifest;
 const CODEC_OF: Record<string, number> = { none: 0, gzip: 1, snappy: 2, lz4: 3, zstd: 4 };
 
-const hex = (b: Buffer | null) => (b === null ? null : b.toString("hex"));
+const hex = (b: Buffer | null) => (b === null ? null : b.toString('hex'));
 
 function assertRecordsMatch(records: DecodedRecord[], expected: ManifestRecord[], baseTimestamp: bigint): void {
   assert.equal(records.length, expected.length);
@@ -48,11 +51,15 @@ function assertRecordsMatch(records: DecodedRecord[], expected: ManifestRecord[]
     assert.equal(Number(baseTimestamp) + r.timestampDelta, e.timestamp, `record ${i} timestamp`);
     assert.equal(hex(r.key), e.key, `record ${i} key`);
     assert.equal(hex(r.value), e.value, `record ${i} value`);
-    assert.deepEqual(r.headers.map((h) => [hex(h.key), hex(h.value)]), e.headers, `record ${i} headers`);
+    assert.deepEqual(
+      r.headers.map((h) => [hex(h.key), hex(h.value)]),
+      e.headers,
+      `record ${i} headers`,
+    );
   });
 }
 
-describe("batches built by kafka-python (DefaultRecordBatchBuilder)", () => {
+describe('batches built by kafka-python (DefaultRecordBatchBuilder)', () => {
   for (const [name, meta] of Object.entries(manifest.batches)) {
     test(`${name}: header, CRC and every record`, async () => {
       const buf = fixture(meta.file);
@@ -89,7 +96,7 @@ describe("batches built by kafka-python (DefaultRecordBatchBuilder)", () => {
       } else {
         const payload = await decompress(h.compression, buf.subarray(61));
         const oursPayload = await decompress(h.compression, ours.subarray(61));
-        assert.ok(oursPayload.equals(payload), "same records, byte for byte, before compression");
+        assert.ok(oursPayload.equals(payload), 'same records, byte for byte, before compression');
       }
       // Every header field but batchLength and CRC (which depend on the compressed size).
       assert.ok(ours.subarray(0, 8).equals(buf.subarray(0, 8)));
@@ -102,12 +109,12 @@ describe("batches built by kafka-python (DefaultRecordBatchBuilder)", () => {
 
 // kafkajs's record batch writer and reader, used directly (no broker needed).
 const require = createRequire(import.meta.url);
-const Long = require("kafkajs/src/utils/long");
-const KafkaRecord = require("kafkajs/src/protocol/recordBatch/record/v0");
-const { RecordBatch } = require("kafkajs/src/protocol/recordBatch/v0");
-const decodeKafkajsBatch = require("kafkajs/src/protocol/recordBatch/v0/decoder");
-const KafkajsDecoder = require("kafkajs/src/protocol/decoder");
-const { Codecs, Types } = require("kafkajs/src/protocol/message/compression");
+const Long = require('kafkajs/src/utils/long');
+const KafkaRecord = require('kafkajs/src/protocol/recordBatch/record/v0');
+const { RecordBatch } = require('kafkajs/src/protocol/recordBatch/v0');
+const decodeKafkajsBatch = require('kafkajs/src/protocol/recordBatch/v0/decoder');
+const KafkajsDecoder = require('kafkajs/src/protocol/decoder');
+const { Codecs, Types } = require('kafkajs/src/protocol/message/compression');
 
 // kafkajs ships gzip only; others plug codecs into this table (what kafkajs-snappy & co. do).
 for (const codec of [Compression.Snappy, Compression.Lz4, Compression.Zstd]) {
@@ -133,7 +140,7 @@ function kafkajsRecords(count: number) {
       timestampDelta: i * 11,
       key: i % 7 === 3 ? null : Buffer.from(`key-${i % 5}`),
       value: i % 9 === 4 ? null : Buffer.from(`value ${i} `.repeat(1 + (i % 13))),
-      headers: i % 4 === 0 ? { trace: Buffer.from(`t${i}`), kind: Buffer.from("x") } : {},
+      headers: i % 4 === 0 ? { trace: Buffer.from(`t${i}`), kind: Buffer.from('x') } : {},
     }),
   );
 }
@@ -159,7 +166,7 @@ async function kafkajsDecode(buf: Buffer): Promise<{ records: KafkajsRecord[]; f
   return decodeKafkajsBatch(new KafkajsDecoder(buf));
 }
 
-describe("kafkajs: batches it writes, read by us; batches we write, read by it", () => {
+describe('kafkajs: batches it writes, read by us; batches we write, read by it', () => {
   for (const codec of [0, 1, 2, 3, 4]) {
     test(`codec ${codec}: kafkajs-written batch decodes, CRC valid`, async () => {
       const buf = await kafkajsBatch(codec, 40);
@@ -190,13 +197,16 @@ describe("kafkajs: batches it writes, read by us; batches we write, read by it",
       const kept = records.filter((r) => r.offsetDelta % 3 !== 0);
       const rebuilt = await rebuildBatch(h, records[0]!.payload, kept);
       const theirs = await kafkajsDecode(rebuilt);
-      assert.equal(theirs.firstOffset, "123456789012");
-      assert.equal(theirs.producerId, "555");
+      assert.equal(theirs.firstOffset, '123456789012');
+      assert.equal(theirs.producerId, '555');
       assert.deepEqual(
         theirs.records.map((r) => r.offset),
         kept.map((r) => (h.baseOffset + BigInt(r.offsetDelta)).toString()),
       );
-      assert.deepEqual(theirs.records.map((r) => r.value), kept.map((r) => r.value));
+      assert.deepEqual(
+        theirs.records.map((r) => r.value),
+        kept.map((r) => r.value),
+      );
     });
   }
 });
@@ -207,16 +217,16 @@ describe("kafkajs: batches it writes, read by us; batches we write, read by it",
  * packages are importable: the test bed's venv has them (test/peers/install.sh); without it the
  * test skips, except under CI where the bed is always installed.
  */
-const python = process.env.KCOMPACT_PYTHON ?? (existsSync(venvPython) ? venvPython : "python3");
-const probe = spawnSync(python, ["-c", "import kafka, lz4.frame, zstandard, snappy"], { encoding: "utf8" });
+const python = process.env.KCOMPACT_PYTHON ?? (existsSync(venvPython) ? venvPython : 'python3');
+const probe = spawnSync(python, ['-c', 'import kafka, lz4.frame, zstandard, snappy'], { encoding: 'utf8' });
 const pythonReady = probe.status === 0;
 if (!pythonReady && process.env.CI) throw new Error(`kafka-python and its codecs are not importable by ${python}: run bash test/peers/install.sh`);
 
-describe("kafka-python reads what we write", { skip: pythonReady ? false : "kafka-python, lz4, zstandard, python-snappy not importable" }, () => {
-  const dir = mkdtempSync(join(tmpdir(), "kcompact-batches-"));
+describe('kafka-python reads what we write', { skip: pythonReady ? false : 'kafka-python, lz4, zstandard, python-snappy not importable' }, () => {
+  const dir = mkdtempSync(join(tmpdir(), 'kcompact-batches-'));
   after(() => rmSync(dir, { recursive: true, force: true }));
 
-  test("rebuilt, re-encoded and emptied batches for every codec", async () => {
+  test('rebuilt, re-encoded and emptied batches for every codec', async () => {
     const expected: Record<string, number[]> = {};
     for (const [name, meta] of Object.entries(manifest.batches)) {
       const buf = fixture(meta.file);
@@ -231,37 +241,42 @@ describe("kafka-python reads what we write", { skip: pythonReady ? false : "kafk
       expected[`empty-${name}`] = [];
     }
     const script = [
-      "import json, sys",
-      "from kafka.record.default_records import DefaultRecordBatch",
-      "out = {}",
-      "for name in json.loads(sys.argv[2]):",
+      'import json, sys',
+      'from kafka.record.default_records import DefaultRecordBatch',
+      'out = {}',
+      'for name in json.loads(sys.argv[2]):',
       "    b = DefaultRecordBatch(bytearray(open(sys.argv[1] + '/' + name + '.bin', 'rb').read()))",
-      "    assert b.validate_crc(), name",
-      "    out[name] = [r.offset - b.base_offset for r in b]",
-      "print(json.dumps(out))",
-    ].join("\n");
-    const run = spawnSync(python, ["-c", script, dir, JSON.stringify(Object.keys(expected))], { encoding: "utf8" });
+      '    assert b.validate_crc(), name',
+      '    out[name] = [r.offset - b.base_offset for r in b]',
+      'print(json.dumps(out))',
+    ].join('\n');
+    const run = spawnSync(python, ['-c', script, dir, JSON.stringify(Object.keys(expected))], { encoding: 'utf8' });
     assert.equal(run.status, 0, run.stderr);
     assert.deepEqual(JSON.parse(run.stdout), expected);
   });
 
   test("compressed payloads, by lz4.frame, zstandard and kafka-python's Xerial reader", async () => {
-    const plain = fixture("payload.bin");
-    for (const [codec, name] of [[Compression.Snappy, "snappy"], [Compression.Lz4, "lz4"], [Compression.Zstd, "zstd"], [Compression.Gzip, "gzip"]] as const) {
+    const plain = fixture('payload.bin');
+    for (const [codec, name] of [
+      [Compression.Snappy, 'snappy'],
+      [Compression.Lz4, 'lz4'],
+      [Compression.Zstd, 'zstd'],
+      [Compression.Gzip, 'gzip'],
+    ] as const) {
       writeFileSync(join(dir, `payload.${name}`), await compress(codec, plain));
     }
     const script = [
-      "import sys, gzip, lz4.frame, zstandard",
-      "from kafka.codec import snappy_decode",
-      "d = sys.argv[1]",
+      'import sys, gzip, lz4.frame, zstandard',
+      'from kafka.codec import snappy_decode',
+      'd = sys.argv[1]',
       "plain = open(sys.argv[2], 'rb').read()",
       "r = lambda n: open(d + '/payload.' + n, 'rb').read()",
       "assert snappy_decode(r('snappy')) == plain, 'snappy'",
       "assert lz4.frame.decompress(r('lz4')) == plain, 'lz4'",
       "assert zstandard.ZstdDecompressor().decompressobj().decompress(r('zstd')) == plain, 'zstd'",
       "assert gzip.decompress(r('gzip')) == plain, 'gzip'",
-    ].join("\n");
-    const run = spawnSync(python, ["-c", script, dir, fileURLToPath(new URL("payload.bin", fixtures))], { encoding: "utf8" });
+    ].join('\n');
+    const run = spawnSync(python, ['-c', script, dir, fileURLToPath(new URL('payload.bin', fixtures))], { encoding: 'utf8' });
     assert.equal(run.status, 0, run.stderr);
   });
 });

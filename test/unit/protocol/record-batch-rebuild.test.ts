@@ -1,5 +1,5 @@
-import assert from "node:assert/strict";
-import { describe, test } from "node:test";
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
 import {
   Attributes,
   CorruptRecordError,
@@ -12,7 +12,7 @@ import {
   verifyCrc,
   type BatchFields,
   type RecordInput,
-} from "../../../src/protocol/records/batch.js";
+} from '../../../src/protocol/records/batch.js';
 
 const FIELDS: BatchFields = {
   baseOffset: 7000n,
@@ -32,13 +32,13 @@ function records(count: number): RecordInput[] {
     offsetDelta: i * 2,
     key: i % 10 === 9 ? null : Buffer.from(`key-${i}`),
     value: i % 6 === 5 ? null : Buffer.from(`value ${i} `.repeat(20)),
-    headers: i % 3 === 0 ? [{ key: Buffer.from("h"), value: i % 2 ? null : Buffer.from(`v${i}`) }] : [],
+    headers: i % 3 === 0 ? [{ key: Buffer.from('h'), value: i % 2 ? null : Buffer.from(`v${i}`) }] : [],
   }));
 }
 
 const CODECS = [0, 1, 2, 3, 4];
 
-describe("rebuildBatch", () => {
+describe('rebuildBatch', () => {
   for (const codec of CODECS) {
     test(`codec ${codec}: keeping half the records`, async () => {
       const batch = await encodeBatch(FIELDS, records(50), codec);
@@ -51,19 +51,29 @@ describe("rebuildBatch", () => {
       assert.equal(verifyCrc(rebuilt, r), true);
       assert.equal(r.recordCount, 25);
       assert.equal(r.batchLength, rebuilt.length - 12);
-      for (const field of ["baseOffset", "partitionLeaderEpoch", "attributes", "lastOffsetDelta", "baseTimestamp", "maxTimestamp", "producerId", "producerEpoch", "baseSequence"] as const) {
+      for (const field of [
+        'baseOffset',
+        'partitionLeaderEpoch',
+        'attributes',
+        'lastOffsetDelta',
+        'baseTimestamp',
+        'maxTimestamp',
+        'producerId',
+        'producerEpoch',
+        'baseSequence',
+      ] as const) {
         assert.equal(r[field], h[field], field);
       }
       assert.equal(r.compression, codec);
 
       const decoded = await decodeRecords(rebuilt, r);
-      assert.deepEqual(decoded.map((d) => d.offsetDelta), kept.map((k) => k.offsetDelta));
+      assert.deepEqual(
+        decoded.map((d) => d.offsetDelta),
+        kept.map((k) => k.offsetDelta),
+      );
       decoded.forEach((d, i) => {
         const original = kept[i]!;
-        assert.ok(
-          d.payload.subarray(d.start, d.end).equals(original.payload.subarray(original.start, original.end)),
-          "record bytes unchanged",
-        );
+        assert.ok(d.payload.subarray(d.start, d.end).equals(original.payload.subarray(original.start, original.end)), 'record bytes unchanged');
         assert.equal(d.timestampDelta, original.timestampDelta);
         assert.deepEqual(d.headers, original.headers);
       });
@@ -77,7 +87,11 @@ describe("rebuildBatch", () => {
       const survivors = keys.filter((k) => k.key !== null && k.offsetDelta % 4 === 0);
       const fromKeys = await rebuildBatch(h, keys[0]!.payload, survivors);
       const all = await decodeRecords(batch, h);
-      const fromRecords = await rebuildBatch(h, all[0]!.payload, all.filter((r) => r.key !== null && r.offsetDelta % 4 === 0));
+      const fromRecords = await rebuildBatch(
+        h,
+        all[0]!.payload,
+        all.filter((r) => r.key !== null && r.offsetDelta % 4 === 0),
+      );
       assert.deepEqual(
         (await decodeRecords(fromKeys, readBatchHeader(fromKeys, 0))).map((r) => r.offsetDelta),
         (await decodeRecords(fromRecords, readBatchHeader(fromRecords, 0))).map((r) => r.offsetDelta),
@@ -117,7 +131,7 @@ describe("rebuildBatch", () => {
     });
   }
 
-  test("encodeBatch writes a batch without records uncompressed", async () => {
+  test('encodeBatch writes a batch without records uncompressed', async () => {
     for (const codec of CODECS) {
       const empty = await encodeBatch({ ...FIELDS, attributes: Attributes.transactional }, [], codec);
       assert.equal(empty.length, 61);
@@ -129,13 +143,13 @@ describe("rebuildBatch", () => {
     }
   });
 
-  test("encodeBatch refuses codecs Kafka does not define", async () => {
+  test('encodeBatch refuses codecs Kafka does not define', async () => {
     for (const codec of [-1, 5, 8, 1.5]) {
       await assert.rejects(encodeBatch(FIELDS, records(2), codec), RangeError);
     }
   });
 
-  test("a batch in the middle of a fetch blob", async () => {
+  test('a batch in the middle of a fetch blob', async () => {
     const first = await encodeBatch(FIELDS, records(5), 0);
     const second = await encodeBatch({ ...FIELDS, baseOffset: 8000n }, records(5), 3);
     const blob = Buffer.concat([first, second, second.subarray(0, 30)]);
@@ -147,10 +161,13 @@ describe("rebuildBatch", () => {
     const r = readBatchHeader(rebuilt, 0);
     assert.equal(r.baseOffset, 8000n);
     assert.equal(verifyCrc(rebuilt, r), true);
-    assert.deepEqual((await decodeRecords(rebuilt, r)).map((x) => x.offsetDelta), [4, 6, 8]);
+    assert.deepEqual(
+      (await decodeRecords(rebuilt, r)).map((x) => x.offsetDelta),
+      [4, 6, 8],
+    );
   });
 
-  test("LogAppendTime, control and delete-horizon attributes survive a rebuild", async () => {
+  test('LogAppendTime, control and delete-horizon attributes survive a rebuild', async () => {
     const attributes = Attributes.timestampType | Attributes.deleteHorizon | Attributes.transactional;
     const batch = await encodeBatch({ ...FIELDS, attributes }, records(6), 4);
     const h = readBatchHeader(batch, 0);
@@ -159,7 +176,7 @@ describe("rebuildBatch", () => {
     assert.equal(readBatchHeader(rebuilt, 0).attributes, attributes | 4);
   });
 
-  test("a batch failing its CRC is not laundered into a valid one", async () => {
+  test('a batch failing its CRC is not laundered into a valid one', async () => {
     const batch = Buffer.from(await encodeBatch(FIELDS, records(6), 0));
     const h = readBatchHeader(batch, 0);
     const all = await decodeRecords(batch, h);
@@ -169,7 +186,7 @@ describe("rebuildBatch", () => {
     await assert.rejects(rebuildBatch(h, all[0]!.payload, []), CorruptRecordError);
   });
 
-  test("spans that are not ordered ranges of the payload are a programming error", async () => {
+  test('spans that are not ordered ranges of the payload are a programming error', async () => {
     const batch = await encodeBatch(FIELDS, records(6), 0);
     const h = readBatchHeader(batch, 0);
     const all = await decodeRecords(batch, h);

@@ -1,11 +1,11 @@
-import assert from "node:assert/strict";
-import { test } from "node:test";
-import { ProtocolError } from "../../../src/protocol/errors.js";
-import { APIS } from "../../../src/protocol/generated/messages.js";
-import { ApiKey, decodeRequest, decodeResponse, encodeRequest, encodeResponse } from "../../../src/protocol/messages.js";
-import { sampleStruct, seededRng } from "./sample-body.js";
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { ProtocolError } from '../../../src/protocol/errors.js';
+import { APIS } from '../../../src/protocol/generated/messages.js';
+import { ApiKey, decodeRequest, decodeResponse, encodeRequest, encodeResponse } from '../../../src/protocol/messages.js';
+import { sampleStruct, seededRng } from './sample-body.js';
 
-type Direction = "request" | "response";
+type Direction = 'request' | 'response';
 
 interface Sample {
   label: string;
@@ -21,48 +21,48 @@ function sample(apiKey: number, version: number, direction: Direction, seed: num
   // Re-draw until the body is big enough to be interesting to cut and corrupt.
   for (let s = seed; ; s++) {
     const body = sampleStruct(api[direction], version, flexible, seededRng(s));
-    const bytes = direction === "request" ? encodeRequest(apiKey, version, body) : encodeResponse(apiKey, version, body);
+    const bytes = direction === 'request' ? encodeRequest(apiKey, version, body) : encodeResponse(apiKey, version, body);
     if (bytes.length >= 40 || s > seed + 50) return { label: `${api.name} v${version} ${direction}`, apiKey, version, direction, bytes };
   }
 }
 
 const SAMPLES: Sample[] = [
-  sample(ApiKey.Fetch, 16, "response", 1),
-  sample(ApiKey.Fetch, 4, "response", 2),
-  sample(ApiKey.Fetch, 17, "request", 3),
-  sample(ApiKey.Metadata, 12, "response", 4),
-  sample(ApiKey.Metadata, 8, "response", 5),
-  sample(ApiKey.Produce, 9, "request", 6),
-  sample(ApiKey.Produce, 13, "response", 7),
-  sample(ApiKey.ApiVersions, 4, "response", 8),
-  sample(ApiKey.CreateTopics, 7, "request", 9),
-  sample(ApiKey.DescribeConfigs, 4, "response", 10),
-  sample(ApiKey.ConsumerGroupHeartbeat, 1, "response", 11),
+  sample(ApiKey.Fetch, 16, 'response', 1),
+  sample(ApiKey.Fetch, 4, 'response', 2),
+  sample(ApiKey.Fetch, 17, 'request', 3),
+  sample(ApiKey.Metadata, 12, 'response', 4),
+  sample(ApiKey.Metadata, 8, 'response', 5),
+  sample(ApiKey.Produce, 9, 'request', 6),
+  sample(ApiKey.Produce, 13, 'response', 7),
+  sample(ApiKey.ApiVersions, 4, 'response', 8),
+  sample(ApiKey.CreateTopics, 7, 'request', 9),
+  sample(ApiKey.DescribeConfigs, 4, 'response', 10),
+  sample(ApiKey.ConsumerGroupHeartbeat, 1, 'response', 11),
 ];
 
 /** Decodes; anything thrown must be a ProtocolError, and what decodes must re-encode. */
 function decodeOrProtocolError(s: Sample, bytes: Buffer, what: string): void {
   let body;
   try {
-    body = s.direction === "request" ? decodeRequest(s.apiKey, s.version, bytes) : decodeResponse(s.apiKey, s.version, bytes);
+    body = s.direction === 'request' ? decodeRequest(s.apiKey, s.version, bytes) : decodeResponse(s.apiKey, s.version, bytes);
   } catch (e) {
     if (!(e instanceof ProtocolError)) assert.fail(`${s.label}, ${what}: threw ${String(e)} instead of a ProtocolError`);
     assert.ok(e.message.startsWith(`${s.label}: `), `${s.label}, ${what}: message "${e.message}" does not name the message`);
     return;
   }
-  if (s.direction === "request") encodeRequest(s.apiKey, s.version, body);
+  if (s.direction === 'request') encodeRequest(s.apiKey, s.version, body);
   else encodeResponse(s.apiKey, s.version, body);
 }
 
-test("every strict prefix of an encoded message decodes or throws ProtocolError", () => {
+test('every strict prefix of an encoded message decodes or throws ProtocolError', () => {
   const started = Date.now();
   for (const s of SAMPLES) {
     for (let n = 0; n < s.bytes.length; n++) decodeOrProtocolError(s, s.bytes.subarray(0, n), `prefix of ${n} bytes`);
   }
-  assert.ok(Date.now() - started < 10_000, "prefixes took too long");
+  assert.ok(Date.now() - started < 10_000, 'prefixes took too long');
 });
 
-test("random byte corruption decodes or throws ProtocolError, in bounded time", () => {
+test('random byte corruption decodes or throws ProtocolError, in bounded time', () => {
   const rnd = seededRng(20240229);
   const started = Date.now();
   for (let i = 0; i < 5000; i++) {
@@ -72,68 +72,80 @@ test("random byte corruption decodes or throws ProtocolError, in bounded time", 
     for (let f = 0; f < flips; f++) bytes[Math.floor(rnd() * bytes.length)] = Math.floor(rnd() * 256);
     decodeOrProtocolError(s, bytes, `corruption #${i}`);
   }
-  assert.ok(Date.now() - started < 20_000, "corrupted messages took too long");
+  assert.ok(Date.now() - started < 20_000, 'corrupted messages took too long');
 });
 
-test("random garbage for every api and version decodes or throws ProtocolError", () => {
+test('random garbage for every api and version decodes or throws ProtocolError', () => {
   const rnd = seededRng(7);
   for (const api of APIS) {
     if (!api?.validVersions) continue;
     for (let version = api.validVersions[0]; version <= api.validVersions[1]; version++) {
-      for (const direction of ["request", "response"] as const) {
+      for (const direction of ['request', 'response'] as const) {
         const bytes = Buffer.alloc(Math.floor(rnd() * 64));
         for (let i = 0; i < bytes.length; i++) bytes[i] = Math.floor(rnd() * 256);
-        decodeOrProtocolError({ label: `${api.name} v${version} ${direction}`, apiKey: api.apiKey, version, direction, bytes }, bytes, "garbage");
+        decodeOrProtocolError({ label: `${api.name} v${version} ${direction}`, apiKey: api.apiKey, version, direction, bytes }, bytes, 'garbage');
       }
     }
   }
 });
 
-test("a huge element count is rejected before allocating", () => {
+test('a huge element count is rejected before allocating', () => {
   // Metadata v8 response: throttleTimeMs, then a brokers count of 2^31-1 with 10 bytes left.
-  const bytes = Buffer.concat([Buffer.from("000000007fffffff", "hex"), Buffer.alloc(10)]);
+  const bytes = Buffer.concat([Buffer.from('000000007fffffff', 'hex'), Buffer.alloc(10)]);
   const started = Date.now();
   assert.throws(() => decodeResponse(ApiKey.Metadata, 8, bytes), {
-    name: "ProtocolError",
-    message: "Metadata v8 response: brokers: count 2147483647 exceeds remaining 10 bytes",
+    name: 'ProtocolError',
+    message: 'Metadata v8 response: brokers: count 2147483647 exceeds remaining 10 bytes',
   });
   // Compact form: uvarint 2^32-1 means 2^32-2 elements.
-  const compact = Buffer.concat([Buffer.from("00000000ffffffff0f", "hex"), Buffer.alloc(10)]);
+  const compact = Buffer.concat([Buffer.from('00000000ffffffff0f', 'hex'), Buffer.alloc(10)]);
   assert.throws(() => decodeResponse(ApiKey.Metadata, 12, compact), /brokers: count 4294967294 exceeds remaining 10 bytes/);
   // A string length beyond the input, and a tagged-field count beyond it.
-  assert.throws(() => decodeRequest(ApiKey.ApiVersions, 3, Buffer.from("7f", "hex")), /clientSoftwareName: length 126 exceeds remaining 0 bytes/);
-  assert.throws(() => decodeRequest(ApiKey.ApiVersions, 3, Buffer.from("0101ff0100", "hex")), /\(tagged fields\): count 255 exceeds remaining 1 bytes/);
+  assert.throws(() => decodeRequest(ApiKey.ApiVersions, 3, Buffer.from('7f', 'hex')), /clientSoftwareName: length 126 exceeds remaining 0 bytes/);
+  assert.throws(() => decodeRequest(ApiKey.ApiVersions, 3, Buffer.from('0101ff0100', 'hex')), /\(tagged fields\): count 255 exceeds remaining 1 bytes/);
   assert.ok(Date.now() - started < 1000);
 });
 
-test("malformed calls are ProtocolErrors naming the problem", () => {
-  assert.throws(() => decodeResponse(4242, 0, Buffer.alloc(0)), { name: "ProtocolError", message: "unknown api key 4242" });
+test('malformed calls are ProtocolErrors naming the problem', () => {
+  assert.throws(() => decodeResponse(4242, 0, Buffer.alloc(0)), { name: 'ProtocolError', message: 'unknown api key 4242' });
   assert.throws(() => decodeResponse(ApiKey.Fetch, 3, Buffer.alloc(0)), /Fetch v3 response: unsupported version \(supported: 4-18\)/);
   assert.throws(() => decodeRequest(ApiKey.LeaderAndIsr, 0, Buffer.alloc(0)), /LeaderAndIsr v0 request: unsupported version \(supported: none\)/);
   assert.throws(() => encodeRequest(-1, 0, {}), ProtocolError);
   assert.throws(() => decodeRequest(ApiKey.ApiVersions, 2, Buffer.alloc(3)), /ApiVersions v2 request: 3 bytes left after the body/);
   assert.throws(() => decodeRequest(ApiKey.ApiVersions, 2, Buffer.alloc(3), 2, 9), /ApiVersions v2 request: range \[2, 9\) is outside a buffer of 3 bytes/);
-  assert.throws(() => decodeRequest(ApiKey.ApiVersions, 2, "not a buffer" as unknown as Buffer), ProtocolError);
+  assert.throws(() => decodeRequest(ApiKey.ApiVersions, 2, 'not a buffer' as unknown as Buffer), ProtocolError);
 });
 
-test("encoding rejects wrong values with the field path", () => {
+test('encoding rejects wrong values with the field path', () => {
   const fetchResponse = (partition: object) => ({ responses: [{ partitions: [{}, partition] }] });
-  assert.throws(() => encodeResponse(ApiKey.Fetch, 16, fetchResponse({ highWatermark: "x" })), {
-    name: "ProtocolError",
-    message: "Fetch v16 response: responses[0].partitions[1].highWatermark: expected a bigint, got string x",
+  assert.throws(() => encodeResponse(ApiKey.Fetch, 16, fetchResponse({ highWatermark: 'x' })), {
+    name: 'ProtocolError',
+    message: 'Fetch v16 response: responses[0].partitions[1].highWatermark: expected a bigint, got string x',
   });
-  assert.throws(() => encodeResponse(ApiKey.Fetch, 16, fetchResponse({ errorCode: 40000 })), /responses\[0\]\.partitions\[1\]\.errorCode: expected an int16, got 40000/);
-  assert.throws(() => encodeResponse(ApiKey.Fetch, 16, fetchResponse({ records: "abc" })), /records: expected a Buffer, got string/);
-  assert.throws(() => encodeResponse(ApiKey.Fetch, 16, { responses: [{ topicId: "short" }] }), /responses\[0\]\.topicId: invalid uuid "short"/);
+  assert.throws(
+    () => encodeResponse(ApiKey.Fetch, 16, fetchResponse({ errorCode: 40000 })),
+    /responses\[0\]\.partitions\[1\]\.errorCode: expected an int16, got 40000/,
+  );
+  assert.throws(() => encodeResponse(ApiKey.Fetch, 16, fetchResponse({ records: 'abc' })), /records: expected a Buffer, got string/);
+  assert.throws(() => encodeResponse(ApiKey.Fetch, 16, { responses: [{ topicId: 'short' }] }), /responses\[0\]\.topicId: invalid uuid "short"/);
   assert.throws(() => encodeResponse(ApiKey.Fetch, 16, { responses: null }), /responses: null in a non-nullable array/);
   assert.throws(() => encodeResponse(ApiKey.Fetch, 16, { responses: {} }), /responses: expected an array/);
   assert.throws(() => encodeResponse(ApiKey.Fetch, 16, { responses: [null] }), /responses\[0\]: expected an object, got null/);
   assert.throws(() => encodeResponse(ApiKey.Metadata, 12, { brokers: [{ host: null }] }), /brokers\[0\]\.host: expected a string, got null/);
-  assert.throws(() => encodeResponse(ApiKey.Metadata, 12, { brokers: [{ host: "h".repeat(40000) }] }), /exceeds 32767/);
+  assert.throws(() => encodeResponse(ApiKey.Metadata, 12, { brokers: [{ host: 'h'.repeat(40000) }] }), /exceeds 32767/);
   assert.throws(() => encodeResponse(ApiKey.Metadata, 12, { topics: [{ isInternal: 1 }] }), /topics\[0\]\.isInternal: expected a boolean/);
-  assert.throws(() => encodeResponse(ApiKey.Fetch, 16, fetchResponse({ currentLeader: { leaderId: "x" } })), /partitions\[1\]\.currentLeader\.leaderId: expected an int32, got string/);
-  assert.throws(() => encodeResponse(ApiKey.Fetch, 16, { _unknownTags: [{ tag: 0, data: Buffer.alloc(1) }] }), /_unknownTags\[0\]: tag 0 belongs to field nodeEndpoints/);
-  assert.throws(() => encodeResponse(ApiKey.Fetch, 16, { _unknownTags: [{ tag: 5, data: "x" }] }), /_unknownTags\[0\]: data is not a Buffer/);
-  assert.throws(() => encodeResponse(ApiKey.Metadata, 8, { _unknownTags: [{ tag: 5, data: Buffer.alloc(0) }] }), /_unknownTags: tagged fields need a flexible version/);
-  assert.throws(() => encodeResponse(ApiKey.Metadata, 12, "body" as unknown as object), /Metadata v12 response: expected an object, got string/);
+  assert.throws(
+    () => encodeResponse(ApiKey.Fetch, 16, fetchResponse({ currentLeader: { leaderId: 'x' } })),
+    /partitions\[1\]\.currentLeader\.leaderId: expected an int32, got string/,
+  );
+  assert.throws(
+    () => encodeResponse(ApiKey.Fetch, 16, { _unknownTags: [{ tag: 0, data: Buffer.alloc(1) }] }),
+    /_unknownTags\[0\]: tag 0 belongs to field nodeEndpoints/,
+  );
+  assert.throws(() => encodeResponse(ApiKey.Fetch, 16, { _unknownTags: [{ tag: 5, data: 'x' }] }), /_unknownTags\[0\]: data is not a Buffer/);
+  assert.throws(
+    () => encodeResponse(ApiKey.Metadata, 8, { _unknownTags: [{ tag: 5, data: Buffer.alloc(0) }] }),
+    /_unknownTags: tagged fields need a flexible version/,
+  );
+  assert.throws(() => encodeResponse(ApiKey.Metadata, 12, 'body' as unknown as object), /Metadata v12 response: expected an object, got string/);
 });

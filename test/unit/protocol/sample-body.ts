@@ -1,7 +1,7 @@
 // Builds random message bodies from the schema data, independently of the codec, so a
 // round trip checks the codec against the definitions rather than against itself.
-import type { FieldDef, VersionRange } from "../../../src/protocol/generated/messages.js";
-import type { Struct, TaggedField } from "../../../src/protocol/messages.js";
+import type { FieldDef, VersionRange } from '../../../src/protocol/generated/messages.js';
+import type { Struct, TaggedField } from '../../../src/protocol/messages.js';
 
 export type Rng = () => number;
 
@@ -35,10 +35,10 @@ function randomBytes(rnd: Rng, n: number): Buffer {
   return b;
 }
 
-const ALPHABET = ["a", "b", "z", "0", "-", ".", "_", " ", "é", "€", "😀", "ß"];
+const ALPHABET = ['a', 'b', 'z', '0', '-', '.', '_', ' ', 'é', '€', '😀', 'ß'];
 
 function randomString(rnd: Rng): string {
-  let s = "";
+  let s = '';
   const n = int(rnd, 0, 12);
   for (let i = 0; i < n; i++) s += ALPHABET[int(rnd, 0, ALPHABET.length - 1)];
   return s;
@@ -54,36 +54,55 @@ const FLOATS = [0, 1.5, -2.25, 1e300, Number.MAX_VALUE, Number.MIN_VALUE, Infini
 
 function primitive(type: string, rnd: Rng): unknown {
   switch (type) {
-    case "bool": return rnd() < 0.5;
-    case "int8": return int(rnd, -128, 127);
-    case "int16": return int(rnd, -32768, 32767);
-    case "uint16": return int(rnd, 0, 65535);
-    case "int32": return int(rnd, -0x80000000, 0x7fffffff);
-    case "uint32": return int(rnd, 0, 0xffffffff);
-    case "int64": return randomInt64(rnd);
-    case "float64": return FLOATS[int(rnd, 0, FLOATS.length - 1)];
-    case "uuid": return randomBytes(rnd, 16).toString("base64url");
-    case "string": return randomString(rnd);
+    case 'bool':
+      return rnd() < 0.5;
+    case 'int8':
+      return int(rnd, -128, 127);
+    case 'int16':
+      return int(rnd, -32768, 32767);
+    case 'uint16':
+      return int(rnd, 0, 65535);
+    case 'int32':
+      return int(rnd, -0x80000000, 0x7fffffff);
+    case 'uint32':
+      return int(rnd, 0, 0xffffffff);
+    case 'int64':
+      return randomInt64(rnd);
+    case 'float64':
+      return FLOATS[int(rnd, 0, FLOATS.length - 1)];
+    case 'uuid':
+      return randomBytes(rnd, 16).toString('base64url');
+    case 'string':
+      return randomString(rnd);
     // Sometimes past the writer's large-chunk threshold.
-    case "bytes":
-    case "records": return randomBytes(rnd, rnd() < 0.05 ? int(rnd, 1024, 3000) : int(rnd, 0, 20));
-    default: throw new Error(`unknown type ${type}`);
+    case 'bytes':
+    case 'records':
+      return randomBytes(rnd, rnd() < 0.05 ? int(rnd, 1024, 3000) : int(rnd, 0, 20));
+    default:
+      throw new Error(`unknown type ${type}`);
   }
 }
 
 /** Kafka's default for a field in `version`, as a decoder reports an absent tagged field. */
 export function defaultValue(def: FieldDef, version: number, flexible: boolean): unknown {
   if (def.default !== undefined && (def.default === null || !def.fields)) return def.default;
-  if (def.type.startsWith("[]")) return [];
+  if (def.type.startsWith('[]')) return [];
   if (def.fields) return defaultStruct(def.fields, version, flexible);
   switch (def.type) {
-    case "bool": return false;
-    case "int64": return 0n;
-    case "string": return "";
-    case "uuid": return "AAAAAAAAAAAAAAAAAAAAAA";
-    case "bytes": return Buffer.alloc(0);
-    case "records": return inRange(version, def.nullableVersions) ? null : Buffer.alloc(0);
-    default: return 0;
+    case 'bool':
+      return false;
+    case 'int64':
+      return 0n;
+    case 'string':
+      return '';
+    case 'uuid':
+      return 'AAAAAAAAAAAAAAAAAAAAAA';
+    case 'bytes':
+      return Buffer.alloc(0);
+    case 'records':
+      return inRange(version, def.nullableVersions) ? null : Buffer.alloc(0);
+    default:
+      return 0;
   }
 }
 
@@ -95,7 +114,7 @@ function defaultStruct(fields: readonly FieldDef[], version: number, flexible: b
 
 function value(def: FieldDef, version: number, flexible: boolean, rnd: Rng, depth: number): unknown {
   if (inRange(version, def.nullableVersions) && rnd() < 0.2) return null;
-  if (def.type.startsWith("[]")) {
+  if (def.type.startsWith('[]')) {
     const n = depth > 4 ? 0 : int(rnd, 0, 3);
     const out: unknown[] = [];
     for (let i = 0; i < n; i++) {
@@ -116,20 +135,12 @@ function unknownTags(fields: readonly FieldDef[], rnd: Rng): TaggedField[] {
 }
 
 /** A random struct holding exactly the fields present in `version`. */
-export function sampleStruct(
-  fields: readonly FieldDef[],
-  version: number,
-  flexible: boolean,
-  rnd: Rng,
-  depth = 0,
-): Struct {
+export function sampleStruct(fields: readonly FieldDef[], version: number, flexible: boolean, rnd: Rng, depth = 0): Struct {
   const out: Struct = {};
   for (const def of fields) {
     if (!inRange(version, def.versions)) continue;
     const tagged = flexible && inRange(version, def.taggedVersions);
-    out[key(def)] = tagged && rnd() < 0.4
-      ? defaultValue(def, version, flexible)
-      : value(def, version, flexible, rnd, depth);
+    out[key(def)] = tagged && rnd() < 0.4 ? defaultValue(def, version, flexible) : value(def, version, flexible, rnd, depth);
   }
   if (flexible && rnd() < 0.15) out._unknownTags = unknownTags(fields, rnd);
   return out;

@@ -10,9 +10,22 @@ test('only Fetch v16 and later is asked upstream at another version (v15)', () =
 
 test('a consumer Fetch v16+ request patched to v15 decodes as the same request', () => {
   const body = {
-    replicaId: -1, maxWaitMs: 500, minBytes: 1, maxBytes: 1 << 20, isolationLevel: 1, sessionId: 3, sessionEpoch: 2, clusterId: null,
-    topics: [{ topicId: 'AAAAAAAAAAAAAAAAAAAAAQ', partitions: [{ partition: 2, currentLeaderEpoch: 5, fetchOffset: 99n, lastFetchedEpoch: 4, logStartOffset: -1n, partitionMaxBytes: 1 << 20 }] }],
-    forgottenTopicsData: [], rackId: 'r1',
+    replicaId: -1,
+    maxWaitMs: 500,
+    minBytes: 1,
+    maxBytes: 1 << 20,
+    isolationLevel: 1,
+    sessionId: 3,
+    sessionEpoch: 2,
+    clusterId: null,
+    topics: [
+      {
+        topicId: 'AAAAAAAAAAAAAAAAAAAAAQ',
+        partitions: [{ partition: 2, currentLeaderEpoch: 5, fetchOffset: 99n, lastFetchedEpoch: 4, logStartOffset: -1n, partitionMaxBytes: 1 << 20 }],
+      },
+    ],
+    forgottenTopicsData: [],
+    rackId: 'r1',
   };
   const header = (apiVersion: number) => ({ apiKey: ApiKey.Fetch, apiVersion, correlationId: 1, clientId: 'c' });
   const bodyAt = 4 + 2 + 2 + 4 + 2 + 1 + 1; // size, key, version, correlation id, client id "c", no tags

@@ -80,11 +80,23 @@ test('a router can take frames as pieces, at every chunk boundary, without distu
           };
         },
       };
-      for (const [a, b] of [[0, cut1], [cut1, Math.min(cut2, stream.length)], [Math.min(cut2, stream.length), stream.length]] as const) {
+      for (const [a, b] of [
+        [0, cut1],
+        [cut1, Math.min(cut2, stream.length)],
+        [Math.min(cut2, stream.length), stream.length],
+      ] as const) {
         if (b > a) reader.push(stream.subarray(a, b), (f) => whole.push(Buffer.from(f)), router);
       }
-      assert.deepEqual(whole, frames.filter((f) => !streamed(f)), `whole frames, cuts ${cut1}/${cut2}`);
-      assert.deepEqual(pieces.map((p) => Buffer.concat(p)), frames.filter(streamed), `streamed frames, cuts ${cut1}/${cut2}`);
+      assert.deepEqual(
+        whole,
+        frames.filter((f) => !streamed(f)),
+        `whole frames, cuts ${cut1}/${cut2}`,
+      );
+      assert.deepEqual(
+        pieces.map((p) => Buffer.concat(p)),
+        frames.filter(streamed),
+        `streamed frames, cuts ${cut1}/${cut2}`,
+      );
       assert.equal(reader.buffered, 0);
     }
   }

@@ -23,15 +23,21 @@ function rewrite(apiKey: number, version: number, body: object) {
 const endpoint = (nodeId: number) => ({ nodeId, host: `up-${nodeId}.internal`, port: 9092, rack: 'r1' });
 
 test('Produce v10+ and Fetch v16+ NodeEndpoints point at the proxy and open listeners', () => {
-  for (const [apiKey, from] of [[ApiKey.Produce, 10], [ApiKey.Fetch, 16]] as const) {
+  for (const [apiKey, from] of [
+    [ApiKey.Produce, 10],
+    [ApiKey.Fetch, 16],
+  ] as const) {
     assert.equal(responseRewriters.get(apiKey)!.minVersion, from);
     for (let v = from; v <= apiSchema(apiKey)!.maxVersion; v++) {
       const { body, changed, ctx, opened } = rewrite(apiKey, v, { responses: [], nodeEndpoints: [endpoint(3), endpoint(7)] });
       assert.equal(changed, true, `api ${apiKey} v${v}`);
-      assert.deepEqual(body.nodeEndpoints.map((e: { nodeId: number; host: string; port: number; rack: string }) => [e.nodeId, e.host, e.port, e.rack]), [
-        [3, 'proxy.local', 30003, 'r1'],
-        [7, 'proxy.local', 30007, 'r1'],
-      ]);
+      assert.deepEqual(
+        body.nodeEndpoints.map((e: { nodeId: number; host: string; port: number; rack: string }) => [e.nodeId, e.host, e.port, e.rack]),
+        [
+          [3, 'proxy.local', 30003, 'r1'],
+          [7, 'proxy.local', 30007, 'r1'],
+        ],
+      );
       assert.deepEqual(opened, [3, 7]);
       assert.deepEqual(ctx.brokers.upstreamOf(7), { host: 'up-7.internal', port: 9092 });
     }

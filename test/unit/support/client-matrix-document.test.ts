@@ -40,7 +40,10 @@ test('each upstream gets a table; cells carry their footnote, and each footnote 
   assert.ok(lines.includes('| client | produce | admin configs |'));
   assert.ok(lines.includes('| A library | pass | fail [^known] |'));
   assert.equal(lines.filter((l) => l === '| A tool | pass | n/a [^tool] |').length, 2);
-  assert.deepEqual(lines.filter((l) => l.startsWith('[^')), ['[^known]: Fails here.', '[^tool]: The tool has no admin API.']);
+  assert.deepEqual(
+    lines.filter((l) => l.startsWith('[^')),
+    ['[^known]: Fails here.', '[^tool]: The tool has no admin API.'],
+  );
   assert.ok(lines.includes('- **admin configs**: alters.'));
   assert.ok(page.endsWith('\n') && !page.endsWith('\n\n'));
 });

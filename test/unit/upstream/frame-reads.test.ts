@@ -32,7 +32,15 @@ const stream = Buffer.concat(frames);
 test('frames come out whole and in order whatever the read sizes', () => {
   for (const size of [1, 2, 3, 5, 4096, 65_536, 1 << 20]) {
     const got: Buffer[] = [];
-    const ok = feed(frameReads(1 << 20, (f) => got.push(f), (err) => assert.fail(err)), stream, () => size);
+    const ok = feed(
+      frameReads(
+        1 << 20,
+        (f) => got.push(f),
+        (err) => assert.fail(err),
+      ),
+      stream,
+      () => size,
+    );
     assert.equal(ok, true);
     assert.deepEqual(got, frames, `reads of ${size} bytes`);
   }
@@ -40,13 +48,25 @@ test('frames come out whole and in order whatever the read sizes', () => {
     let x = seed;
     const random = () => ((x = (x * 1103515245 + 12345) & 0x7fffffff) % 100_000) + 1;
     const got: Buffer[] = [];
-    feed(frameReads(1 << 20, (f) => got.push(f), (err) => assert.fail(err)), stream, random);
+    feed(
+      frameReads(
+        1 << 20,
+        (f) => got.push(f),
+        (err) => assert.fail(err),
+      ),
+      stream,
+      random,
+    );
     assert.deepEqual(got, frames, `random reads, seed ${seed}`);
   }
 });
 
 test('a large frame is read into its own buffer: the read after its size prefix is offered the rest of it', () => {
-  const reads = frameReads(1 << 20, () => {}, (err) => assert.fail(err));
+  const reads = frameReads(
+    1 << 20,
+    () => {},
+    (err) => assert.fail(err),
+  );
   const big = frame(Buffer.alloc(200_000, 1));
   const first = reads.buffer as () => Buffer;
   const into = first();
@@ -60,7 +80,15 @@ test('an oversized, negative or too small size is reported and reading stops', (
     const errors: Error[] = [];
     const head = Buffer.alloc(8);
     head.writeInt32BE(size, 0);
-    const ok = feed(frameReads(100, () => assert.fail('no frame expected'), (err) => errors.push(err)), head, () => 8);
+    const ok = feed(
+      frameReads(
+        100,
+        () => assert.fail('no frame expected'),
+        (err) => errors.push(err),
+      ),
+      head,
+      () => 8,
+    );
     assert.equal(ok, false);
     assert.equal(errors.length, 1);
     if (size === 3) assert.match(errors[0]!.message, /shorter than a correlation id/);
@@ -72,23 +100,41 @@ test('each frame is read into the buffer chosen for its correlation id', () => {
   const chosen: [number, number][] = [];
   const own = Buffer.alloc(frames[2]!.length + 100);
   const got: Buffer[] = [];
-  const opts = frameReads(1 << 20, (f) => got.push(f), (err) => assert.fail(err), (size, correlationId) => {
-    chosen.push([size, correlationId]);
-    return size === own.length - 100 ? own.subarray(0, size) : Buffer.alloc(size);
-  });
+  const opts = frameReads(
+    1 << 20,
+    (f) => got.push(f),
+    (err) => assert.fail(err),
+    (size, correlationId) => {
+      chosen.push([size, correlationId]);
+      return size === own.length - 100 ? own.subarray(0, size) : Buffer.alloc(size);
+    },
+  );
   feed(opts, stream, () => 1000);
-  assert.deepEqual(chosen, frames.map((f) => [f.length, f.readInt32BE(4)]));
+  assert.deepEqual(
+    chosen,
+    frames.map((f) => [f.length, f.readInt32BE(4)]),
+  );
   assert.deepEqual(got, frames);
   assert.equal(got[2]!.buffer, own.buffer, 'the frame is the buffer it was read into');
 });
 
 test('what the frame handler throws is reported, and nothing more is read', () => {
   const errors: Error[] = [];
-  const opts = frameReads(1 << 20, () => {
-    throw new Error('bad response');
-  }, (err) => errors.push(err));
-  assert.equal(feed(opts, stream, () => 64), false);
-  assert.deepEqual(errors.map((e) => e.message), ['bad response']);
+  const opts = frameReads(
+    1 << 20,
+    () => {
+      throw new Error('bad response');
+    },
+    (err) => errors.push(err),
+  );
+  assert.equal(
+    feed(opts, stream, () => 64),
+    false,
+  );
+  assert.deepEqual(
+    errors.map((e) => e.message),
+    ['bad response'],
+  );
 });
 
 test('frames arrive whole through a real socket', async () => {

@@ -43,7 +43,11 @@ test('server-first messages a client must refuse', async () => {
   ];
   for (const [serverFirst, pattern] of cases) {
     const scram = new ScramClient('sha256', 'user', 'pencil', 'abc');
-    await assert.rejects(scram.finalMessage(Buffer.from(serverFirst)), (err: unknown) => err instanceof SaslAuthenticationError && pattern.test(err.message), serverFirst);
+    await assert.rejects(
+      scram.finalMessage(Buffer.from(serverFirst)),
+      (err: unknown) => err instanceof SaslAuthenticationError && pattern.test(err.message),
+      serverFirst,
+    );
   }
 });
 
@@ -78,9 +82,17 @@ function scripted(handshake: Record<string, unknown>, answers: Record<string, un
 }
 
 test('PLAIN exchange: handshake, one SaslAuthenticate; the session lifetime is handed back', async () => {
-  const { conn, sent } = scripted({ errorCode: 0, mechanisms: ['PLAIN'] }, [{ errorCode: 0, errorMessage: null, authBytes: Buffer.alloc(0), sessionLifetimeMs: 60_000n }]);
+  const { conn, sent } = scripted({ errorCode: 0, mechanisms: ['PLAIN'] }, [
+    { errorCode: 0, errorMessage: null, authBytes: Buffer.alloc(0), sessionLifetimeMs: 60_000n },
+  ]);
   assert.equal(await saslAuthenticate(conn, { mechanism: 'PLAIN', username: 'kc', password: 'pw' }), 60_000);
-  assert.deepEqual(sent.map((s) => [s.apiKey, s.version]), [[ApiKey.SaslHandshake, 1], [ApiKey.SaslAuthenticate, 2]]);
+  assert.deepEqual(
+    sent.map((s) => [s.apiKey, s.version]),
+    [
+      [ApiKey.SaslHandshake, 1],
+      [ApiKey.SaslAuthenticate, 2],
+    ],
+  );
   assert.deepEqual(sent[0]!.body, { mechanism: 'PLAIN' });
   assert.deepEqual(sent[1]!.body.authBytes, Buffer.from('\0kc\0pw'));
 });
@@ -88,13 +100,31 @@ test('PLAIN exchange: handshake, one SaslAuthenticate; the session lifetime is h
 test('refusals name the upstream, the user and the mechanism, and never the password', async () => {
   const password = 'hunter2-do-not-log';
   const cases: [Parameters<typeof scripted>, RegExp][] = [
-    [[{ errorCode: ErrorCode.UNSUPPORTED_SASL_MECHANISM, mechanisms: ['PLAIN', 'SCRAM-SHA-256'] }, []], /upstream broker:9093 does not enable SASL mechanism SCRAM-SHA-512 \(it offers PLAIN, SCRAM-SHA-256\)/],
-    [[{ errorCode: ErrorCode.ILLEGAL_SASL_STATE, mechanisms: [] }, []], /refused SaslHandshake for SCRAM-SHA-512 with error 34 \(ILLEGAL_SASL_STATE: is this a SASL listener/],
     [
-      [{ errorCode: 0, mechanisms: ['SCRAM-SHA-512'] }, [{ errorCode: ErrorCode.SASL_AUTHENTICATION_FAILED, errorMessage: 'Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512', authBytes: Buffer.alloc(0) }]],
+      [{ errorCode: ErrorCode.UNSUPPORTED_SASL_MECHANISM, mechanisms: ['PLAIN', 'SCRAM-SHA-256'] }, []],
+      /upstream broker:9093 does not enable SASL mechanism SCRAM-SHA-512 \(it offers PLAIN, SCRAM-SHA-256\)/,
+    ],
+    [
+      [{ errorCode: ErrorCode.ILLEGAL_SASL_STATE, mechanisms: [] }, []],
+      /refused SaslHandshake for SCRAM-SHA-512 with error 34 \(ILLEGAL_SASL_STATE: is this a SASL listener/,
+    ],
+    [
+      [
+        { errorCode: 0, mechanisms: ['SCRAM-SHA-512'] },
+        [
+          {
+            errorCode: ErrorCode.SASL_AUTHENTICATION_FAILED,
+            errorMessage: 'Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512',
+            authBytes: Buffer.alloc(0),
+          },
+        ],
+      ],
       /upstream broker:9093 refused SASL authentication of user "kc" with SCRAM-SHA-512: Authentication failed .*; check upstreamSaslMechanism, upstreamSaslUsername and the password/,
     ],
-    [[{ errorCode: 0, mechanisms: ['SCRAM-SHA-512'] }, [{ errorCode: 0, errorMessage: null, authBytes: Buffer.from('r=not-ours,s=c2FsdA==,i=4096') }]], /upstream broker:9093, user "kc" with SCRAM-SHA-512: SCRAM server nonce/],
+    [
+      [{ errorCode: 0, mechanisms: ['SCRAM-SHA-512'] }, [{ errorCode: 0, errorMessage: null, authBytes: Buffer.from('r=not-ours,s=c2FsdA==,i=4096') }]],
+      /upstream broker:9093, user "kc" with SCRAM-SHA-512: SCRAM server nonce/,
+    ],
     [[{ errorCode: 0, mechanisms: [] }, [], { [ApiKey.SaslHandshake]: 0 }], /offers only SaslHandshake v0/],
   ];
   for (const [args, pattern] of cases) {

@@ -67,9 +67,24 @@ export function bedCliDriver(o: BedCliOptions): ClientDriver {
     async transactions(b, f) {
       const g = f.generated;
       const s = await ok<Summary & ConsumeSummary>(argv, [
-        'txn', '--brokers', b, '--topic', f.topic, '--transactional-id', f.transactionalId, '--records',
-        '--start', String(g.start), '--keys', String(g.keys), '--value-size', String(g.valueSize),
-        '--transactions', String(g.transactions), '--per-txn', String(g.perTxn),
+        'txn',
+        '--brokers',
+        b,
+        '--topic',
+        f.topic,
+        '--transactional-id',
+        f.transactionalId,
+        '--records',
+        '--start',
+        String(g.start),
+        '--keys',
+        String(g.keys),
+        '--value-size',
+        String(g.valueSize),
+        '--transactions',
+        String(g.transactions),
+        '--per-txn',
+        String(g.perTxn),
       ]);
       return { records: s.records! };
     },
@@ -81,7 +96,11 @@ export function bedCliDriver(o: BedCliOptions): ClientDriver {
     },
     async compactedRead(b, f) {
       const count = f.expected.length + 1;
-      const s = await summary<Summary & ConsumeSummary>(argv, ['consume', ...consumeFlags(b, { topic: f.topic, count, records: true, timeoutMs: READ_DEADLINE_MS })], READ_DEADLINE_MS);
+      const s = await summary<Summary & ConsumeSummary>(
+        argv,
+        ['consume', ...consumeFlags(b, { topic: f.topic, count, records: true, timeoutMs: READ_DEADLINE_MS })],
+        READ_DEADLINE_MS,
+      );
       const short = `saw ${f.expected.length} of ${count} records before the deadline`;
       if (s.errors.length !== 1 || s.errors[0] !== short) throw new Error(`consume: ${s.errors.join('; ') || `read ${s.count} records, one more than exist`}`);
       return { records: s.records ?? [] };

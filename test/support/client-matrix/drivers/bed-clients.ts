@@ -25,7 +25,9 @@ export const confluentKafka: ClientDriver = bedCliDriver({
   name: 'librdkafka (Python confluent-kafka)',
   argv: (args) => [venvPython, [path.join(pythonScriptsDir, 'ck.py'), ...args]],
   version: async () => {
-    const [py, lib] = JSON.parse(await stdoutOf(venvPython, ['-c', 'import json, confluent_kafka as c; print(json.dumps([c.__version__, c.libversion()[0]]))'])) as [string, string];
+    const [py, lib] = JSON.parse(
+      await stdoutOf(venvPython, ['-c', 'import json, confluent_kafka as c; print(json.dumps([c.__version__, c.libversion()[0]]))']),
+    ) as [string, string];
     return `${lib} (confluent-kafka ${py})`;
   },
 });

@@ -93,7 +93,13 @@ function javaDriver(): ClientDriver {
     notes: {},
     version: async () => (await ask<{ kafkaClients: string }>({ op: 'version' })).kafkaClients,
     async produce(b, f) {
-      const a = await ask<{ partitions: number[]; offsets: number[]; keyless: string | null }>({ op: 'produce', bootstrap: b, topic: f.topic, records: f.records, keylessValue: 'keyless' });
+      const a = await ask<{ partitions: number[]; offsets: number[]; keyless: string | null }>({
+        op: 'produce',
+        bootstrap: b,
+        topic: f.topic,
+        records: f.records,
+        keylessValue: 'keyless',
+      });
       const partitions: NonNullable<ProduceRun['partitions']> = {};
       a.offsets.forEach((offset, i) => {
         const p = (partitions[String(a.partitions[i])] ??= { count: 0, firstOffset: offset, lastOffset: offset });

@@ -16,7 +16,7 @@ function kafka(bootstrap: string): Kafka {
 /** kafkajs wraps a broker's error (KafkaJSProtocolError, with its type) in its own; say all of them. */
 function describeError(e: unknown): string {
   const parts: string[] = [];
-  for (let cur = e as { name?: string; type?: string; message?: string; originalError?: unknown; cause?: unknown } | undefined; cur; ) {
+  for (let cur = e as { name?: string; type?: string; message?: string; originalError?: unknown; cause?: unknown } | undefined; cur;) {
     parts.push(`${cur.name ?? 'Error'}${cur.type ? ` ${cur.type}` : ''}: ${cur.message ?? ''}`);
     cur = (cur.originalError ?? cur.cause) as typeof cur;
   }
@@ -36,7 +36,11 @@ interface Read {
  * the consumer still running (to commit with) and what it read.
  */
 async function read(b: string, topic: string, r: Read): Promise<{ records: RecordView[]; consumer: Consumer }> {
-  const consumer = kafka(b).consumer({ groupId: r.group ?? `kafkajs-matrix-${randomBytes(6).toString('hex')}`, readUncommitted: r.readUncommitted, maxWaitTimeInMs: 500 });
+  const consumer = kafka(b).consumer({
+    groupId: r.group ?? `kafkajs-matrix-${randomBytes(6).toString('hex')}`,
+    readUncommitted: r.readUncommitted,
+    maxWaitTimeInMs: 500,
+  });
   const records: RecordView[] = [];
   let crash: Error | undefined;
   consumer.on(consumer.events.CRASH, (e) => {
@@ -49,7 +53,12 @@ async function read(b: string, topic: string, r: Read): Promise<{ records: Recor
       autoCommit: false,
       eachBatch: async ({ batch }) => {
         for (const m of batch.messages) {
-          records.push({ partition: batch.partition, offset: Number(m.offset), key: m.key?.toString('utf8') ?? null, value: m.value?.toString('utf8') ?? null });
+          records.push({
+            partition: batch.partition,
+            offset: Number(m.offset),
+            key: m.key?.toString('utf8') ?? null,
+            value: m.value?.toString('utf8') ?? null,
+          });
         }
       },
     });
@@ -72,7 +81,8 @@ export const kafkaJs: ClientDriver = {
   name: 'kafkajs',
   unsupported: {},
   notes: {
-    configs: 'kafkajs has no IncrementalAlterConfigs: it alters with AlterConfigs, which replaces the whole set, so cleanup.policy=compact is sent again with the new value.',
+    configs:
+      'kafkajs has no IncrementalAlterConfigs: it alters with AlterConfigs, which replaces the whole set, so cleanup.policy=compact is sent again with the new value.',
   },
   version: async () => version,
 
@@ -139,7 +149,10 @@ export const kafkaJs: ClientDriver = {
       const entries = (c: Record<string, string>) => Object.entries(c).map(([name, value]) => ({ name, value }));
       const names = [...new Set([...Object.keys(f.create), ...Object.keys(f.alter)])].sort();
       const describe = async () => {
-        const res = await admin.describeConfigs({ includeSynonyms: false, resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: f.topic, configNames: names }] });
+        const res = await admin.describeConfigs({
+          includeSynonyms: false,
+          resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: f.topic, configNames: names }],
+        });
         const got = new Map(res.resources[0]!.configEntries.map((e) => [e.configName, e.configValue]));
         return Object.fromEntries(names.map((n) => [n, got.get(n) ?? null]));
       };
@@ -147,7 +160,10 @@ export const kafkaJs: ClientDriver = {
         throw new Error(`topic ${f.topic} already existed`);
       }
       const created = await describe();
-      await admin.alterConfigs({ validateOnly: false, resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: f.topic, configEntries: entries({ ...f.create, ...f.alter }) }] });
+      await admin.alterConfigs({
+        validateOnly: false,
+        resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: f.topic, configEntries: entries({ ...f.create, ...f.alter }) }],
+      });
       return { api: 'AlterConfigs', created, altered: await describe() };
     } finally {
       await admin.disconnect();

@@ -76,7 +76,7 @@ export const kcat: ClientDriver = {
     group: 'kcat -G has no commit of its own: librdkafka commits the consumed offsets (enable.auto.commit) as kcat closes at the end (-e).',
     transactions:
       'kcat -X transactional.id=... runs one transaction per run: committed at the end of its input, aborted on SIGINT. kcat 1.7.1 ' +
-      'reads its input in 1024-byte blocks until it ends, so the aborted transaction\'s input is padded to a whole block.',
+      "reads its input in 1024-byte blocks until it ends, so the aborted transaction's input is padded to a whole block.",
   },
   async version() {
     const r = await runProcess('kcat', ['-V'], { timeoutMs: TIMEOUT_MS });
@@ -102,7 +102,9 @@ export const kcat: ClientDriver = {
   },
 
   async group(b, f) {
-    const { records } = await kcatRecords(['-b', b, '-G', f.group, '-q', '-e', '-X', 'auto.offset.reset=earliest', '-X', 'check.crcs=true', f.topic], { timeoutMs: TIMEOUT_MS });
+    const { records } = await kcatRecords(['-b', b, '-G', f.group, '-q', '-e', '-X', 'auto.offset.reset=earliest', '-X', 'check.crcs=true', f.topic], {
+      timeoutMs: TIMEOUT_MS,
+    });
     return { records: views(records) };
   },
 
@@ -114,13 +116,18 @@ export const kcat: ClientDriver = {
       if (t.commit) await produceOk(produceArgs(b, f.topic, ['-X', `transactional.id=${id}`]), lines(t.records));
       else await abortedTransaction(b, f.topic, id, t.records, () => delivered(written));
     }
-    const { records } = await kcatRecords(['-C', '-q', '-b', b, '-t', f.topic, '-p', '0', '-o', 'beginning', '-e', '-X', 'isolation.level=read_committed', '-X', 'check.crcs=true'], { timeoutMs: TIMEOUT_MS });
+    const { records } = await kcatRecords(
+      ['-C', '-q', '-b', b, '-t', f.topic, '-p', '0', '-o', 'beginning', '-e', '-X', 'isolation.level=read_committed', '-X', 'check.crcs=true'],
+      { timeoutMs: TIMEOUT_MS },
+    );
     return { records: views(records) };
   },
 
   async compactedRead(b, f) {
     // -e: kcat exits once librdkafka reports the end of the partition, i.e. its fetch position reached the high watermark.
-    const { records } = await kcatRecords(['-C', '-q', '-b', b, '-t', f.topic, '-p', '0', '-o', 'beginning', '-e', '-X', 'check.crcs=true'], { timeoutMs: TIMEOUT_MS });
+    const { records } = await kcatRecords(['-C', '-q', '-b', b, '-t', f.topic, '-p', '0', '-o', 'beginning', '-e', '-X', 'check.crcs=true'], {
+      timeoutMs: TIMEOUT_MS,
+    });
     return { records: views(records) };
   },
 };

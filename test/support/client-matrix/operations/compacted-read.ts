@@ -36,7 +36,10 @@ export const compactedRead: OperationCheck = {
     await h.createTopic(topic, 1, { ...COMPACT, 'segment.ms': String(SEGMENT_MS) });
     const log: RecordView[] = [];
     const write = async (records: KeyValue[]) => {
-      const offsets = await h.write(topic, records.map((r) => ({ ...r, partition: 0 })));
+      const offsets = await h.write(
+        topic,
+        records.map((r) => ({ ...r, partition: 0 })),
+      );
       records.forEach((r, i) => log.push({ partition: 0, offset: offsets[i]!, ...r }));
     };
     for (let b = 0; b < UPDATES.length; b += 10) await write(UPDATES.slice(b, b + 10));

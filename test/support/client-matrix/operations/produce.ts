@@ -19,7 +19,11 @@ export const produce: OperationCheck = {
     const run = await client.produce!(h.bootstrap, { topic, records, generated: GENERATED });
     if (run.partitions) assert.deepEqual(run.partitions, { '0': { count: 8, firstOffset: 0, lastOffset: 7 } }, 'acknowledged offsets');
     const log = await h.upstreamRecords(topic, records.length);
-    assert.deepEqual(comparableRecords(log), records.map((r, offset) => ({ partition: 0, offset, ...r })), 'the upstream log');
+    assert.deepEqual(
+      comparableRecords(log),
+      records.map((r, offset) => ({ partition: 0, offset, ...r })),
+      'the upstream log',
+    );
     assert.match(run.keyless ?? 'the keyless record was accepted', /invalid.?record/i, 'the keyless record is refused with INVALID_RECORD');
     assert.deepEqual(await h.endOffsets(topic), [records.length], 'nothing but the keyed records is written');
   },

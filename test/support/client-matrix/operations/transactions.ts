@@ -31,9 +31,17 @@ export const transactions: OperationCheck = {
     const log = await h.upstreamRecords(topic, written.length);
     const aborted = log.filter((r) => r.value?.startsWith(ABORTED_MARK));
     const committed = log.filter((r) => !r.value?.startsWith(ABORTED_MARK));
-    assert.deepEqual(aborted.map((r) => r.key), f.transactions.filter((t) => !t.commit).flatMap((t) => t.records.map((r) => r.key)), 'the aborted records are in the log');
+    assert.deepEqual(
+      aborted.map((r) => r.key),
+      f.transactions.filter((t) => !t.commit).flatMap((t) => t.records.map((r) => r.key)),
+      'the aborted records are in the log',
+    );
     const expected = f.transactions.filter((t) => t.commit).flatMap((t) => t.records);
-    assert.deepEqual(committed.map(({ key, value }) => ({ key, value })), expected, 'the committed records are in the log');
+    assert.deepEqual(
+      committed.map(({ key, value }) => ({ key, value })),
+      expected,
+      'the committed records are in the log',
+    );
     assert.deepEqual(comparableRecords(run.records), comparableRecords(committed), 'read_committed: exactly the committed records, at their offsets');
   },
 };

@@ -28,15 +28,36 @@ describe('cleanPartition', () => {
   it('keeps the latest record of each key below the end, drops keyless ones, leaves the rest alone', async () => {
     const log = new FakeLog();
     const store = open();
-    await log.append([{ key: 'a', value: '1' }, { key: 'b', value: '1' }, { key: null, value: 'x' }, { key: 'a', value: '2' }, { key: 'c', value: '1' }], 0);
-    await log.append([{ key: null, value: 'beyond' }, { key: 'a', value: 'beyond' }], 0);
+    await log.append(
+      [
+        { key: 'a', value: '1' },
+        { key: 'b', value: '1' },
+        { key: null, value: 'x' },
+        { key: 'a', value: '2' },
+        { key: 'c', value: '1' },
+      ],
+      0,
+    );
+    await log.append(
+      [
+        { key: null, value: 'beyond' },
+        { key: 'a', value: 'beyond' },
+      ],
+      0,
+    );
     await log.feed(store, ROLL);
     const first = cleanPartition(store, 0, 5, 1000, 100);
     assert.deepEqual(offsets(store), [1, 3, 4, 5, 6]);
     assert.equal(first.removed, 2);
     assert.equal(store.checkpoint.firstDirty, 5);
 
-    await log.append([{ key: 'b', value: '2' }, { key: 'c', value: '2' }], 0);
+    await log.append(
+      [
+        { key: 'b', value: '2' },
+        { key: 'c', value: '2' },
+      ],
+      0,
+    );
     await log.feed(store, ROLL);
     cleanPartition(store, 5, 9, 1000, 100);
     assert.deepEqual(offsets(store), [6, 7, 8], 'a@3 superseded by a@6, b@1 by b@7, c@4 by c@8, keyless @5 gone');
@@ -48,7 +69,15 @@ describe('cleanPartition', () => {
   it('keeps a tombstone until a clean at or past its horizon, set by the first clean that keeps it', async () => {
     const log = new FakeLog();
     const store = open();
-    await log.append([{ key: 'a', value: '1' }, { key: 'a', value: null }, { key: 'b', value: '1' }, { key: 'c', value: null }], 0);
+    await log.append(
+      [
+        { key: 'a', value: '1' },
+        { key: 'a', value: null },
+        { key: 'b', value: '1' },
+        { key: 'c', value: null },
+      ],
+      0,
+    );
     await log.append([{ key: 'c', value: 'back' }], 0);
     await log.feed(store, ROLL);
     cleanPartition(store, 0, 4, 1000, 500);
@@ -83,7 +112,14 @@ describe('cleanPartition', () => {
   it('drops aborted data at once and its ABORT marker on the tombstone schedule after that', async () => {
     const log = new FakeLog();
     const store = open();
-    await log.append([{ key: 'a', value: 'x' }, { key: 'b', value: 'y' }], 0, 5);
+    await log.append(
+      [
+        { key: 'a', value: 'x' },
+        { key: 'b', value: 'y' },
+      ],
+      0,
+      5,
+    );
     await log.endTransaction(5, false, 0);
     await log.append([{ key: 'a', value: '1' }], 0);
     await log.feed(store, ROLL);

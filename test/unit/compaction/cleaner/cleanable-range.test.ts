@@ -99,7 +99,14 @@ describe('retentionStart', () => {
 describe('cleanEnd', () => {
   const M = MAX_DIRTY_OFFSETS_PER_PASS;
   const at = (...bases: number[]): Segment[] => bases.map((base) => ({ base, rollingTimestamp: 1, maxTimestamp: 1, bytes: 1 }));
-  const range = (firstDirty: number, firstUncleanable: number) => ({ firstDirty, firstUncleanable, cleanBytes: 0, cleanableBytes: 1, dirtyRatio: 1, compactionDelayMs: 0 });
+  const range = (firstDirty: number, firstUncleanable: number) => ({
+    firstDirty,
+    firstUncleanable,
+    cleanBytes: 0,
+    cleanableBytes: 1,
+    dirtyRatio: 1,
+    compactionDelayMs: 0,
+  });
 
   it('takes the whole cleanable range when it is within one pass', () => {
     assert.equal(cleanEnd(at(0, 10, M), range(0, M)), M);

@@ -46,9 +46,7 @@ class Model {
     for (const b of batches) {
       const open = segments.at(-1);
       const rolls =
-        !open ||
-        (open.bytes > 0 &&
-          (open.bytes + b.bytes.length > roll.segmentBytes || (open.first >= 0 && b.maxTimestamp - open.first > roll.maxSegmentMs)));
+        !open || (open.bytes > 0 && (open.bytes + b.bytes.length > roll.segmentBytes || (open.first >= 0 && b.maxTimestamp - open.first > roll.maxSegmentMs)));
       if (rolls) segments.push({ base: b.base, first: b.maxTimestamp, max: b.maxTimestamp, bytes: b.bytes.length });
       else {
         open.bytes += b.bytes.length;
@@ -147,19 +145,32 @@ async function runSeed(seed: number): Promise<{ cleans: number; records: number;
   };
 
   const clean = async (context: string) => {
-    const expectedEnd = model.cleanEnd(log.batches.filter((b) => b.last < store.checkpoint.nextOffset), policy, now);
+    const expectedEnd = model.cleanEnd(
+      log.batches.filter((b) => b.last < store.checkpoint.nextOffset),
+      policy,
+      now,
+    );
     const report = await cleaner.compactNow('t');
     assert.equal(report.failed.length, 0, JSON.stringify(report.failed));
     const done = report.cleaned[0]!;
     assert.equal(done.endOffset, expectedEnd, `${context}: clean end`);
-    model.clean(log.records.filter((r) => r.offset < store.checkpoint.nextOffset), expectedEnd, now, policy.deleteRetentionMs);
+    model.clean(
+      log.records.filter((r) => r.offset < store.checkpoint.nextOffset),
+      expectedEnd,
+      now,
+      policy.deleteRetentionMs,
+    );
     cleans++;
     removed += done.removed;
     const held = heldOffsets(registry.get('t', 0)!);
     assert.deepEqual(held, model.survivors(), `${context}: held offsets (seed ${seed}, policy ${JSON.stringify(policy)})`);
     const view = new SurvivorSet(snapshots.at(-1)!);
     assert.equal(view.cleanedUpTo(), expectedEnd);
-    assert.deepEqual([...view.survivors(0, Number.MAX_SAFE_INTEGER)], model.survivors().filter((o) => o < expectedEnd), `${context}: view`);
+    assert.deepEqual(
+      [...view.survivors(0, Number.MAX_SAFE_INTEGER)],
+      model.survivors().filter((o) => o < expectedEnd),
+      `${context}: view`,
+    );
   };
 
   for (let step = 0; step < 80; step++) {

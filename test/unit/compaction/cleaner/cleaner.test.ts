@@ -53,7 +53,11 @@ describe('Cleaner', () => {
   it('cleans the dirtiest qualifying partition first and leaves those under min.cleanable.dirty.ratio alone', async () => {
     const clock = { now: 10_000 };
     const lenient = { ...SMALL, minCleanableDirtyRatio: 0.1 };
-    const policies = new Map([['mild', lenient], ['filthy', lenient], ['strict', { ...SMALL, minCleanableDirtyRatio: 1 }]]);
+    const policies = new Map([
+      ['mild', lenient],
+      ['filthy', lenient],
+      ['strict', { ...SMALL, minCleanableDirtyRatio: 1 }],
+    ]);
     const { registry, cleaner, published } = setup(policies, clock);
     const mild = await fill(registry, 'mild', lenient, 40, 40);
     await cleaner.compactNow('mild');
@@ -66,7 +70,10 @@ describe('Cleaner', () => {
     const deadline = Date.now() + 5000;
     while (published.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
     await cleaner.close();
-    assert.deepEqual(published.map((p) => p.id.topic), ['filthy', 'mild']);
+    assert.deepEqual(
+      published.map((p) => p.id.topic),
+      ['filthy', 'mild'],
+    );
     const stats = cleaner.status();
     assert.equal(stats.cleansTotal, 3);
     assert.ok(stats.maxDirtyRatio > 0.9, `max dirty ratio ${stats.maxDirtyRatio}`);

@@ -46,7 +46,10 @@ test('compact,delete retention asks the upstream to delete on every partition at
   }
   const report = await cleaner.compactNow('t');
   assert.equal(mostInFlight, partitions);
-  assert.deepEqual(report.retention.map((r) => [r.partition, r.upstream]).sort(), Array.from({ length: partitions }, (_, p) => [p, true]));
+  assert.deepEqual(
+    report.retention.map((r) => [r.partition, r.upstream]).sort(),
+    Array.from({ length: partitions }, (_, p) => [p, true]),
+  );
   for (let p = 0; p < partitions; p++) {
     const store = registry.get('t', p)!;
     assert.equal(store.checkpoint.logStartOffset, report.retention.find((r) => r.partition === p)!.logStartOffset);

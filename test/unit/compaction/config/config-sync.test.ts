@@ -23,16 +23,28 @@ function topicOf(records: ConfigRead['records']): ConfigsTopic {
 
 test('the cache is written when the store moves on, not at every idle poll', async () => {
   const commits: { changes: readonly CachedChange[]; nextOffset?: number }[] = [];
-  const cache = { commit: (changes: readonly CachedChange[], nextOffset?: number) => commits.push({ changes, nextOffset }), reset: () => {} } as unknown as ConfigCache;
+  const cache = {
+    commit: (changes: readonly CachedChange[], nextOffset?: number) => commits.push({ changes, nextOffset }),
+    reset: () => {},
+  } as unknown as ConfigCache;
   const ids = new TopicIds();
   const log = createLogger();
   const state = new TopicConfigState(new BrokerDefaults(), ids, [], log);
   const value = encodeStoredTopic({ configs: { 'cleanup.policy': 'compact' } });
-  const records = [{ offset: 0, key: 'orders', value }, { offset: 1, key: 'prices', value }];
+  const records = [
+    { offset: 0, key: 'orders', value },
+    { offset: 1, key: 'prices', value },
+  ];
   const sync = new ConfigSync(topicOf(records), cache, state, {} as UpstreamLinks, ids, { nextOffset: 0, storeTopicId: 'STORE' }, { pollIntervalMs: 500, log });
 
   await sync.sync();
-  assert.deepEqual(commits.map((c) => [c.changes.map((x) => x.topic), c.nextOffset]), [[['orders'], 1], [['prices'], 2]]);
+  assert.deepEqual(
+    commits.map((c) => [c.changes.map((x) => x.topic), c.nextOffset]),
+    [
+      [['orders'], 1],
+      [['prices'], 2],
+    ],
+  );
   assert.equal(state.compacted('prices')?.compact, true);
   await sync.sync();
   await sync.sync();

@@ -15,16 +15,19 @@ const brief = (name: string, override: string | undefined, defaults = new Broker
 
 test('a topic without overrides on a broker without settings: Kafka 4.4 defaults, types and synonyms', () => {
   const e = describe('cleanup.policy', undefined);
-  assert.deepEqual({ ...e, documentation: undefined }, {
-    name: 'cleanup.policy',
-    value: 'delete',
-    readOnly: false,
-    configSource: 5,
-    isSensitive: false,
-    synonyms: [{ name: 'log.cleanup.policy', value: 'delete', source: 5 }],
-    configType: 7,
-    documentation: undefined,
-  });
+  assert.deepEqual(
+    { ...e, documentation: undefined },
+    {
+      name: 'cleanup.policy',
+      value: 'delete',
+      readOnly: false,
+      configSource: 5,
+      isSensitive: false,
+      synonyms: [{ name: 'log.cleanup.policy', value: 'delete', source: 5 }],
+      configType: 7,
+      documentation: undefined,
+    },
+  );
   assert.match(e.documentation!, /^This config designates the retention policy to use on log segments\./);
   const expected: Record<string, [string, number, { name: string; value: string; source: number }[]]> = {
     'delete.retention.ms': ['86400000', 5, [{ name: 'log.cleaner.delete.retention.ms', value: '86400000', source: 5 }]],
@@ -126,7 +129,12 @@ test('broker settings: STATIC_BROKER_CONFIG, raw values in synonyms, and Kafka d
 });
 
 test('CreateTopics answers show values as given, broker settings with hours turned into ms, Kafka defaults', () => {
-  const defaults = new BrokerDefaults({ 'log.retention.minutes': '50', 'log.roll.hours': '10', 'log.cleanup.policy': 'compact, delete', 'log.retention.bytes': '0100' });
+  const defaults = new BrokerDefaults({
+    'log.retention.minutes': '50',
+    'log.roll.hours': '10',
+    'log.cleanup.policy': 'compact, delete',
+    'log.retention.bytes': '0100',
+  });
   const created = (name: string, override?: string) => {
     const e = createdEntry(def(name), override, defaults);
     return `${e.value}/${e.configSource}/${e.readOnly}/${e.isSensitive}`;
@@ -141,7 +149,10 @@ test('CreateTopics answers show values as given, broker settings with hours turn
 });
 
 test('broker settings kcompact does not know, or cannot parse, are refused with the name', () => {
-  assert.throws(() => new BrokerDefaults({ 'log.cleaner.enable': 'false' }), (e: Error) => e instanceof TopicConfigError && /log\.cleaner\.enable/.test(e.message));
+  assert.throws(
+    () => new BrokerDefaults({ 'log.cleaner.enable': 'false' }),
+    (e: Error) => e instanceof TopicConfigError && /log\.cleaner\.enable/.test(e.message),
+  );
   assert.throws(() => new BrokerDefaults({ 'log.cleanup.policy': 'foo' }), /log\.cleanup\.policy=foo: Invalid value foo for configuration cleanup\.policy/);
   assert.throws(() => new BrokerDefaults({ 'log.roll.hours': 'x' }), /log\.roll\.hours=x is not a valid INT/);
   assert.equal(new BrokerDefaults({ 'log.retention.hours': '-1' }).value(def('retention.ms')), -1n);

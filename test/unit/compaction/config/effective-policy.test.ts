@@ -6,7 +6,10 @@ import { forwardedConfigs, keepsForever, topicPolicy, upstreamConfigs } from '..
 const defaults = new BrokerDefaults();
 
 test('a topic policy resolves every setting from overrides, broker settings and Kafka defaults', () => {
-  const p = topicPolicy({ 'cleanup.policy': 'compact', 'delete.retention.ms': '0100', 'min.cleanable.dirty.ratio': ' .2 ' }, new BrokerDefaults({ 'log.roll.hours': '2' }));
+  const p = topicPolicy(
+    { 'cleanup.policy': 'compact', 'delete.retention.ms': '0100', 'min.cleanable.dirty.ratio': ' .2 ' },
+    new BrokerDefaults({ 'log.roll.hours': '2' }),
+  );
   assert.deepEqual(p, {
     compact: true,
     delete: false,
@@ -33,7 +36,12 @@ test('the upstream keeps everything, in its own segments, unless the policy cont
     'retention.bytes': null,
     'retention.ms': '1000',
   });
-  assert.deepEqual(upstreamConfigs({ 'segment.bytes': '2097152' }, defaults), { 'segment.bytes': '2097152', 'segment.ms': null, 'retention.bytes': null, 'retention.ms': null });
+  assert.deepEqual(upstreamConfigs({ 'segment.bytes': '2097152' }, defaults), {
+    'segment.bytes': '2097152',
+    'segment.ms': null,
+    'retention.bytes': null,
+    'retention.ms': null,
+  });
   assert.equal(keepsForever({}, new BrokerDefaults({ 'log.cleanup.policy': 'compact' })), true);
   assert.equal(keepsForever({ 'cleanup.policy': 'delete' }, defaults), false);
 });

@@ -64,9 +64,19 @@ test('static topics win over stored configs and are validated up front', () => {
   assert.equal(state.isStatic('fixed'), true);
   assert.equal(state.compacted('fixed')?.minCompactionLagMs, 10);
   assert.deepEqual(state.compactedTopics(), ['fixed']);
-  assert.throws(() => fresh([{ topic: 'x', configs: { 'cleanup.policy': 'foo' } }]), (e: Error) => e instanceof TopicConfigError && /static topic x: Invalid value foo/.test(e.message));
+  assert.throws(
+    () => fresh([{ topic: 'x', configs: { 'cleanup.policy': 'foo' } }]),
+    (e: Error) => e instanceof TopicConfigError && /static topic x: Invalid value foo/.test(e.message),
+  );
   assert.throws(() => fresh([{ topic: 'x', configs: { 'compression.type': 'gzip' } }]), /compression\.type is not a config kcompact handles/);
-  assert.throws(() => fresh([{ topic: 'x', configs: {} }, { topic: 'x', configs: {} }]), /listed twice/);
+  assert.throws(
+    () =>
+      fresh([
+        { topic: 'x', configs: {} },
+        { topic: 'x', configs: {} },
+      ]),
+    /listed twice/,
+  );
 });
 
 test('a failing listener does not stop the others', () => {

@@ -85,6 +85,9 @@ test('the first bad value in LogConfig definition order is the one reported', ()
 
 test('the lag conflict takes broker defaults into account, as Kafka combines them with the topic configs', () => {
   const brokers = new BrokerDefaults({ 'log.cleaner.max.compaction.lag.ms': '50' });
-  assert.equal(validateOverrides({ 'min.compaction.lag.ms': '60' }, brokers), 'conflict topic config setting min.compaction.lag.ms (60) > max.compaction.lag.ms (50)');
+  assert.equal(
+    validateOverrides({ 'min.compaction.lag.ms': '60' }, brokers),
+    'conflict topic config setting min.compaction.lag.ms (60) > max.compaction.lag.ms (50)',
+  );
   assert.equal(validateOverrides({ 'min.compaction.lag.ms': '60' }, defaults), null);
 });

@@ -85,7 +85,7 @@ export class FakeLog {
         baseSequence: spec.producerId === undefined ? -1 : base,
       },
       records,
-      marker ? 0 : spec.codec ?? 0,
+      marker ? 0 : (spec.codec ?? 0),
     );
     const stored = { bytes, base, last: base + lastDelta };
     this.batches.push(stored);
@@ -110,7 +110,10 @@ export class FakeLog {
 export class FakeIndex implements PartitionIndexView {
   private sorted: number[];
 
-  constructor(survivors: Iterable<number>, public horizon: number) {
+  constructor(
+    survivors: Iterable<number>,
+    public horizon: number,
+  ) {
     this.sorted = [...survivors].sort((a, b) => a - b);
   }
 
@@ -178,13 +181,24 @@ export class FakeUpstream implements UpstreamReads {
   forwarded: Record<string, any>[] = []; // eslint-disable-line @typescript-eslint/no-explicit-any
   resolved: string[][] = [];
 
-  constructor(readonly logs: Record<string, FakeLog>, readonly ids: Record<string, string> = {}, readonly onResolve?: (ids: string[]) => void) {}
+  constructor(
+    readonly logs: Record<string, FakeLog>,
+    readonly ids: Record<string, string> = {},
+    readonly onResolve?: (ids: string[]) => void,
+  ) {}
 
   partitionData(topic: string, partition: number, offset: number, maxBytes: number, minOneBatch: boolean, isolation: number): PartitionRecords {
     const log = this.logs[`${topic}-${partition}`];
     if (!log) return { errorCode: 3, highWatermark: -1n, lastStableOffset: -1n, logStartOffset: -1n, abortedTransactions: null, records: null };
     if (offset > log.end || offset < log.logStart) {
-      return { errorCode: 1, highWatermark: BigInt(log.end), lastStableOffset: BigInt(log.end), logStartOffset: BigInt(log.logStart), abortedTransactions: null, records: null };
+      return {
+        errorCode: 1,
+        highWatermark: BigInt(log.end),
+        lastStableOffset: BigInt(log.end),
+        logStartOffset: BigInt(log.logStart),
+        abortedTransactions: null,
+        records: null,
+      };
     }
     return {
       errorCode: 0,
@@ -225,13 +239,22 @@ export class FakeUpstream implements UpstreamReads {
     this.forwarded.push(body);
     let left = body.maxBytes as number;
     let first = true;
-    const responses = body.topics.map((t: any) => { // eslint-disable-line @typescript-eslint/no-explicit-any
-      const name = v >= 13 ? this.ids[t.topicId] ?? '?' : t.topic;
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    const responses = body.topics.map((t: any) => {
+      const name = v >= 13 ? (this.ids[t.topicId] ?? '?') : t.topic;
       return {
         topic: t.topic,
         topicId: t.topicId,
-        partitions: t.partitions.map((p: any) => { // eslint-disable-line @typescript-eslint/no-explicit-any
-          const data = this.partitionData(name, p.partition, Number(p.fetchOffset), Math.min(p.partitionMaxBytes, Math.max(left, 0)), first, body.isolationLevel);
+        // eslint-disable-next-line @typescript-eslint/no-explicit-any
+        partitions: t.partitions.map((p: any) => {
+          const data = this.partitionData(
+            name,
+            p.partition,
+            Number(p.fetchOffset),
+            Math.min(p.partitionMaxBytes, Math.max(left, 0)),
+            first,
+            body.isolationLevel,
+          );
           const size = data.records?.length ?? 0;
           if (size > 0) first = false;
           left -= size;
@@ -323,7 +346,9 @@ export interface SeenRecord {
 }
 
 /** What a strict client reads from a partition's records: CRCs and counts checked. */
-export async function readBatches(records: Buffer | null): Promise<{ batches: { base: number; last: number; count: number; attributes: number }[]; records: SeenRecord[]; tail: number }> {
+export async function readBatches(
+  records: Buffer | null,
+): Promise<{ batches: { base: number; last: number; count: number; attributes: number }[]; records: SeenRecord[]; tail: number }> {
   const walk = iterateBatches(records ?? Buffer.alloc(0));
   const seen: SeenRecord[] = [];
   for (const b of walk.batches) {
@@ -334,7 +359,12 @@ export async function readBatches(records: Buffer | null): Promise<{ batches: { 
     }
   }
   return {
-    batches: walk.batches.map((b) => ({ base: Number(b.baseOffset), last: Number(b.baseOffset) + b.lastOffsetDelta, count: b.recordCount, attributes: b.attributes })),
+    batches: walk.batches.map((b) => ({
+      base: Number(b.baseOffset),
+      last: Number(b.baseOffset) + b.lastOffsetDelta,
+      count: b.recordCount,
+      attributes: b.attributes,
+    })),
     records: seen,
     tail: walk.truncatedTail.length,
   };

@@ -35,7 +35,15 @@ export async function bed(
   topicIds.learn('plain', OTHER_ID);
   const upstream = new FakeUpstream({ 'c-0': logs.c0, 'c-1': logs.c1, 'plain-0': logs.plain }, { [TOPIC_ID]: 'c', [OTHER_ID]: 'plain' });
   const now = { ms: 1_000_000 };
-  const view = createFetchView({ config: configView(['c']), index: indexView(indexes), topicIds, upstream, log, clock: () => now.ms, cacheBytes: opts.cacheBytes ?? 0 });
+  const view = createFetchView({
+    config: configView(['c']),
+    index: indexView(indexes),
+    topicIds,
+    upstream,
+    log,
+    clock: () => now.ms,
+    cacheBytes: opts.cacheBytes ?? 0,
+  });
   return { view, upstream, logs: { 'c-0': logs.c0, 'c-1': logs.c1, 'plain-0': logs.plain }, indexes, topicIds, now };
 }
 

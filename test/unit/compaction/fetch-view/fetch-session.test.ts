@@ -7,7 +7,12 @@ import { interceptedRequest } from '../../../../src/proxy/interceptor.js';
 import { fetchFrame } from './fake-log.js';
 
 function request(version: number, sessionId: number, sessionEpoch: number) {
-  const frame = fetchFrame({ version, sessionId, sessionEpoch, topics: [{ topic: 't', topicId: 'AAAAAAAAAAAAAAAAAAAAAQ', partitions: [{ partition: 0, fetchOffset: 3 }] }] });
+  const frame = fetchFrame({
+    version,
+    sessionId,
+    sessionEpoch,
+    topics: [{ topic: 't', topicId: 'AAAAAAAAAAAAAAAAAAAAAQ', partitions: [{ partition: 0, fetchOffset: 3 }] }],
+  });
   return interceptedRequest(frame, decodeRequestHeader(frame.subarray(4)), true);
 }
 

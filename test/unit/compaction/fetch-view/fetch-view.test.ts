@@ -33,12 +33,18 @@ describe('fetch view', () => {
     });
     const hw = b.logs['c-0']!.end;
     const { seen, fetches, position } = await readLikeJava(b, 0, {}, 2048);
-    assert.deepEqual(seen.map((r) => r.offset), survivors);
+    assert.deepEqual(
+      seen.map((r) => r.offset),
+      survivors,
+    );
     assert.equal(position, hw);
     assert.equal(fetches, 1, 'the survivors fit the partition limit, as in a Kafka-cleaned log');
     // The read on is sized by the index: the survivors left and what an offset of the raw log
     // costs say that one read to the end of the log fills the room.
-    assert.deepEqual(b.upstream.reads.map((r) => r.fetchOffset), [130]);
+    assert.deepEqual(
+      b.upstream.reads.map((r) => r.fetchOffset),
+      [130],
+    );
     assert.ok(b.upstream.reads[0]!.maxBytes >= b.logs['c-0']!.read(130, Infinity, true).length);
   });
 
@@ -63,7 +69,10 @@ describe('fetch view', () => {
     });
     const hw = b.logs['c-0']!.end;
     const { seen, offset, forwardedOffsets } = await readLikeKafkajs(b, 0, 6);
-    assert.deepEqual(seen.map((r) => r.offset), [3, 77, 150]);
+    assert.deepEqual(
+      seen.map((r) => r.offset),
+      [3, 77, 150],
+    );
     assert.equal(offset, 151, 'kafkajs cannot pass an empty batch');
     // The survivors come in one answer; then one immediate empty answer, and every repeat waits
     // upstream at the end.
@@ -79,7 +88,10 @@ describe('fetch view', () => {
     await readLikeKafkajs(b, 4, 2);
     await b.logs['c-0']!.append({ count: 4 });
     const { seen, offset } = await readLikeKafkajs(b, 4, 1);
-    assert.deepEqual(seen.map((r) => r.offset), [50, 51, 52, 53]);
+    assert.deepEqual(
+      seen.map((r) => r.offset),
+      [50, 51, 52, 53],
+    );
     assert.equal(offset, 54);
   });
 
@@ -96,7 +108,10 @@ describe('fetch view', () => {
       ],
     });
     assert.ok(both.response.responses[0].partitions[0].records.equals(b.logs['plain-0']!.read(0, 1 << 20, true)));
-    assert.deepEqual((await readBatches(both.response.responses[1].partitions[0].records)).records.map((r) => r.offset), [12]);
+    assert.deepEqual(
+      (await readBatches(both.response.responses[1].partitions[0].records)).records.map((r) => r.offset),
+      [12],
+    );
     const plainOnly = await roundTrip(b.view, b.upstream, { sessionEpoch: -1, topics: [{ topic: 'plain', partitions: [{ partition: 0, fetchOffset: 0 }] }] });
     assert.deepEqual(plainOnly.decision, { forward: true });
   });
@@ -134,7 +149,10 @@ describe('fetch view', () => {
       const t = response.responses[0];
       if (version >= 13) assert.equal(t.topicId, TOPIC_ID);
       else assert.equal(t.topic, 'c');
-      assert.deepEqual((await readBatches(t.partitions[0].records)).records.map((r) => r.offset), [25, 26, 48]);
+      assert.deepEqual(
+        (await readBatches(t.partitions[0].records)).records.map((r) => r.offset),
+        [25, 26, 48],
+      );
     });
   }
 
@@ -148,7 +166,10 @@ describe('fetch view', () => {
     const view = createFetchView({ config: configView(['c']), index: indexView(b.indexes), topicIds: fresh, upstream, log });
     const { response } = await roundTrip(view, upstream, spec(0, { version: 16 }));
     assert.deepEqual(upstream.resolved, [[TOPIC_ID]]);
-    assert.deepEqual((await readBatches(response.responses[0].partitions[0].records)).records.map((r) => r.offset), [15]);
+    assert.deepEqual(
+      (await readBatches(response.responses[0].partitions[0].records)).records.map((r) => r.offset),
+      [15],
+    );
   });
 
   test('partition and total max bytes hold; the first batch always comes', async () => {
@@ -161,7 +182,15 @@ describe('fetch view', () => {
     const [first, second] = b.logs['c-0']!.batches.map((s) => s.bytes.length);
     const { response } = await roundTrip(b.view, b.upstream, {
       maxBytes: first! + second! + 15,
-      topics: [{ topic: 'c', partitions: [{ partition: 0, fetchOffset: 0, partitionMaxBytes: first! + second! + 5 }, { partition: 1, fetchOffset: 0, partitionMaxBytes: 1 << 20 }] }],
+      topics: [
+        {
+          topic: 'c',
+          partitions: [
+            { partition: 0, fetchOffset: 0, partitionMaxBytes: first! + second! + 5 },
+            { partition: 1, fetchOffset: 0, partitionMaxBytes: 1 << 20 },
+          ],
+        },
+      ],
     });
     const [p0, p1] = response.responses[0].partitions;
     const out0 = await readBatches(p0.records);
@@ -177,7 +206,16 @@ describe('fetch view', () => {
         await c1.append({ count: 100, valueSize: 10_000 });
       }
       const all = Array.from({ length: 1200 }, (_, i) => i);
-      return { c0: new FakeIndex(all.filter((o) => o % 100 !== 0), 1200), c1: new FakeIndex(all.filter((o) => o % 100 !== 1), 1200) };
+      return {
+        c0: new FakeIndex(
+          all.filter((o) => o % 100 !== 0),
+          1200,
+        ),
+        c1: new FakeIndex(
+          all.filter((o) => o % 100 !== 1),
+          1200,
+        ),
+      };
     });
     const partitions = [0, 1].map((partition) => ({ partition, fetchOffset: 0, partitionMaxBytes: 16 << 20 }));
     const r = await roundTrip(b.view, b.upstream, { maxBytes: 50 << 20, topics: [{ topic: 'c', topicId: TOPIC_ID, partitions }] });
@@ -185,7 +223,10 @@ describe('fetch view', () => {
     const [p0, p1] = r.response.responses[0].partitions;
     assert.ok(p0.records.length + (p1.records?.length ?? 0) <= 8 << 20, 'the answer keeps to it');
     assert.ok(p0.records.length > 7 << 20, 'and fills it');
-    const past = await roundTrip(b.view, b.upstream, { maxBytes: 50 << 20, topics: [{ topic: 'c', topicId: TOPIC_ID, partitions: [{ partition: 0, fetchOffset: 1200, partitionMaxBytes: 16 << 20 }] }] });
+    const past = await roundTrip(b.view, b.upstream, {
+      maxBytes: 50 << 20,
+      topics: [{ topic: 'c', topicId: TOPIC_ID, partitions: [{ partition: 0, fetchOffset: 1200, partitionMaxBytes: 16 << 20 }] }],
+    });
     assert.equal(past.forwarded.maxBytes, 50 << 20, 'a reader at the horizon');
   });
 
@@ -196,14 +237,22 @@ describe('fetch view', () => {
       // Found by search: these 15 records, 10 dropped, recompress 6 bytes larger with zstd.
       zstd = (await c0.append({ count: 15, codec: 4, valueSize: 10 })).bytes.length;
       await c0.append({ count: 10 });
-      return { c0: new FakeIndex(Array.from({ length: 27 }, (_, i) => i).filter((o) => o !== 10), 27) };
+      return {
+        c0: new FakeIndex(
+          Array.from({ length: 27 }, (_, i) => i).filter((o) => o !== 10),
+          27,
+        ),
+      };
     });
     const expected = Array.from({ length: 15 }, (_, i) => i + 2).filter((o) => o !== 10);
     for (const limit of [zstd + 100, zstd]) {
       const { response } = await roundTrip(b.view, b.upstream, spec(2, {}, limit));
       const records: Buffer = response.responses[0].partitions[0].records;
       const out = await readBatches(records);
-      assert.deepEqual(out.records.map((r) => r.offset), expected);
+      assert.deepEqual(
+        out.records.map((r) => r.offset),
+        expected,
+      );
       assert.equal(out.tail, 0);
       if (limit > zstd) assert.ok(records.length <= limit, `${records.length} bytes for a limit of ${limit}`);
       else assert.equal(out.batches.length, 1, 'a lone batch that grew past the limit still comes');
@@ -223,12 +272,24 @@ describe('fetch view', () => {
     index.setSurvivors([250]);
     const { response } = await answer;
     const out = await readBatches(response.responses[0].partitions[0].records);
-    assert.deepEqual(out.records.map((r) => r.offset), [250]);
+    assert.deepEqual(
+      out.records.map((r) => r.offset),
+      [250],
+    );
     // Nothing survived in the client's own read, so the read on asks for as much as it may and
     // reaches the end: its last batch, emptied, ends at the last removed offset (299) and takes
     // the client to the high watermark.
-    assert.deepEqual(b.upstream.reads.map((r) => r.fetchOffset), [250]);
-    assert.deepEqual(out.batches.map((x) => [x.base, x.last, x.count]), [[250, 259, 1], [290, 299, 0]]);
+    assert.deepEqual(
+      b.upstream.reads.map((r) => r.fetchOffset),
+      [250],
+    );
+    assert.deepEqual(
+      out.batches.map((x) => [x.base, x.last, x.count]),
+      [
+        [250, 259, 1],
+        [290, 299, 0],
+      ],
+    );
     assert.equal(view.stats.extraReads, 1);
   });
 
@@ -237,11 +298,19 @@ describe('fetch view', () => {
       bed(async ({ c0, c1 }) => {
         await scattered(c0, 30, 10);
         for (let i = 0; i < 3; i++) await c1.append({ count: 10 });
-        return { c0: new FakeIndex([20, 250], c0.end), c1: new FakeIndex(Array.from({ length: 30 }, (_, i) => i), 30) };
+        return {
+          c0: new FakeIndex([20, 250], c0.end),
+          c1: new FakeIndex(
+            Array.from({ length: 30 }, (_, i) => i),
+            30,
+          ),
+        };
       });
     const read = async (b: Bed, partitions: number[]) => {
       const answer = roundTrip(b.view, b.upstream, {
-        topics: [{ topic: 'c', partitions: partitions.map((partition) => ({ partition, fetchOffset: 0, partitionMaxBytes: partition === 0 ? 100 : 1 << 20 })) }],
+        topics: [
+          { topic: 'c', partitions: partitions.map((partition) => ({ partition, fetchOffset: 0, partitionMaxBytes: partition === 0 ? 100 : 1 << 20 })) },
+        ],
       });
       b.indexes['c-0']!.setSurvivors([250]);
       const { response } = await answer;
@@ -253,7 +322,10 @@ describe('fetch view', () => {
     assert.deepEqual(crowded.records, [], 'the batch read on is larger than the partition limit');
     assert.equal(crowded.batches.length, 1, 'an empty batch lets the client move on');
     const alone = await read(await setup(), [0]);
-    assert.deepEqual(alone.records.map((r) => r.offset), [250]);
+    assert.deepEqual(
+      alone.records.map((r) => r.offset),
+      [250],
+    );
   });
 
   test('read_committed: aborted transactions whose markers were removed are not listed', async () => {
@@ -271,7 +343,10 @@ describe('fetch view', () => {
     const { response } = await roundTrip(b.view, b.upstream, spec(0, { isolationLevel: 1 }));
     const p = response.responses[0].partitions[0];
     assert.deepEqual(p.abortedTransactions, [{ producerId: 9n, firstOffset: 8n }]);
-    assert.deepEqual((await readBatches(p.records)).records.map((r) => r.offset), [4, 5, 6, 8]);
+    assert.deepEqual(
+      (await readBatches(p.records)).records.map((r) => r.offset),
+      [4, 5, 6, 8],
+    );
   });
 
   test('sessions: incremental requests are refused, full ones go upstream sessionless', async () => {
@@ -281,7 +356,11 @@ describe('fetch view', () => {
     });
     const incremental = await roundTrip(b.view, b.upstream, spec(0, { sessionId: 42, sessionEpoch: 5 }));
     assert.equal(incremental.response.errorCode, 70);
-    const plainFull = await roundTrip(b.view, b.upstream, { sessionId: 0, sessionEpoch: 0, topics: [{ topic: 'plain', partitions: [{ partition: 0, fetchOffset: 0 }] }] });
+    const plainFull = await roundTrip(b.view, b.upstream, {
+      sessionId: 0,
+      sessionEpoch: 0,
+      topics: [{ topic: 'plain', partitions: [{ partition: 0, fetchOffset: 0 }] }],
+    });
     assert.deepEqual([plainFull.forwarded.sessionId, plainFull.forwarded.sessionEpoch], [0, -1]);
     const full = await roundTrip(b.view, b.upstream, spec(3, { sessionId: 0, sessionEpoch: 0 }));
     assert.deepEqual([full.forwarded.sessionId, full.forwarded.sessionEpoch], [0, -1]);
@@ -304,7 +383,18 @@ describe('fetch view', () => {
     const { ApiKey, encodeRequestFrame } = await import('../../../../src/protocol/messages.js');
     const { decodeRequestHeader } = await import('../../../../src/protocol/headers.js');
     const { interceptedRequest } = await import('../../../../src/proxy/interceptor.js');
-    const frame = encodeRequestFrame({ apiKey: ApiKey.Fetch, apiVersion: 12, correlationId: 1, clientId: 'f' }, { replicaId: 2, maxWaitMs: 0, minBytes: 1, maxBytes: 100, sessionId: 0, sessionEpoch: -1, topics: [{ topic: 'c', partitions: [{ partition: 0, fetchOffset: 0n, partitionMaxBytes: 100 }] }] });
+    const frame = encodeRequestFrame(
+      { apiKey: ApiKey.Fetch, apiVersion: 12, correlationId: 1, clientId: 'f' },
+      {
+        replicaId: 2,
+        maxWaitMs: 0,
+        minBytes: 1,
+        maxBytes: 100,
+        sessionId: 0,
+        sessionEpoch: -1,
+        topics: [{ topic: 'c', partitions: [{ partition: 0, fetchOffset: 0n, partitionMaxBytes: 100 }] }],
+      },
+    );
     assert.deepEqual(await b.view.intercept(interceptedRequest(frame, decodeRequestHeader(frame.subarray(4)), true)), { forward: true });
   });
 });

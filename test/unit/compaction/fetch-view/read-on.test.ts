@@ -50,7 +50,10 @@ describe('reading on past one upstream window', () => {
       seen.push(...out.records.filter((r) => r.offset >= position));
       position = out.batches[out.batches.length - 1]!.last + 1;
     }
-    assert.deepEqual(seen.map((r) => r.offset), survivors);
+    assert.deepEqual(
+      seen.map((r) => r.offset),
+      survivors,
+    );
     assert.ok(answers.length <= 6, `${answers.length} fetches for ${survivors.length} survivors of ~120 bytes each`);
     for (let i = 0; i + 1 < answers.length; i++) {
       const next = iterateBatches(answers[i + 1]!).batches[0]!;
@@ -82,8 +85,14 @@ describe('reading on past one upstream window', () => {
     const { response } = await roundTrip(crossed.view, crossed.upstream, spec(0, {}, limit));
     const out = await readBatches(response.responses[0].partitions[0].records);
     assertOrdered(out, 0, 'the answer');
-    assert.deepEqual(crossed.upstream.reads.map((r) => r.fetchOffset), [1500]);
-    assert.deepEqual(out.records.slice(0, 3).map((r) => r.offset), [5, 1500, horizon]);
+    assert.deepEqual(
+      crossed.upstream.reads.map((r) => r.fetchOffset),
+      [1500],
+    );
+    assert.deepEqual(
+      out.records.slice(0, 3).map((r) => r.offset),
+      [5, 1500, horizon],
+    );
     assert.ok(response.responses[0].partitions[0].records.length <= limit);
   });
 
@@ -107,20 +116,32 @@ describe('reading on past one upstream window', () => {
     const { response } = await roundTrip(waited.view, waited.upstream, spec(0, { maxWaitMs: 500 }, 2000));
     const out = await readBatches(response.responses[0].partitions[0].records);
     assert.equal(waited.view.stats.extraReads, 3, 'reads at +0, +200 and +400 ms; none at +600');
-    assert.deepEqual(out.records.map((r) => r.offset), survivors.slice(0, 4));
+    assert.deepEqual(
+      out.records.map((r) => r.offset),
+      survivors.slice(0, 4),
+    );
     const rest = await readLikeJava(waited, out.batches[out.batches.length - 1]!.last + 1, { maxWaitMs: 500 }, 2000);
-    assert.deepEqual(rest.seen.map((r) => r.offset), survivors.slice(4));
+    assert.deepEqual(
+      rest.seen.map((r) => r.offset),
+      survivors.slice(4),
+    );
 
     const hurried = await setup();
     slow(hurried);
     const some = await roundTrip(hurried.view, hurried.upstream, spec(0, { maxWaitMs: 0 }, 2000));
-    assert.deepEqual((await readBatches(some.response.responses[0].partitions[0].records)).records.map((r) => r.offset), [5]);
+    assert.deepEqual(
+      (await readBatches(some.response.responses[0].partitions[0].records)).records.map((r) => r.offset),
+      [5],
+    );
     assert.equal(hurried.view.stats.extraReads, 0, 'survivors in hand and no wait: the answer goes as it is');
     // The cleaner removes 35 after planning: the answer would hold nothing.
     const pending = roundTrip(hurried.view, hurried.upstream, spec(35, { maxWaitMs: 0 }, 2000));
     hurried.indexes['c-0']!.setSurvivors(survivors.filter((o) => o !== 35));
     const none = await pending;
-    assert.deepEqual((await readBatches(none.response.responses[0].partitions[0].records)).records.map((r) => r.offset), [65]);
+    assert.deepEqual(
+      (await readBatches(none.response.responses[0].partitions[0].records)).records.map((r) => r.offset),
+      [65],
+    );
     assert.equal(hurried.view.stats.extraReads, 1);
   });
 
@@ -168,7 +189,10 @@ describe('reading on past one upstream window', () => {
     const { response } = await roundTrip(tight.view, tight.upstream, spec(0, {}, limit));
     const records: Buffer = response.responses[0].partitions[0].records;
     assert.ok(records.length <= limit, `${records.length} bytes for a limit of ${limit}`);
-    assert.deepEqual((await readBatches(records)).batches.map((x) => [x.base, x.last, x.count]), [[0, 9, 1]]);
+    assert.deepEqual(
+      (await readBatches(records)).batches.map((x) => [x.base, x.last, x.count]),
+      [[0, 9, 1]],
+    );
     const rest = await readLikeJava(tight, 10, {}, limit);
     assert.deepEqual([rest.seen, rest.fetches, rest.position], [[], 1, 100]);
   });
@@ -187,13 +211,29 @@ describe('reading on past one upstream window', () => {
       return answer;
     };
     const pending = roundTrip(b.view, b.upstream, {
-      topics: [{ topic: 'c', topicId: TOPIC_ID, partitions: [{ partition: 0, fetchOffset: 0, partitionMaxBytes: 100 }, { partition: 1, fetchOffset: 0 }] }],
+      topics: [
+        {
+          topic: 'c',
+          topicId: TOPIC_ID,
+          partitions: [
+            { partition: 0, fetchOffset: 0, partitionMaxBytes: 100 },
+            { partition: 1, fetchOffset: 0 },
+          ],
+        },
+      ],
     });
     index.setSurvivors([250, 260]);
     const { response } = await pending;
-    assert.deepEqual(b.upstream.reads.map((r) => r.fetchOffset), [250], 'it read on, found 250 gone and 260 too big');
+    assert.deepEqual(
+      b.upstream.reads.map((r) => r.fetchOffset),
+      [250],
+      'it read on, found 250 gone and 260 too big',
+    );
     const out = await readBatches(response.responses[0].partitions[0].records);
-    assert.deepEqual(out.batches.map((x) => [x.base, x.last, x.count]), [[20, 29, 0]]);
+    assert.deepEqual(
+      out.batches.map((x) => [x.base, x.last, x.count]),
+      [[20, 29, 0]],
+    );
   });
 
   test('an answer holds its survivors, not its reads: each read goes back before the next is made', async () => {
@@ -207,12 +247,19 @@ describe('reading on past one upstream window', () => {
     });
     const partitions = [0, 1].map((partition) => ({ partition, fetchOffset: 0, partitionMaxBytes: 1 << 20 }));
     const { response } = await roundTrip(b.view, b.upstream, { topics: [{ topic: 'c', topicId: TOPIC_ID, partitions }] });
-    assert.deepEqual(b.upstream.reads.map((r) => r.partition), [0, 1], 'each partition read on');
+    assert.deepEqual(
+      b.upstream.reads.map((r) => r.partition),
+      [0, 1],
+      'each partition read on',
+    );
     assert.deepEqual(b.upstream.releasedAtRead, [0, 1], 'the first read was given back before the second was made');
     assert.equal(b.upstream.released, 2);
     // Given back reads are overwritten (FakeUpstream): the answers' batches are copies, CRCs intact.
     for (const p of response.responses[0].partitions) {
-      assert.deepEqual((await readBatches(p.records)).records.map((r) => r.offset), survivors);
+      assert.deepEqual(
+        (await readBatches(p.records)).records.map((r) => r.offset),
+        survivors,
+      );
     }
   });
 
@@ -327,7 +374,9 @@ async function randomReads(rng: Rng): Promise<void> {
     const request: FetchSpec = {
       maxBytes,
       maxWaitMs: rng() < 0.2 ? 0 : 500,
-      topics: [{ topic: 'c', topicId: TOPIC_ID, partitions: order.map((r, i) => ({ partition: r.partition, fetchOffset: r.position, partitionMaxBytes: limits[i] })) }],
+      topics: [
+        { topic: 'c', topicId: TOPIC_ID, partitions: order.map((r, i) => ({ partition: r.partition, fetchOffset: r.position, partitionMaxBytes: limits[i] })) },
+      ],
     };
     const pending = roundTrip(b.view, b.upstream, request);
     if (rng() < 0.3) {
@@ -349,7 +398,11 @@ async function randomReads(rng: Rng): Promise<void> {
       const out = await readBatches(records);
       assertOrdered(out, r.position, `partition ${r.partition} at ${r.position}`);
       const firstWithData = parts.slice(0, i).every((q) => (q.records?.length ?? 0) === 0);
-      if (records.length > limits[i]!) assert.ok(firstWithData && out.batches.length === 1 && out.tail === 0, `partition ${r.partition}: ${records.length} bytes over its limit of ${limits[i]}`);
+      if (records.length > limits[i]!)
+        assert.ok(
+          firstWithData && out.batches.length === 1 && out.tail === 0,
+          `partition ${r.partition}: ${records.length} bytes over its limit of ${limits[i]}`,
+        );
       total += records.length;
       batchCount += out.batches.length;
       r.seen.push(...out.records.filter((x) => x.offset >= r.position).map((x) => x.offset));

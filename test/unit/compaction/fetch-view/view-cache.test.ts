@@ -136,7 +136,7 @@ describe('ViewCache', () => {
     }
   });
 
-  test('neighbours that lost every record are one entry, with the last one\'s emptied bytes; markers stay apart', () => {
+  test("neighbours that lost every record are one entry, with the last one's emptied bytes; markers stay apart", () => {
     const cache = new ViewCache(1 << 20);
     const snapshot = {};
     const empty = (base: number, bytes = 61): ViewedBatch => ({ ...batch(base, base + 9, bytes), kept: 0 });
@@ -146,13 +146,16 @@ describe('ViewCache', () => {
     cache.record('t', 0, snapshot, recorded);
     assert.deepEqual(recorded, copies, 'the batches handed over are left as they were');
     const served = cache.from('t', 0, snapshot, 0, 0, ALL)!;
-    assert.deepEqual(served.map((b) => [b.base, b.last, b.recordCount, b.rawBytes, b.batches, b.bytes.length]), [
-      [0, 9, 10, 1000, 1, 100],
-      [10, 39, 30, 3000, 3, 63],
-      [40, 40, 1, 1000, 1, 61],
-      [41, 60, 20, 2000, 2, 64],
-      [61, 70, 10, 1000, 1, 100],
-    ]);
+    assert.deepEqual(
+      served.map((b) => [b.base, b.last, b.recordCount, b.rawBytes, b.batches, b.bytes.length]),
+      [
+        [0, 9, 10, 1000, 1, 100],
+        [10, 39, 30, 3000, 3, 63],
+        [40, 40, 1, 1000, 1, 61],
+        [41, 60, 20, 2000, 2, 64],
+        [61, 70, 10, 1000, 1, 100],
+      ],
+    );
     assert.ok(served[1]!.bytes.equals(recorded[3]!.bytes), 'the last emptied batch of the run');
     assert.equal(served[2]!.markerOf, 7n);
     assert.equal(cache.stats.bytes, 100 + 63 + 61 + 64 + 100 + CHUNK_OVERHEAD + 5 * ROW_BYTES);
@@ -163,7 +166,11 @@ describe('ViewCache', () => {
     const snapshot = {};
     const empty = (base: number) => ({ ...batch(base, base + 9), kept: 0 });
     cache.record('t', 0, snapshot, [batch(0, 9), empty(10), batch(20, 29), empty(30), batch(40, 49), batch(50, 59)]);
-    assert.deepEqual(bases(cache.from('t', 0, snapshot, 0, 0, { maxBytes: 250, oneAnyway: false })), [0, 10, 20, 30, 40], 'emptied batches cost nothing on the way');
+    assert.deepEqual(
+      bases(cache.from('t', 0, snapshot, 0, 0, { maxBytes: 250, oneAnyway: false })),
+      [0, 10, 20, 30, 40],
+      'emptied batches cost nothing on the way',
+    );
     assert.deepEqual(bases(cache.from('t', 0, snapshot, 0, 0, { maxBytes: 50, oneAnyway: false })), [0]);
     assert.deepEqual(bases(cache.from('t', 0, snapshot, 0, 0, { maxBytes: 50, oneAnyway: true })), [0, 10, 20], 'the first comes anyway');
     assert.deepEqual(bases(cache.from('t', 0, snapshot, 10, 10, { maxBytes: 0, oneAnyway: false })), [10, 20]);
@@ -182,10 +189,13 @@ async function twins(rng: Rng): Promise<{ cached: Bed; plain: Bed; survivors: nu
   const survivors: number[] = [];
   for (let o = 0; o < horizon; o++) if (rng() < density) survivors.push(o);
   const build = (cacheBytes: number) =>
-    bed(async ({ c0 }) => {
-      for (const s of specs) await c0.append(s);
-      return { c0: new FakeIndex(survivors, horizon) };
-    }, { cacheBytes });
+    bed(
+      async ({ c0 }) => {
+        for (const s of specs) await c0.append(s);
+        return { c0: new FakeIndex(survivors, horizon) };
+      },
+      { cacheBytes },
+    );
   return { cached: await build(1 << 20), plain: await build(0), survivors, horizon, end };
 }
 
@@ -203,7 +213,10 @@ async function readToEnd(b: Bed, from: number, end: number, isolationLevel: numb
   for (let fetches = 0; position < end; fetches++) {
     assert.ok(fetches < limits.length, `${what}: the reader reaches the end`);
     const limit = limits[fetches]!;
-    const spec: FetchSpec = { isolationLevel, topics: [{ topic: 'c', topicId: TOPIC_ID, partitions: [{ partition: 0, fetchOffset: position, partitionMaxBytes: limit }] }] };
+    const spec: FetchSpec = {
+      isolationLevel,
+      topics: [{ topic: 'c', topicId: TOPIC_ID, partitions: [{ partition: 0, fetchOffset: position, partitionMaxBytes: limit }] }],
+    };
     const p = (await roundTrip(b.view, b.upstream, spec)).response.responses[0].partitions[0];
     assert.equal(p.highWatermark, BigInt(end), what);
     const out = await readBatches(p.records);
@@ -223,10 +236,13 @@ async function readToEnd(b: Bed, from: number, end: number, isolationLevel: numb
 async function sparse(horizon: number): Promise<{ b: Bed; survivors: number[] }> {
   const survivors: number[] = [];
   for (let o = 7; o < horizon; o += 13) survivors.push(o);
-  const b = await bed(async ({ c0 }) => {
-    for (let i = 0; i < 100; i++) await c0.append({ count: 20, codec: i % 5 });
-    return { c0: new FakeIndex(survivors, horizon) };
-  }, { cacheBytes: 1 << 20 });
+  const b = await bed(
+    async ({ c0 }) => {
+      for (let i = 0; i < 100; i++) await c0.append({ count: 20, codec: i % 5 });
+      return { c0: new FakeIndex(survivors, horizon) };
+    },
+    { cacheBytes: 1 << 20 },
+  );
   return { b, survivors };
 }
 
@@ -250,7 +266,10 @@ describe('reads served from the view cache', () => {
         const [a, b] = [await readToEnd(cached, from, end, isolationLevel, limits, what), await readToEnd(plain, from, end, isolationLevel, limits, what)];
         assert.deepEqual(a, b, what);
       }
-      assert.ok(cached.upstream.reads.length <= plain.upstream.reads.length, `seed ${seed}: ${cached.upstream.reads.length} reads on with the cache, ${plain.upstream.reads.length} without`);
+      assert.ok(
+        cached.upstream.reads.length <= plain.upstream.reads.length,
+        `seed ${seed}: ${cached.upstream.reads.length} reads on with the cache, ${plain.upstream.reads.length} without`,
+      );
       served += cached.view.cache.reads;
     }
     assert.ok(served > 50, `${served} reads on served from the cache`);
@@ -259,9 +278,12 @@ describe('reads served from the view cache', () => {
   test('a fetch the cache holds asks the upstream for its offsets only: no records, and fewer bytes to wait for', async () => {
     const { b } = await sparse(2000);
     const fetch = (over: Partial<FetchSpec> = {}) =>
-      roundTrip(b.view, b.upstream, { topics: [{ topic: 'c', topicId: TOPIC_ID, partitions: [{ partition: 0, fetchOffset: 0, partitionMaxBytes: 4000 }] }], ...over });
+      roundTrip(b.view, b.upstream, {
+        topics: [{ topic: 'c', topicId: TOPIC_ID, partitions: [{ partition: 0, fetchOffset: 0, partitionMaxBytes: 4000 }] }],
+        ...over,
+      });
     const cold = await fetch({ minBytes: 10_000 });
-    assert.equal(cold.forwarded.topics[0].partitions[0].partitionMaxBytes, 4000, 'nothing cached yet: the client\'s limit goes upstream');
+    assert.equal(cold.forwarded.topics[0].partitions[0].partitionMaxBytes, 4000, "nothing cached yet: the client's limit goes upstream");
     assert.equal(cold.forwarded.minBytes, 10_000);
     const seen = await readBatches(cold.response.responses[0].partitions[0].records);
     assert.ok(seen.records.length > 10);
@@ -278,7 +300,7 @@ describe('reads served from the view cache', () => {
 
     await b.logs['c-0']!.append({ count: 20 });
     const later = (await fetch()).response.responses[0].partitions[0];
-    assert.equal(later.highWatermark, 2020n, 'the high watermark is the upstream\'s');
+    assert.equal(later.highWatermark, 2020n, "the high watermark is the upstream's");
     assert.equal(later.logStartOffset, 0n);
     assert.deepEqual((await readBatches(later.records)).records, seen.records);
 
@@ -288,24 +310,35 @@ describe('reads served from the view cache', () => {
 
   test('an answer from the cache that reaches the horizon reads on past it once, as an upstream read would have', async () => {
     const { b, survivors } = await sparse(1600);
-    const fetch = () => roundTrip(b.view, b.upstream, { topics: [{ topic: 'c', topicId: TOPIC_ID, partitions: [{ partition: 0, fetchOffset: 0, partitionMaxBytes: 1 << 20 }] }] });
-    const offsets = async (r: Awaited<ReturnType<typeof fetch>>) => (await readBatches(r.response.responses[0].partitions[0].records)).records.map((x) => x.offset);
+    const fetch = () =>
+      roundTrip(b.view, b.upstream, {
+        topics: [{ topic: 'c', topicId: TOPIC_ID, partitions: [{ partition: 0, fetchOffset: 0, partitionMaxBytes: 1 << 20 }] }],
+      });
+    const offsets = async (r: Awaited<ReturnType<typeof fetch>>) =>
+      (await readBatches(r.response.responses[0].partitions[0].records)).records.map((x) => x.offset);
     const head = Array.from({ length: 400 }, (_, i) => 1600 + i);
     assert.deepEqual(await offsets(await fetch()), [...survivors, ...head]);
     const reads = b.upstream.reads.length;
     const warm = await fetch();
     assert.equal(warm.forwarded.topics[0].partitions[0].partitionMaxBytes, 0);
     assert.deepEqual(await offsets(warm), [...survivors, ...head], 'the survivors from the cache, then the head up to the high watermark');
-    assert.deepEqual(b.upstream.reads.slice(reads).map((r) => r.fetchOffset), [1600], 'one read on, from the horizon');
+    assert.deepEqual(
+      b.upstream.reads.slice(reads).map((r) => r.fetchOffset),
+      [1600],
+      'one read on, from the horizon',
+    );
   });
 
-  test('a fetch the cache holds still gets the upstream\'s error, or nothing at its high watermark', async () => {
+  test("a fetch the cache holds still gets the upstream's error, or nothing at its high watermark", async () => {
     const survivors: number[] = [];
     for (let o = 0; o < 2000; o += 10) survivors.push(o);
-    const b = await bed(async ({ c0 }) => {
-      for (let i = 0; i < 100; i++) await c0.append({ count: 20 });
-      return { c0: new FakeIndex(survivors, 2000) };
-    }, { cacheBytes: 1 << 20 });
+    const b = await bed(
+      async ({ c0 }) => {
+        for (let i = 0; i < 100; i++) await c0.append({ count: 20 });
+        return { c0: new FakeIndex(survivors, 2000) };
+      },
+      { cacheBytes: 1 << 20 },
+    );
     const fetch = (fetchOffset: number) =>
       roundTrip(b.view, b.upstream, { topics: [{ topic: 'c', topicId: TOPIC_ID, partitions: [{ partition: 0, fetchOffset, partitionMaxBytes: 1 << 20 }] }] });
     await fetch(0);
@@ -317,7 +350,7 @@ describe('reads served from the view cache', () => {
     const p = atEnd.response.responses[0].partitions[0];
     assert.equal(p.errorCode, 0);
     assert.equal(p.highWatermark, 1000n);
-    assert.equal((await readBatches(p.records)).records.length, 0, 'nothing past the upstream\'s high watermark');
+    assert.equal((await readBatches(p.records)).records.length, 0, "nothing past the upstream's high watermark");
     const past = (await fetch(1500)).response.responses[0].partitions[0];
     assert.equal(past.errorCode, 1, 'OFFSET_OUT_OF_RANGE, as the upstream says');
     assert.equal(past.records, null);
@@ -329,7 +362,9 @@ describe('reads served from the view cache', () => {
       let position = 0;
       const seen: number[] = [];
       while (position < 2000) {
-        const { response } = await roundTrip(b.view, b.upstream, { topics: [{ topic: 'c', topicId: TOPIC_ID, partitions: [{ partition: 0, fetchOffset: position, partitionMaxBytes: 4000 }] }] });
+        const { response } = await roundTrip(b.view, b.upstream, {
+          topics: [{ topic: 'c', topicId: TOPIC_ID, partitions: [{ partition: 0, fetchOffset: position, partitionMaxBytes: 4000 }] }],
+        });
         const out = await readBatches(response.responses[0].partitions[0].records);
         seen.push(...out.records.map((r) => r.offset).filter((o) => o >= position));
         position = out.batches[out.batches.length - 1]!.last + 1;

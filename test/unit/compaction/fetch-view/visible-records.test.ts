@@ -25,8 +25,14 @@ describe('visibleRecords', () => {
       const survivors = [1, 4, 5, 13, 19];
       const seen = await visibleRecords(data, visibility(new FakeIndex(survivors, 20)), 0);
       const out = await readBatches(Buffer.concat(seen.batches));
-      assert.deepEqual(out.records.map((r) => r.offset), survivors);
-      assert.deepEqual(out.records.map((r) => r.value), survivors.map((o) => `value-${o}-`.padEnd(40, 'x')));
+      assert.deepEqual(
+        out.records.map((r) => r.offset),
+        survivors,
+      );
+      assert.deepEqual(
+        out.records.map((r) => r.value),
+        survivors.map((o) => `value-${o}-`.padEnd(40, 'x')),
+      );
       assert.equal(out.batches.length, 1);
       assert.deepEqual(out.batches[0], { base: 0, last: 19, count: 5, attributes: codec });
       assert.equal(seen.progress, 5);
@@ -67,7 +73,10 @@ describe('visibleRecords', () => {
     const data = log.read(0, 1 << 20, true);
     const seen = await visibleRecords(data, visibility(new FakeIndex([2], 6)), 0);
     const out = await readBatches(Buffer.concat(seen.batches));
-    assert.deepEqual(out.records.map((r) => r.offset), [2, 6, 7, 8, 9]);
+    assert.deepEqual(
+      out.records.map((r) => r.offset),
+      [2, 6, 7, 8, 9],
+    );
   });
 
   test('a rebuilt batch drops records before the fetch offset; progress counts only records at or after it', async () => {
@@ -75,7 +84,10 @@ describe('visibleRecords', () => {
     const data = log.read(0, 1 << 20, true);
     const seen = await visibleRecords(data, visibility(new FakeIndex([1, 3, 8], 10)), 4);
     const out = await readBatches(Buffer.concat(seen.batches));
-    assert.deepEqual(out.records.map((r) => r.offset), [8]);
+    assert.deepEqual(
+      out.records.map((r) => r.offset),
+      [8],
+    );
     assert.equal(seen.progress, 1);
     const untouched = await visibleRecords(data, visibility(new FakeIndex([0, 1, 2, 3, 4, 5, 6, 7, 8, 9], 10)), 4);
     assert.equal(untouched.progress, 6, 'an untouched batch counts its records from the fetch offset');
@@ -97,7 +109,10 @@ describe('visibleRecords', () => {
     assert.equal(all.changed, false);
     assert.equal(all.progress, 4);
     const some = await visibleRecords(data, visibility(new FakeIndex([3, 9], 10)), 0);
-    assert.deepEqual((await readBatches(Buffer.concat(some.batches))).records.map((r) => r.offset), [3, 9]);
+    assert.deepEqual(
+      (await readBatches(Buffer.concat(some.batches))).records.map((r) => r.offset),
+      [3, 9],
+    );
     const late = await visibleRecords(data, visibility(new FakeIndex([0, 3, 4, 9], 10)), 5);
     assert.equal(late.progress, 1, 'only offset 9 is at or after 5');
   });
@@ -107,7 +122,10 @@ describe('visibleRecords', () => {
     await log.append({ count: 4, deltas: [0, 2, 1, 3] });
     const seen = await visibleRecords(log.read(0, 1 << 20, true), visibility(new FakeIndex([2], 4)), 0);
     const out = await readBatches(Buffer.concat(seen.batches));
-    assert.deepEqual(out.records.map((r) => [r.offset, r.value!.slice(0, 8)]), [[2, 'value-2-']]);
+    assert.deepEqual(
+      out.records.map((r) => [r.offset, r.value!.slice(0, 8)]),
+      [[2, 'value-2-']],
+    );
   });
 
   test('control and transactional batches keep their attributes; markers are reported with their visibility', async () => {
@@ -119,11 +137,14 @@ describe('visibleRecords', () => {
     const data = log.read(0, 1 << 20, true);
     const seen = await visibleRecords(data, visibility(new FakeIndex([1, 5, 7], 8)), 0);
     const out = await readBatches(Buffer.concat([...seen.batches, seen.trailingEmpty ?? Buffer.alloc(0)]));
-    assert.deepEqual(out.batches.map((b) => [b.base, b.last, b.count, b.attributes]), [
-      [0, 2, 1, 0x10 | 2],
-      [4, 6, 1, 0x10],
-      [7, 7, 1, 0x30],
-    ]);
+    assert.deepEqual(
+      out.batches.map((b) => [b.base, b.last, b.count, b.attributes]),
+      [
+        [0, 2, 1, 0x10 | 2],
+        [4, 6, 1, 0x10],
+        [7, 7, 1, 0x30],
+      ],
+    );
     assert.deepEqual(seen.markers, [
       { producerId: 7n, offset: 3, visible: false },
       { producerId: 8n, offset: 7, visible: true },
@@ -144,7 +165,12 @@ describe('visibleRecords', () => {
   test('a byte budget keeps whole batches up to it and says the view is full', async () => {
     const log = await logOf(5, 5, 5, 5);
     const data = log.read(0, 1 << 20, true);
-    const all = visibility(new FakeIndex(Array.from({ length: 20 }, (_, i) => i), 20));
+    const all = visibility(
+      new FakeIndex(
+        Array.from({ length: 20 }, (_, i) => i),
+        20,
+      ),
+    );
     const size = log.batches[0]!.bytes.length;
     const two = await visibleRecords(data, all, 0, { maxBytes: size * 2 + size / 2, oneAnyway: false });
     assert.equal(two.batches.length, 2);

@@ -61,7 +61,10 @@ describe('PartitionStore', () => {
     });
     assert.equal(reopened.rowCount, 153);
     assert.deepEqual([...reopened.openTransactions], [[42, 148]]);
-    assert.deepEqual(reopened.segments.map((s) => s.base), [0, 100]);
+    assert.deepEqual(
+      reopened.segments.map((s) => s.base),
+      [0, 100],
+    );
     assert.equal(reopened.segments[1]!.bytes, 530);
     const row = reopened.db.prepare('SELECT key, flags, ts, size, pid FROM records WHERE offset = 17').get() as Record<string, unknown>;
     assert.deepEqual(row, { key: keyDigest(Buffer.from('key-3')), flags: 0, ts: 1017, size: 10, pid: null });
@@ -92,7 +95,9 @@ describe('PartitionStore', () => {
 
     const earlier = freshFile();
     const v2 = new Database(earlier);
-    v2.exec('CREATE TABLE checkpoint (id INTEGER PRIMARY KEY, schema_version INTEGER, topic TEXT, partition INTEGER); INSERT INTO checkpoint VALUES (0, 2, \'orders\', 3)');
+    v2.exec(
+      "CREATE TABLE checkpoint (id INTEGER PRIMARY KEY, schema_version INTEGER, topic TEXT, partition INTEGER); INSERT INTO checkpoint VALUES (0, 2, 'orders', 3)",
+    );
     v2.close();
     assert.match(PartitionStore.open(earlier, ID).rebuiltBecause ?? '', /not a topic index of schema version 3/);
   });
@@ -107,7 +112,10 @@ describe('PartitionStore', () => {
     cleanPartition(p0, 0, 100, 0, 0);
     assert.equal(p0.rowCount, 57);
     assert.equal(p1.rowCount, 40);
-    assert.deepEqual(p1.segments.map((s) => s.base), [0]);
+    assert.deepEqual(
+      p1.segments.map((s) => s.base),
+      [0],
+    );
     p1.dropBelow(30);
     assert.equal(p1.rowCount, 10);
     assert.equal(p0.rowCount, 57);
@@ -142,7 +150,10 @@ describe('PartitionStore', () => {
     assert.equal(store.dropBelow(0), false);
     assert.equal(store.dropBelow(150), true, 'rows and the cleaned range changed');
     assert.equal(store.rowCount, 150);
-    assert.deepEqual(store.segments.map((s) => s.base), [100, 200]);
+    assert.deepEqual(
+      store.segments.map((s) => s.base),
+      [100, 200],
+    );
     assert.equal(store.checkpoint.logStartOffset, 150);
     assert.equal(store.checkpoint.firstDirty, 150);
     assert.equal(store.checkpoint.cleanBytes, 0);
@@ -168,7 +179,10 @@ describe('PartitionStore', () => {
     store.db.exec('DROP TRIGGER spring');
     store.ingest(rowsFor(100, 50, 7), position(150), ROLL, false);
     assert.equal(store.rowCount, 150);
-    assert.deepEqual(store.segments.map((s) => s.base), [0, 100]);
+    assert.deepEqual(
+      store.segments.map((s) => s.base),
+      [0, 100],
+    );
     store.close();
   });
 
@@ -177,7 +191,10 @@ describe('PartitionStore', () => {
     // filesystem that refuses to create the WAL's side files.
     const file = freshFile();
     fs.mkdirSync(file);
-    assert.throws(() => PartitionStore.open(file, ID), (err: { code?: string }) => err.code === 'SQLITE_CANTOPEN');
+    assert.throws(
+      () => PartitionStore.open(file, ID),
+      (err: { code?: string }) => err.code === 'SQLITE_CANTOPEN',
+    );
     assert.ok(fs.statSync(file).isDirectory(), 'left as it was');
   });
 
@@ -226,7 +243,12 @@ describe('PartitionStore', () => {
 describe('index files', () => {
   it('lays out one file per topic and finds them again, whatever the topic name', () => {
     const root = fs.mkdtempSync(path.join(dir, 'data-'));
-    for (const [topic, partition] of [['a.b_c-d', 0], ['a.b_c-d', 12], ['weird/..name', 1], ['..', 2]] as const) {
+    for (const [topic, partition] of [
+      ['a.b_c-d', 0],
+      ['a.b_c-d', 12],
+      ['weird/..name', 1],
+      ['..', 2],
+    ] as const) {
       const file = topicIndexFile(root, topic);
       assert.equal(path.dirname(file), path.join(root, 'index'), file);
       PartitionStore.open(file, { topic, partition }).store.close();

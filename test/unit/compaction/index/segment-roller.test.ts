@@ -16,7 +16,14 @@ describe('virtual segments', () => {
     const roll = { segmentBytes: 100, maxSegmentMs: 1e12 };
     let seg: Segment | undefined;
     const bases: number[] = [];
-    for (const [first, bytes] of [[0, 60], [1, 40], [2, 1], [3, 99], [4, 200], [5, 10]] as const) {
+    for (const [first, bytes] of [
+      [0, 60],
+      [1, 40],
+      [2, 1],
+      [3, 99],
+      [4, 200],
+      [5, 10],
+    ] as const) {
       const next = appendToSegment(seg, first, first, bytes, 0, roll);
       if (next !== seg) bases.push(next.base);
       seg = next;

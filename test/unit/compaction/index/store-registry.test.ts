@@ -42,7 +42,14 @@ describe('StoreRegistry', () => {
     const published: PartitionId[] = [];
     const registry = new StoreRegistry(dataDir, log, (id) => published.push(id));
     registry.openExisting();
-    assert.deepEqual(published, [{ topic: 't', partition: 0 }, { topic: 't', partition: 1 }], 'the other topic serves at once');
+    assert.deepEqual(
+      published,
+      [
+        { topic: 't', partition: 0 },
+        { topic: 't', partition: 1 },
+      ],
+      'the other topic serves at once',
+    );
     assert.equal(registry.get('u', 0), undefined);
     assert.ok(fs.statSync(blocked).isDirectory(), 'nothing deleted');
     assert.ok(fs.existsSync(topicIndexFile(dataDir, 'u')), 'nothing deleted');
@@ -57,11 +64,21 @@ describe('StoreRegistry', () => {
     const dataDir = path.join(dir, 'rebuild');
     const published: [number, SurvivorSnapshot | null][] = [];
     const registry = new StoreRegistry(dataDir, createLogger(), (id, snapshot) => void published.push([id.partition, snapshot]));
-    for (const p of [0, 1]) registry.ensure('t', p).ingest(rows(20), { nextOffset: 20, logStartOffset: 0, lastStableOffset: 20, highWatermark: 20 }, ROLL, false);
+    for (const p of [0, 1])
+      registry.ensure('t', p).ingest(rows(20), { nextOffset: 20, logStartOffset: 0, lastStableOffset: 20, highWatermark: 20 }, ROLL, false);
     const damaged = registry.get('t', 0)!;
     published.length = 0;
     const fresh = registry.rebuildFile(damaged, 'SQLITE_CORRUPT: test');
-    assert.deepEqual(published.map(([p, s]) => [p, s === null]), [[0, true], [1, true], [1, false], [0, false]], 'unfiltered, then the empty indexes');
+    assert.deepEqual(
+      published.map(([p, s]) => [p, s === null]),
+      [
+        [0, true],
+        [1, true],
+        [1, false],
+        [0, false],
+      ],
+      'unfiltered, then the empty indexes',
+    );
     assert.deepEqual([fresh.rowCount, registry.get('t', 1)!.rowCount], [0, 0]);
     assert.equal(damaged.db.open, false);
 
@@ -74,7 +91,10 @@ describe('StoreRegistry', () => {
     const reopened = registry.reopen(fresh);
     assert.notEqual(reopened, fresh);
     assert.ok(reopened.db.open && registry.get('t', 1)!.db.open, 'a closed file is opened again for all its partitions');
-    assert.ok(published.every(([, s]) => s !== null), 'whose survivors stay published meanwhile');
+    assert.ok(
+      published.every(([, s]) => s !== null),
+      'whose survivors stay published meanwhile',
+    );
     registry.closeAll();
   });
 });

@@ -48,7 +48,10 @@ describe('SurvivorSet', () => {
     assert.ok(snap.data.byteLength <= 1_000_000 / 8 + 4, `${snap.data.byteLength} bytes`);
     const set = new SurvivorSet(snap);
     assert.equal(set.size, 1_000_000);
-    assert.deepEqual([...set.survivors(999_990, 1_000_020)], Array.from({ length: 17 }, (_, i) => 999_990 + i));
+    assert.deepEqual(
+      [...set.survivors(999_990, 1_000_020)],
+      Array.from({ length: 17 }, (_, i) => 999_990 + i),
+    );
     assert.equal(set.nextVisible(1_000_007), 2_000_000, 'nothing survives from the last one to cleanedUpTo');
   });
 
@@ -61,7 +64,7 @@ describe('SurvivorSet', () => {
 
   it('answers like a filter over the survivors in either encoding (random sets, dense and sparse)', () => {
     let seed = 42;
-    const rand = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+    const rand = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
     for (let round = 0; round < 60; round++) {
       // From nearly every offset surviving to one in a hundred, with empty stretches of blocks.
       const keep = [0.97, 0.5, 0.1, 0.01][round % 4]!;

@@ -50,7 +50,10 @@ test('a short catch-up logs nothing, and a dropped index starts a new one', () =
     progress.indexed('t', 1, 0, 100, 1000, 1000);
     now = 13_000;
     progress.indexed('t', 1, 100, 400, 1000, 1000);
-    assert.deepEqual(lines.map((l) => [l.nextOffset, l.offsetsPerSecond]), [[400, 50]]);
+    assert.deepEqual(
+      lines.map((l) => [l.nextOffset, l.offsetsPerSecond]),
+      [[400, 50]],
+    );
   } finally {
     restore();
   }

@@ -59,7 +59,11 @@ describe('collectRows', () => {
 
   it('skips records below the next offset and stops before the last stable offset', async () => {
     const data = Buffer.concat([
-      await dataBatch({ baseOffset: 10 }, [{ key: 'a', value: '1' }, { key: 'b', value: '2' }, { key: 'c', value: '3' }]),
+      await dataBatch({ baseOffset: 10 }, [
+        { key: 'a', value: '1' },
+        { key: 'b', value: '2' },
+        { key: 'c', value: '3' },
+      ]),
       await dataBatch({ baseOffset: 13 }, [{ key: 'd', value: '4' }]),
       await dataBatch({ baseOffset: 14 }, [{ key: 'e', value: '5' }]),
     ]);
@@ -85,8 +89,14 @@ describe('collectRows', () => {
     // Producer 7 commits [0, 1] (marker 4); producer 8 aborts [2, 3] (marker 5); then producer 8
     // commits [6] (marker 7): the abort marker must end producer 8's aborted state.
     const data = Buffer.concat([
-      await dataBatch({ baseOffset: 0, producerId: 7, transactional: true }, [{ key: 'a', value: '1' }, { key: 'b', value: null }]),
-      await dataBatch({ baseOffset: 2, producerId: 8, transactional: true }, [{ key: 'a', value: 'x' }, { key: null, value: 'y' }]),
+      await dataBatch({ baseOffset: 0, producerId: 7, transactional: true }, [
+        { key: 'a', value: '1' },
+        { key: 'b', value: null },
+      ]),
+      await dataBatch({ baseOffset: 2, producerId: 8, transactional: true }, [
+        { key: 'a', value: 'x' },
+        { key: null, value: 'y' },
+      ]),
       await markerBatch({ baseOffset: 4, producerId: 7 }, true),
       await markerBatch({ baseOffset: 5, producerId: 8 }, false),
       await dataBatch({ baseOffset: 6, producerId: 8, transactional: true }, [{ key: 'c', value: '3' }]),
@@ -96,16 +106,19 @@ describe('collectRows', () => {
     const open = new Map<number, number>();
     const result = await collectRows(data, [{ producerId: 8n, firstOffset: 2n }], 0, -1, open, rows);
     const T = RecordFlag.Transactional;
-    assert.deepEqual([...rows.flags.subarray(0, rows.length)], [
-      T,
-      T | RecordFlag.Tombstone,
-      T | RecordFlag.Aborted,
-      T | RecordFlag.Aborted,
-      T | RecordFlag.Control | RecordFlag.Commit,
-      T | RecordFlag.Control,
-      T,
-      T | RecordFlag.Control | RecordFlag.Commit,
-    ]);
+    assert.deepEqual(
+      [...rows.flags.subarray(0, rows.length)],
+      [
+        T,
+        T | RecordFlag.Tombstone,
+        T | RecordFlag.Aborted,
+        T | RecordFlag.Aborted,
+        T | RecordFlag.Control | RecordFlag.Commit,
+        T | RecordFlag.Control,
+        T,
+        T | RecordFlag.Control | RecordFlag.Commit,
+      ],
+    );
     assert.deepEqual([...rows.producerIds.subarray(0, rows.length)], [7, 7, 8, 8, 7, 8, 8, 8]);
     assert.deepEqual([...rows.txnFirsts.subarray(0, rows.length)], [-1, -1, -1, -1, 0, 2, -1, 6]);
     assert.equal(keyOf(rows, 3), null);

@@ -25,7 +25,13 @@ function recordingClient(answer: unknown): { client: UpstreamClient; asked: Aske
 test('the last stable offsets of many partitions are asked in one ListOffsets, read committed, latest', async () => {
   const { client, asked } = recordingClient({
     topics: [
-      { name: 'a', partitions: [{ partitionIndex: 0, errorCode: 0, offset: 10n }, { partitionIndex: 1, errorCode: 0, offset: 11n }] },
+      {
+        name: 'a',
+        partitions: [
+          { partitionIndex: 0, errorCode: 0, offset: 10n },
+          { partitionIndex: 1, errorCode: 0, offset: 11n },
+        ],
+      },
       { name: 'b', partitions: [{ partitionIndex: 0, errorCode: 6, offset: -1n }] },
     ],
   });
@@ -42,8 +48,20 @@ test('the last stable offsets of many partitions are asked in one ListOffsets, r
   assert.deepEqual(
     asked[0]!.body.topics.map((t) => [t.name, t.partitions.map((p) => [p.partitionIndex, p.timestamp])]),
     [
-      ['a', [[0, -1n], [1, -1n]]],
-      ['b', [[0, -1n], [2, -1n]]],
+      [
+        'a',
+        [
+          [0, -1n],
+          [1, -1n],
+        ],
+      ],
+      [
+        'b',
+        [
+          [0, -1n],
+          [2, -1n],
+        ],
+      ],
     ],
   );
   // In the order asked; an error or a partition the answer left out has no offset.

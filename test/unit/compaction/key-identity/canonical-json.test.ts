@@ -5,7 +5,6 @@ import { seededRng } from '../../protocol/sample-body.js';
 
 const SEEDS = Number(process.env.KCOMPACT_PROPERTY_SEEDS ?? 200);
 
-
 type Random = () => number;
 const pick = <T>(random: Random, items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
 
@@ -14,7 +13,10 @@ const STRINGS = ['', 'x', 'order-42', 'é', '\u{1F600}', '"', '\\', '\u0000', '0
 
 /** A random decoded key: the shapes Avro, JSON Schema and Protobuf decoders produce. */
 function value(random: Random, depth: number): unknown {
-  const kinds = depth >= 3 ? ['null', 'bool', 'int', 'float', 'bigint', 'string', 'bytes'] : ['null', 'bool', 'int', 'float', 'bigint', 'string', 'bytes', 'array', 'record', 'record', 'union'];
+  const kinds =
+    depth >= 3
+      ? ['null', 'bool', 'int', 'float', 'bigint', 'string', 'bytes']
+      : ['null', 'bool', 'int', 'float', 'bigint', 'string', 'bytes', 'array', 'record', 'record', 'union'];
   switch (pick(random, kinds)) {
     case 'null':
       return null;
@@ -64,7 +66,8 @@ function reordered(random: Random, v: unknown): unknown {
 /** The paths of the leaves of a value (an empty array or record is one), to change one of them. */
 function leaves(v: unknown, path: (string | number)[] = []): (string | number)[][] {
   if (Array.isArray(v) && v.length > 0) return v.flatMap((x, i) => leaves(x, [...path, i]));
-  if (v !== null && typeof v === 'object' && !Buffer.isBuffer(v) && Object.keys(v).length > 0) return Object.entries(v).flatMap(([k, x]) => leaves(x, [...path, k]));
+  if (v !== null && typeof v === 'object' && !Buffer.isBuffer(v) && Object.keys(v).length > 0)
+    return Object.entries(v).flatMap(([k, x]) => leaves(x, [...path, k]));
   return [path];
 }
 
@@ -115,7 +118,11 @@ describe('canonicalJson', () => {
 
   it('is plain JSON, read back to the same value, when there are no bytes, 64-bit integers or -0', () => {
     const plain = (v: unknown): boolean =>
-      Array.isArray(v) ? v.every(plain) : v !== null && typeof v === 'object' ? !Buffer.isBuffer(v) && Object.values(v).every(plain) : typeof v !== 'bigint' && !Object.is(v, -0);
+      Array.isArray(v)
+        ? v.every(plain)
+        : v !== null && typeof v === 'object'
+          ? !Buffer.isBuffer(v) && Object.values(v).every(plain)
+          : typeof v !== 'bigint' && !Object.is(v, -0);
     let checked = 0;
     for (let seed = 1; seed <= SEEDS; seed++) {
       const v = value(seededRng(seed), 0);
@@ -189,7 +196,11 @@ describe('canonicalJson', () => {
       [{ __isLong__: true, toString: () => 'lots' }, /64-bit integer/],
     ];
     for (const [v, message] of refused) {
-      assert.throws(() => canonicalJson(v), (err: unknown) => err instanceof NotCanonicalError && message.test(err.message), String(message));
+      assert.throws(
+        () => canonicalJson(v),
+        (err: unknown) => err instanceof NotCanonicalError && message.test(err.message),
+        String(message),
+      );
     }
   });
 });

@@ -62,7 +62,13 @@ describe('key digesters', () => {
   });
 
   it('payload: a framed key without its header, so the same payload under another schema id is the same key', async () => {
-    const [a, b, c, plain, short] = await digests(FRAME_PAYLOAD, [framed(7, 'abc'), framed(9, 'abc'), framed(7, 'abd'), Buffer.from('abc'), Buffer.from([0, 0, 7])]);
+    const [a, b, c, plain, short] = await digests(FRAME_PAYLOAD, [
+      framed(7, 'abc'),
+      framed(9, 'abc'),
+      framed(7, 'abd'),
+      Buffer.from('abc'),
+      Buffer.from([0, 0, 7]),
+    ]);
     assert.equal(a, b);
     assert.notEqual(a, c);
     assert.equal(plain, a, 'an unframed key with the same bytes is the same key');
@@ -71,9 +77,19 @@ describe('key digesters', () => {
   });
 
   it('decoded: one identity for the same value under any schema id, after fetching the schemas it had not seen', async () => {
-    const schemas = new FakeSchemas(new Map([[7, json], [9, json]]));
+    const schemas = new FakeSchemas(
+      new Map([
+        [7, json],
+        [9, json],
+      ]),
+    );
     const digester = new DecodedKeys(schemas, () => assert.fail('nothing fails to decode'));
-    const keys = [framed(7, '{"id":1,"zone":"eu"}'), framed(9, '{ "zone": "eu", "id": 1.0 }'), framed(7, '{"id":2,"zone":"eu"}'), Buffer.from('{"id":1,"zone":"eu"}')];
+    const keys = [
+      framed(7, '{"id":1,"zone":"eu"}'),
+      framed(9, '{ "zone": "eu", "id": 1.0 }'),
+      framed(7, '{"id":2,"zone":"eu"}'),
+      Buffer.from('{"id":1,"zone":"eu"}'),
+    ];
     keys.forEach((k, i) => digester.digestInto(k, Buffer.alloc(KEY_DIGEST_BYTES * 4), i * KEY_DIGEST_BYTES));
     assert.equal(digester.pending, true, 'ids 7 and 9 were not known');
     const [a, b, c, plain] = await digests(new DecodedKeys(schemas, () => {}), keys);
@@ -88,7 +104,12 @@ describe('key digesters', () => {
   });
 
   it('asks the registry once per answer for every id it had not seen, then digests from the cache', async () => {
-    const schemas = new FakeSchemas(new Map([[7, json], [9, json]]));
+    const schemas = new FakeSchemas(
+      new Map([
+        [7, json],
+        [9, json],
+      ]),
+    );
     await digests(new DecodedKeys(schemas, () => {}), [framed(7, '1'), framed(9, '2'), framed(7, '3')]);
     assert.deepEqual(schemas.asked, [[7, 9]]);
     const later = new DecodedKeys(schemas, () => {});
@@ -118,7 +139,12 @@ describe('key digesters', () => {
   });
 
   it('a key that does not decode, or whose schema cannot be used, keeps its exact bytes; each failure is reported', async () => {
-    const schemas = new FakeSchemas(new Map<number, KeyDecoder | null>([[7, json], [8, null]]));
+    const schemas = new FakeSchemas(
+      new Map<number, KeyDecoder | null>([
+        [7, json],
+        [8, null],
+      ]),
+    );
     const failures: number[] = [];
     const keys = [framed(7, '{broken'), framed(7, 'NaN-free'), framed(8, '1'), framed(7, '1e999')];
     const got = await digests(new DecodedKeys(schemas, (id) => failures.push(id)), keys);

@@ -6,7 +6,11 @@ import { registryEndpoint } from '../../../../src/compaction/key-identity/regist
 const base = { upstream: 'a:1' };
 
 function refused(cli: Record<string, unknown>, env: Record<string, string>, file: Record<string, unknown>, message: RegExp): void {
-  assert.throws(() => resolveConfig(cli, env, file), (err: unknown) => err instanceof ConfigError && message.test(err.message), String(message));
+  assert.throws(
+    () => resolveConfig(cli, env, file),
+    (err: unknown) => err instanceof ConfigError && message.test(err.message),
+    String(message),
+  );
 }
 
 describe('keyIdentity and schemaRegistryUrl settings', () => {
@@ -21,7 +25,11 @@ describe('keyIdentity and schemaRegistryUrl settings', () => {
     const fromFlags = resolveConfig({ ...base, keyIdentity: '{"orders-*":"registry"}', schemaRegistryUrl: 'http://registry:8081/' }, {}, {});
     assert.deepEqual(fromFlags.keyIdentity, { 'orders-*': 'registry' });
     assert.equal(fromFlags.schemaRegistryUrl, 'http://registry:8081', 'without the trailing slash');
-    const fromEnv = resolveConfig(base, { KCOMPACT_KEY_IDENTITY: '{"t":"payload"}', KCOMPACT_SCHEMA_REGISTRY_URL: 'https://u:p%40ss@reg.example/apis/ccompat/v7' }, {});
+    const fromEnv = resolveConfig(
+      base,
+      { KCOMPACT_KEY_IDENTITY: '{"t":"payload"}', KCOMPACT_SCHEMA_REGISTRY_URL: 'https://u:p%40ss@reg.example/apis/ccompat/v7' },
+      {},
+    );
     assert.deepEqual(fromEnv.keyIdentity, { t: 'payload' });
     assert.equal(fromEnv.schemaRegistryUrl, 'https://u:p%40ss@reg.example/apis/ccompat/v7');
     const fromFile = resolveConfig(base, {}, { keyIdentity: { t: 'bytes', u: 'payload' } });
@@ -29,11 +37,21 @@ describe('keyIdentity and schemaRegistryUrl settings', () => {
   });
 
   it('fail fast naming the key: bad JSON, unknown mode, bad glob, bad URL', () => {
-    refused({ ...base, keyIdentity: '{"t":' }, {}, {}, /invalid --key-identity \/ KCOMPACT_KEY_IDENTITY \/ config key "keyIdentity": expected a JSON object .*not valid JSON/);
+    refused(
+      { ...base, keyIdentity: '{"t":' },
+      {},
+      {},
+      /invalid --key-identity \/ KCOMPACT_KEY_IDENTITY \/ config key "keyIdentity": expected a JSON object .*not valid JSON/,
+    );
     refused(base, {}, { keyIdentity: ['t'] }, /config key "keyIdentity": expected a JSON object of topic names or globs to one of bytes, payload, registry/);
     refused(base, {}, { keyIdentity: { t: 'schema' } }, /config key "keyIdentity": topic pattern "t": unknown key identity "schema"/);
     refused(base, { KCOMPACT_KEY_IDENTITY: '{"t-?":"payload"}' }, {}, /KCOMPACT_KEY_IDENTITY .*only \* is a wildcard/);
-    refused({ ...base, schemaRegistryUrl: 'registry:8081' }, {}, {}, /invalid --schema-registry-url \/ KCOMPACT_SCHEMA_REGISTRY_URL \/ config key "schemaRegistryUrl": expected an http:\/\/ or https:\/\/ URL/);
+    refused(
+      { ...base, schemaRegistryUrl: 'registry:8081' },
+      {},
+      {},
+      /invalid --schema-registry-url \/ KCOMPACT_SCHEMA_REGISTRY_URL \/ config key "schemaRegistryUrl": expected an http:\/\/ or https:\/\/ URL/,
+    );
     refused({ ...base, schemaRegistryUrl: 'ftp://registry' }, {}, {}, /config key "schemaRegistryUrl": expected an http:\/\/ or https:\/\/ URL, not ftp:/);
     refused({ ...base, schemaRegistryUrl: 'http://registry/?x=1' }, {}, {}, /must not have a query or a fragment/);
   });

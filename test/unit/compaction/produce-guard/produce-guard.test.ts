@@ -50,7 +50,10 @@ describe('checkKeys', () => {
       offsetDelta: i,
       key: k === null ? null : Buffer.from(k),
       value: i === 1 ? null : Buffer.alloc(300 * i, 1),
-      headers: [{ key: Buffer.from('trace'), value: Buffer.alloc(200, i) }, { key: Buffer.from('n'), value: null }],
+      headers: [
+        { key: Buffer.from('trace'), value: Buffer.alloc(200, i) },
+        { key: Buffer.from('n'), value: null },
+      ],
     }));
     const withHeaders = await encodeBatch({ ...FIELDS, lastOffsetDelta: 2 }, records, 0);
     assert.deepEqual(await checkKeys(withHeaders, 9), { judge: 'proxy', keyless: [0, 2] });
@@ -91,7 +94,10 @@ test("the rejection is Kafka 4.4's, word for word", () => {
     recordErrors: [0, 2, 3].map((batchIndex) => ({ batchIndex, batchIndexErrorMessage: KAFKA_MESSAGE })),
     errorMessage: KAFKA_SUMMARY,
   });
-  assert.match(keylessRejection('t', 0, [0, 1, 2, 3, 4], 0n).errorMessage!, /due to 5 record errors in total.*\[RecordError\(batchIndex=0.*batchIndex=2, [^\]]*'\)\]$/);
+  assert.match(
+    keylessRejection('t', 0, [0, 1, 2, 3, 4], 0n).errorMessage!,
+    /due to 5 record errors in total.*\[RecordError\(batchIndex=0.*batchIndex=2, [^\]]*'\)\]$/,
+  );
 });
 
 const TOPIC_ID = 'AAAAAAAAAAAAAAAAAAAAAQ';
@@ -148,7 +154,15 @@ function upstreamAnswer(version: number, frame: Buffer): Buffer {
       name: t.name,
       topicId: t.topicId,
       // eslint-disable-next-line @typescript-eslint/no-explicit-any
-      partitionResponses: t.partitionData.map((p: any) => ({ index: p.index, errorCode: 0, baseOffset: 10n, logAppendTimeMs: -1n, logStartOffset: 0n, recordErrors: [], errorMessage: null })),
+      partitionResponses: t.partitionData.map((p: any) => ({
+        index: p.index,
+        errorCode: 0,
+        baseOffset: 10n,
+        logAppendTimeMs: -1n,
+        logStartOffset: 0n,
+        recordErrors: [],
+        errorMessage: null,
+      })),
     })),
     throttleTimeMs: 3,
   });
@@ -161,7 +175,14 @@ describe('produce guard', () => {
       const keyed = await batch(['a', 'b']);
       const keyless = await batch([null, 'x', null, null], 3);
       const frame = produceFrame(version, [
-        { name: 'cmp', partitions: [{ index: 0, records: keyed }, { index: 1, records: keyless }, { index: 2, records: keyed }] },
+        {
+          name: 'cmp',
+          partitions: [
+            { index: 0, records: keyed },
+            { index: 1, records: keyless },
+            { index: 2, records: keyed },
+          ],
+        },
         { name: 'plain', partitions: [{ index: 0, records: keyless }] },
       ]);
       const decision = await intercept(guard, frame);
@@ -173,14 +194,21 @@ describe('produce guard', () => {
       );
       const answer = decodeProduceResponse(version, await decision.response(upstreamAnswer(version, decision.frame)));
       const byId = version >= 13;
-      assert.deepEqual(answer.responses.map((t: any) => (byId ? t.topicId : t.name)), byId ? [TOPIC_ID, PLAIN_ID] : ['cmp', 'plain']); // eslint-disable-line @typescript-eslint/no-explicit-any
+      assert.deepEqual(
+        // eslint-disable-next-line @typescript-eslint/no-explicit-any
+        answer.responses.map((t: any) => (byId ? t.topicId : t.name)),
+        byId ? [TOPIC_ID, PLAIN_ID] : ['cmp', 'plain'],
+      );
       const [p0, p1, p2] = answer.responses[0].partitionResponses;
       assert.deepEqual([p0.index, p0.errorCode, p0.baseOffset], [0, 0, 10n]);
       assert.deepEqual([p2.index, p2.errorCode, p2.baseOffset], [2, 0, 10n]);
       assert.deepEqual([p1.index, p1.errorCode, p1.baseOffset, p1.logAppendTimeMs], [1, 87, -1n, -1n]);
       if (version >= 5) assert.equal(p1.logStartOffset, 101n);
       if (version >= 8) {
-        assert.deepEqual(p1.recordErrors, [0, 2, 3].map((batchIndex) => ({ batchIndex, batchIndexErrorMessage: KAFKA_MESSAGE })));
+        assert.deepEqual(
+          p1.recordErrors,
+          [0, 2, 3].map((batchIndex) => ({ batchIndex, batchIndexErrorMessage: KAFKA_MESSAGE })),
+        );
         assert.equal(p1.errorMessage, KAFKA_SUMMARY);
       }
       assert.equal(answer.throttleTimeMs, 3);
@@ -204,17 +232,39 @@ describe('produce guard', () => {
     // Kafka appends the valid partitions of an acks=0 request before closing over the rest.
     const mixed = await intercept(
       guard,
-      produceFrame(9, [{ name: 'cmp', partitions: [{ index: 0, records: await batch([null]) }, { index: 1, records: await batch(['k']) }] }], 0),
+      produceFrame(
+        9,
+        [
+          {
+            name: 'cmp',
+            partitions: [
+              { index: 0, records: await batch([null]) },
+              { index: 1, records: await batch(['k']) },
+            ],
+          },
+        ],
+        0,
+      ),
       false,
     );
     assert.ok('forward' in mixed && mixed.closeAfter !== undefined && mixed.frame !== undefined);
-    const forwarded = decodeRequest<{ topicData: { partitionData: { index: number }[] }[] }>(ApiKey.Produce, 9, mixed.frame, 4 + decodeRequestHeader(mixed.frame.subarray(4)).bodyOffset!);
-    assert.deepEqual(forwarded.topicData.map((t) => t.partitionData.map((p) => p.index)), [[1]]);
+    const forwarded = decodeRequest<{ topicData: { partitionData: { index: number }[] }[] }>(
+      ApiKey.Produce,
+      9,
+      mixed.frame,
+      4 + decodeRequestHeader(mixed.frame.subarray(4)).bodyOffset!,
+    );
+    assert.deepEqual(
+      forwarded.topicData.map((t) => t.partitionData.map((p) => p.index)),
+      [[1]],
+    );
   });
 
   test('keyed records, other topics and unguarded stores pass untouched', async () => {
     const guard = guardFor(['cmp']);
-    assert.deepEqual(await intercept(guard, produceFrame(9, [{ name: 'cmp', partitions: [{ index: 0, records: await batch(['', 'k'], 2) }] }])), { forward: true });
+    assert.deepEqual(await intercept(guard, produceFrame(9, [{ name: 'cmp', partitions: [{ index: 0, records: await batch(['', 'k'], 2) }] }])), {
+      forward: true,
+    });
     assert.deepEqual(await intercept(guard, produceFrame(9, [{ name: 'plain', partitions: [{ index: 0, records: await batch([null]) }] }])), { forward: true });
     const none = guardFor([]);
     const frame = produceFrame(9, [{ name: 'cmp', partitions: [{ index: 0, records: await batch([null]) }] }]);
