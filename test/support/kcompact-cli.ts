@@ -9,6 +9,7 @@ import { NODE_FLAGS } from '../../src/cli/node-flags.js';
 import { tokenOf } from '../../src/ops/admin-token.js';
 import { freePortRun } from './kcompact.js';
 import { freePort } from './ports.js';
+import { httpRequest } from './http-request.js';
 import { makeTempDir, pollUntil, startBackground, tail, type TempDir } from './processes.js';
 
 const main = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../src/cli/main.js');
@@ -115,8 +116,8 @@ export async function startCliProxy(opts: CliProxyOptions): Promise<CliProxy> {
     const token =
       listener === 'admin' && opts.adminTokenFile !== undefined ? { authorization: `Bearer ${tokenOf(fs.readFileSync(opts.adminTokenFile))}` } : undefined;
     const headers = o.headers ?? token;
-    const res = await fetch(`http://${listener === 'admin' ? admin : management}${route}`, { method, ...(headers ? { headers } : {}) });
-    return { status: res.status, body: await res.text() };
+    const res = await httpRequest(listener === 'admin' ? admin : management, route, { method, ...(headers ? { headers } : {}) });
+    return { status: res.status, body: res.body };
   };
   const cli: CliProxy = {
     bootstrap: `127.0.0.1:${port}`,

@@ -2,6 +2,8 @@
  * A reader of Prometheus' text exposition format (version 0.0.4), enough to check what a
  * scrape holds: # HELP and # TYPE per family, and samples with labels.
  */
+import { httpRequest } from './http-request.js';
+
 export interface Sample {
   name: string;
   labels: Record<string, string>;
@@ -78,9 +80,9 @@ export function parseExposition(text: string): Exposition {
   return new Exposition(samples, families);
 }
 
-/** GETs a management endpoint's /metrics and parses it; also returns the content type. */
+/** GETs a metrics listener's /metrics and parses it; also returns the content type. */
 export async function scrape(management: string): Promise<Exposition & { contentType: string }> {
-  const res = await fetch(`http://${management}/metrics`);
-  if (!res.ok) throw new Error(`GET /metrics answered ${res.status}: ${await res.text()}`);
-  return Object.assign(parseExposition(await res.text()), { contentType: res.headers.get('content-type') ?? '' });
+  const res = await httpRequest(management, '/metrics');
+  if (res.status !== 200) throw new Error(`GET /metrics answered ${res.status}: ${res.body}`);
+  return Object.assign(parseExposition(res.body), { contentType: res.headers['content-type'] ?? '' });
 }

@@ -38,6 +38,8 @@ export interface ConsumeSpec {
   /** Also list every record. */
   records?: boolean;
   timeoutMs?: number;
+  /** The bed's command-line clients: once a record has been read, also stop after this long without another. */
+  idleMs?: number;
 }
 
 export interface ProducedPartition {
@@ -184,5 +186,6 @@ export function consumeFlags(bootstrap: string, spec: ConsumeSpec): string[] {
   if (spec.isolation !== undefined) flags.push('--isolation', spec.isolation);
   if (spec.records) flags.push('--records');
   if (spec.timeoutMs !== undefined) flags.push('--timeout-ms', String(spec.timeoutMs));
+  if (spec.idleMs !== undefined) flags.push('--idle-ms', String(spec.idleMs));
   return flags;
 }

@@ -149,6 +149,12 @@ class Delivered:
         return sum(p["count"] for p in self.parts.values())
 
 
+def idle_passed(args, last_at):
+    """--idle-ms: the read also ends that long after its last record (the bound starts with the
+    first record, since joining and the first fetch may be slow)."""
+    return bool(getattr(args, "idle_ms", 0)) and last_at is not None and time.monotonic() - last_at >= args.idle_ms / 1000
+
+
 def flush(producer, deadline, errors):
     remaining = producer.flush(max(0.0, deadline - time.monotonic()))
     if remaining:
@@ -196,15 +202,17 @@ def consume_records(args, count, isolation, errors):
     )
     recs = []
     deadline = time.monotonic() + args.timeout_ms / 1000
+    last_at = None
     try:
         consumer.subscribe([args.topic])
-        while len(recs) < count and time.monotonic() < deadline and not errors:
+        while len(recs) < count and time.monotonic() < deadline and not errors and not idle_passed(args, last_at):
             for msg in consumer.consume(num_messages=1000, timeout=0.2):
                 if msg.error():
                     if msg.error().code() != KafkaError._PARTITION_EOF:
                         errors.append(str(msg.error()))
                     continue
                 recs.append((msg.partition(), msg.offset(), msg.key(), msg.value()))
+                last_at = time.monotonic()
         if len(recs) < count and not errors:
             errors.append("saw %d of %d records before the deadline" % (len(recs), count))
         if len(recs) > count:
@@ -332,6 +340,7 @@ def parser(prog="ck.py"):
     common(p)
     p.add_argument("--count", type=int, required=True)
     p.add_argument("--isolation", default="read_uncommitted", choices=["read_uncommitted", "read_committed"])
+    p.add_argument("--idle-ms", type=int, default=0, help="once a record has been read, also stop after this long without another")
 
     p = sub.add_parser("txn")
     common(p)

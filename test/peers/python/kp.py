@@ -20,7 +20,7 @@ import kafka.errors
 from kafka import KafkaConsumer, KafkaProducer
 from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, KafkaAdminClient
 
-from ck import ABORTED_MARK, consume_summary, gen_record, parser
+from ck import ABORTED_MARK, consume_summary, gen_record, idle_passed, parser
 
 CLIENT_ID = "kcompact-kp"
 
@@ -111,11 +111,13 @@ def consume_records(args, count, isolation, errors):
     )
     recs = []
     deadline = time.monotonic() + args.timeout_ms / 1000
+    last_at = None
     try:
         consumer.subscribe([args.topic])
-        while len(recs) < count and time.monotonic() < deadline:
+        while len(recs) < count and time.monotonic() < deadline and not idle_passed(args, last_at):
             for tp, msgs in consumer.poll(timeout_ms=200).items():
                 recs.extend((tp.partition, m.offset, m.key, m.value) for m in msgs)
+                last_at = time.monotonic()
         if len(recs) < count:
             errors.append("saw %d of %d records before the deadline" % (len(recs), count))
         if len(recs) > count:

@@ -41,8 +41,11 @@ export interface BedCliOptions {
   notes?: Partial<Record<Operation, string>>;
 }
 
-/** Time a compacted read keeps going after the survivors (it asks for one record more than exist). */
-const READ_DEADLINE_MS = 6_000;
+/**
+ * Deadlines of runs that end as soon as they have what they wait for: a bound for a client that
+ * hangs, not a measure, so a slow start on a busy machine does not fail the cell.
+ */
+const RUN_DEADLINE_MS = 120_000;
 
 export function bedCliDriver(o: BedCliOptions): ClientDriver {
   const { argv } = o;
@@ -61,31 +64,41 @@ export function bedCliDriver(o: BedCliOptions): ClientDriver {
       return { partitions: produced.partitions, keyless: keyless.errors.length ? keyless.errors.join('; ') : null };
     },
     async group(b, f) {
-      const s = await ok<Summary & ConsumeSummary>(argv, ['consume', ...consumeFlags(b, { topic: f.topic, count: f.count, group: f.group, records: true })]);
+      const s = await ok<Summary & ConsumeSummary>(
+        argv,
+        ['consume', ...consumeFlags(b, { topic: f.topic, count: f.count, group: f.group, records: true, timeoutMs: RUN_DEADLINE_MS })],
+        RUN_DEADLINE_MS,
+      );
       return { records: s.records! };
     },
     async transactions(b, f) {
       const g = f.generated;
-      const s = await ok<Summary & ConsumeSummary>(argv, [
-        'txn',
-        '--brokers',
-        b,
-        '--topic',
-        f.topic,
-        '--transactional-id',
-        f.transactionalId,
-        '--records',
-        '--start',
-        String(g.start),
-        '--keys',
-        String(g.keys),
-        '--value-size',
-        String(g.valueSize),
-        '--transactions',
-        String(g.transactions),
-        '--per-txn',
-        String(g.perTxn),
-      ]);
+      const s = await ok<Summary & ConsumeSummary>(
+        argv,
+        [
+          'txn',
+          '--brokers',
+          b,
+          '--topic',
+          f.topic,
+          '--transactional-id',
+          f.transactionalId,
+          '--records',
+          '--start',
+          String(g.start),
+          '--keys',
+          String(g.keys),
+          '--value-size',
+          String(g.valueSize),
+          '--transactions',
+          String(g.transactions),
+          '--per-txn',
+          String(g.perTxn),
+          '--timeout-ms',
+          String(RUN_DEADLINE_MS),
+        ],
+        RUN_DEADLINE_MS,
+      );
       return { records: s.records! };
     },
     async configs(b, f) {
@@ -95,11 +108,12 @@ export function bedCliDriver(o: BedCliOptions): ClientDriver {
       return ok<Summary & ConfigsRun>(argv, flags);
     },
     async compactedRead(b, f) {
+      // One record more than exist: the read ends f.idleMs after the last survivor, however long it took to reach it.
       const count = f.expected.length + 1;
       const s = await summary<Summary & ConsumeSummary>(
         argv,
-        ['consume', ...consumeFlags(b, { topic: f.topic, count, records: true, timeoutMs: READ_DEADLINE_MS })],
-        READ_DEADLINE_MS,
+        ['consume', ...consumeFlags(b, { topic: f.topic, count, records: true, timeoutMs: RUN_DEADLINE_MS, idleMs: f.idleMs })],
+        RUN_DEADLINE_MS,
       );
       const short = `saw ${f.expected.length} of ${count} records before the deadline`;
       if (s.errors.length !== 1 || s.errors[0] !== short) throw new Error(`consume: ${s.errors.join('; ') || `read ${s.count} records, one more than exist`}`);

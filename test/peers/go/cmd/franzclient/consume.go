@@ -20,6 +20,7 @@ func consume(args []string) map[string]any {
 	group := fs.String("group", "", "consumer group (commits its offsets); empty: no group")
 	isolation := fs.String("isolation", "read_uncommitted", "read_uncommitted or read_committed")
 	timeoutMs := fs.Int("timeout-ms", 30000, "deadline: fewer than --count records by then is an error")
+	idleMs := fs.Int("idle-ms", 0, "once a record has been read, also stop after this long without another (0: only --count or the deadline)")
 	withRecords := fs.Bool("records", false, "also list every record (partition, offset, key, value)")
 	partitionBytes := fs.Int("fetch-max-partition-bytes", 1<<20, "largest answer per partition and fetch (kgo's default 1 MiB)")
 	fs.Parse(args)
@@ -53,9 +54,18 @@ func consume(args []string) map[string]any {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout(*timeoutMs))
 	defer cancel()
 	var recs []seen
+	idle := time.Duration(*idleMs) * time.Millisecond
+	var lastAt time.Time
 	for len(recs) < *count {
-		fetches := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
+		// The idle bound starts with the first record: joining and the first fetch may be slow.
+		pollCtx, cancelPoll := ctx, context.CancelFunc(func() {})
+		if idle > 0 && len(recs) > 0 {
+			pollCtx, cancelPoll = context.WithDeadline(ctx, lastAt.Add(idle))
+		}
+		fetches := cl.PollFetches(pollCtx)
+		expired := pollCtx.Err() != nil
+		cancelPoll()
+		if expired {
 			break
 		}
 		fetches.EachError(func(t string, p int32, err error) {
@@ -68,6 +78,7 @@ func consume(args []string) map[string]any {
 		}
 		fetches.EachRecord(func(r *kgo.Record) {
 			recs = append(recs, seen{partition: r.Partition, offset: r.Offset, key: r.Key, value: r.Value})
+			lastAt = time.Now()
 		})
 	}
 	if len(recs) < *count && len(errs) == 0 {
