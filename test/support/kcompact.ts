@@ -29,10 +29,17 @@ function portFree(port: number): Promise<boolean> {
   });
 }
 
-/** A run of `count` consecutive free ports: the bootstrap port and the broker ports after it. */
+/** Where runs are taken: below Linux's ephemeral range (32768-60999), which outgoing connections and freePort() draw from. */
+const RUN_PORTS = { from: 20000, to: 32768 };
+
+/**
+ * A run of `count` consecutive free ports: the bootstrap port and the broker ports after it. The
+ * broker ports are bound only once the proxy has met the upstream, so they must lie where no
+ * client connection made meanwhile can be given one as its local port.
+ */
 export async function freePortRun(count: number): Promise<number> {
   for (let attempt = 0; attempt < 200; attempt++) {
-    const base = 20000 + Math.floor(Math.random() * 40000);
+    const base = RUN_PORTS.from + Math.floor(Math.random() * (RUN_PORTS.to - RUN_PORTS.from - count));
     let ok = true;
     for (let p = base; p < base + count && ok; p++) ok = await portFree(p);
     if (ok) return base;
