@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { log, setLogLevel } from '../ops/log.js';
-import { Reply, startManagementServer, type ManagementServer, type Route } from '../ops/management-server.js';
+import { Reply, startManagementServer, type Gate, type ListenerName, type Route } from '../ops/management-server.js';
 import { adminRoutes } from '../ops/admin-routes.js';
 import { adminGate, adminRoutesElsewhere } from '../ops/admin-access.js';
 import { AdminToken } from '../ops/admin-token.js';
@@ -11,7 +11,7 @@ import { UpstreamReachability } from '../ops/health/upstream-reachability.js';
 import { ProxyServer } from '../proxy/server.js';
 import { TopicIds } from '../proxy/topic-ids.js';
 import { startCompaction, type Compaction } from '../compaction/compaction.js';
-import { listenerTlsSettings, upstreamSecuritySettings, type ProxyConfig } from '../config/settings.js';
+import { flagOf, listenerTlsSettings, upstreamSecuritySettings, type ProxyConfig } from '../config/settings.js';
 import { reloadWatchedFiles } from '../config/watched-files.js';
 import { UpstreamConnector } from '../upstream/upstream-connector.js';
 
@@ -71,18 +71,17 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
       },
     ],
   ]);
+  /** Opens one of the management listeners; a port that cannot be had ends the start, naming its setting. */
+  const listener = (name: ListenerName, setting: 'metricsListen' | 'adminListen', routes: ReadonlyMap<string, Route>, gate: Gate) =>
+    startManagementServer(config[setting], routes, log, { listener: name, gate, onRefused: (reason) => metrics.refused(name, reason) }).catch((err: unknown) =>
+      fail(`cannot start the ${name} listener`, {
+        [setting]: `${config[setting].host}:${config[setting].port}`,
+        err,
+        fix: `free the port or choose another --${flagOf(setting)}`,
+      }),
+    );
   const adminPaths = new Set(admin.map(([key]) => key.slice(key.indexOf(' ') + 1)));
-  const management: ManagementServer = await startManagementServer(config.metricsListen, metricsRoutes, log, {
-    listener: 'metrics',
-    gate: adminRoutesElsewhere(adminPaths),
-    onRefused: (reason) => metrics.refused('metrics', reason),
-  }).catch((err: unknown) =>
-    fail('cannot start the metrics listener', {
-      metricsListen: `${config.metricsListen.host}:${config.metricsListen.port}`,
-      err,
-      fix: 'free the port or choose another --metrics-listen',
-    }),
-  );
+  const management = await listener('metrics', 'metricsListen', metricsRoutes, adminRoutesElsewhere(adminPaths));
   let adminToken: AdminToken | undefined;
   try {
     adminToken = config.adminTokenFile === undefined ? undefined : new AdminToken(config.adminTokenFile, log);
@@ -93,17 +92,7 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
       fix: 'make the file readable by the proxy and write a token into it',
     });
   }
-  const adminServer: ManagementServer = await startManagementServer(config.adminListen, new Map(admin), log, {
-    listener: 'admin',
-    gate: adminGate(adminToken),
-    onRefused: (reason) => metrics.refused('admin', reason),
-  }).catch((err: unknown) =>
-    fail('cannot start the admin listener', {
-      adminListen: `${config.adminListen.host}:${config.adminListen.port}`,
-      err,
-      fix: 'free the port or choose another --admin-listen',
-    }),
-  );
+  const adminServer = await listener('admin', 'adminListen', new Map(admin), adminGate(adminToken));
 
   const topicIds = new TopicIds();
   const engine = await startCompaction({
