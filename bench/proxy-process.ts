@@ -13,8 +13,9 @@ import { freePort, makeTempDir, pollUntil, startBackground, tail, type Backgroun
 
 /**
  * The proxy runs as deploy/Dockerfile runs it: two glibc malloc arenas instead of one per thread
- * (the compaction worker, libuv's pool), which keeps some 60 MiB of freed memory from staying
- * resident with millions of keys indexed. An explicit MALLOC_ARENA_MAX in the environment wins.
+ * (the compaction worker, libuv's pool), which keeps freed memory from staying resident with
+ * millions of keys indexed (docs/performance.md). An explicit MALLOC_ARENA_MAX in the
+ * environment wins.
  */
 export const DEPLOYED_MALLOC_ARENA_MAX = process.env.MALLOC_ARENA_MAX ?? '2';
 

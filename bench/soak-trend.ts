@@ -9,11 +9,10 @@
  *
  * The rule judges the soak proper, after a warm-up of the same traffic: the warm-up takes the
  * consumer groups' first reads of every topic, the first rounds of cleaning, and the growth of
- * caches and of V8's heaps to their working sizes. In a 60-minute soak at a thousand partitions
- * the main thread's reserved JS heap levelled off after 20 minutes and the worker's after 25
- * (after 35 in another run), while glibc's heap stayed where indexing had left it; judged from
- * the start, a 30-minute soak took that growth for a leak (scale.ts's default warm-up is 25
- * minutes).
+ * caches and of V8's heaps to their working sizes. At a thousand partitions V8's reserved JS
+ * heaps take tens of minutes to level off, while glibc's heap stays where indexing left it;
+ * judged from the start, a soak takes that growth for a leak. scale.ts's default warm-up is
+ * chosen from how long they took (docs/performance.md).
  *
  * The figure is flat when the least-squares slope of its samples right after a full collection
  * (all the samples, for a figure the collector does not touch: the index files) is at most 2 MiB

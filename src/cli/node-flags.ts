@@ -5,8 +5,9 @@
  * --initial-old-space-size=64: V8 starts an isolate's old generation with a small allocation
  * limit. Once its live old space passes ~8 MB (the proxy's does, with prom-client loaded), the
  * Buffers every upstream read allocates count against that limit, and on a consumer's stream of
- * Fetch responses V8 ran a full mark-compact every ~40 ms: 109 in two 1.5 GB consume runs, twice
- * the proxy's CPU per relayed gigabyte. With a 64 MiB starting limit: 2.
+ * Fetch responses V8 ran full mark-compacts one after another, multiplying the proxy's CPU per
+ * relayed gigabyte. A 64 MiB starting limit leaves room for those Buffers, and the full
+ * collections all but stop (docs/performance.md).
  *
  * --expose-gc: gives each thread the gc() that ops/idle-collection.ts runs once the thread has
  * gone quiet after a burst, so that an idle proxy does not keep the burst's dead Buffers.

@@ -4,16 +4,14 @@
  * The megabytes of Fetch answers the proxy reads, relays and rewrites live in Buffers outside
  * the JS heap. V8 collects them as JS allocation fills its heap, or once they have grown some
  * 64 MiB past what its last full collection left; a thread that goes idle after a burst
- * allocates next to nothing, so the burst's dead Buffers stay until traffic resumes. Measured
- * after the scale benchmark's reads (bench/scale.ts, 1,000 partitions, 10M keys): 76-127 MiB of
- * Buffers in the two threads, still there 10 s later; with these collections, 76 MiB right
- * after the reads and 27 MiB once idle, and RSS 300 MiB then 267 MiB.
+ * allocates next to nothing, so the burst's dead Buffers stay until traffic resumes, as after
+ * the scale benchmark's reads (bench/scale.ts; what they held is in docs/performance.md).
  *
  * Like the JVM's periodic collection of an idle heap (G1, JEP 346), a timer looks at the thread
  * every QUIET_MS and collects when its event loop was busy at most IDLE_BUSY_SHARE of the time
  * through the last QUIET_LOOKS looks and its Buffers have grown GROWTH_BYTES past the floor: what
  * the last collection left, or the fewest seen since. A busy thread is left to V8. A collection
- * holds the thread for up to 30 ms and its helper threads take CPU from the rest of the process, so
+ * stops the thread while it runs and its helper threads take CPU from the rest of the process, so
  * only a thread quiet for a while is collected, not one between two requests of a burst.
  * QUIET_MS is longer than reused-buffers.ts's 5 s after which buffers kept for reuse are let go,
  * so that a burst's kept buffers are garbage by the time the thread is collected.
@@ -35,9 +33,9 @@ export interface IdleCollectionProbes {
 export const QUIET_MS = 6_000;
 export const QUIET_LOOKS = 2;
 /**
- * A proxy with no clients is 1.5-2.5% busy in its main thread (the topic config store's poll
- * twice a second; measured on a 2-vCPU machine running its upstream too), and a thread relaying
- * a burst tens of percent.
+ * Well above the share of time a proxy with no clients keeps its main thread busy (the topic
+ * config store polls twice a second; docs/performance.md), and well below that of a thread
+ * relaying a burst.
  */
 export const IDLE_BUSY_SHARE = 0.05;
 export const GROWTH_BYTES = 16 << 20;

@@ -8,9 +8,10 @@
  *
  * NodeEndpoints sit at the very end of the response, so a v16+ response can only be forwarded once
  * it has arrived whole and been decoded, in case its addresses need rewriting: store-and-forward
- * of every Fetch, which halves consume throughput. Asking v15 lets the response stream through as
- * it arrives. What a client loses is the shortcut to a moved leader's address: it finds the new
- * leader through Metadata instead, as it does with any broker older than 3.7.
+ * of every Fetch, which costs consume throughput dearly (docs/performance.md). Asking v15 lets
+ * the response stream through as it arrives. What a client loses is the shortcut to a moved
+ * leader's address: it finds the new leader through Metadata instead, as it does with any broker
+ * older than 3.7.
  */
 import { ApiKey } from '../protocol/messages.js';
 

@@ -4,9 +4,8 @@
  * straight into a buffer of its size (one the request brought along, or a new one). A Fetch
  * response of megabytes (the fetch view reading on, the indexer tailing) then costs neither a
  * series of 64-256 KiB read buffers nor the copy that joins them, and one read call takes as much
- * of the frame as the socket holds. Measured on an 8 MiB Fetch response from a local broker:
- * about 3 ms of CPU instead of 5, and 2 ms when read into a buffer kept from an earlier read
- * (reused-buffers.ts).
+ * of the frame as the socket holds: less CPU per response, and less again when read into a buffer
+ * kept from an earlier read (reused-buffers.ts; docs/performance.md).
  *
  * Reads between frames land in one reused buffer; the head of the next frame is taken from there.
  */

@@ -2,8 +2,8 @@
  * Large buffers handed out, given back once their user is done with them, and handed out again:
  * response frames the fetch view reads from the upstream (megabytes of the raw log for every
  * answer it puts together). A new buffer of megabytes costs a page fault for every 4 KiB the
- * first time it is written (measured here: 2.1-2.7 ms to fill a new 8 MiB buffer, 0.1-0.15 ms to
- * refill one kept), and its memory counts towards the next full garbage collection.
+ * first time it is written, so filling a new one costs far more than refilling one kept
+ * (docs/performance.md), and its memory counts towards the next full garbage collection.
  *
  * give() takes a buffer back once nothing refers to it or to any view of it any more: whatever is
  * written into it next overwrites it. A buffer never given back is collected as usual. Kept

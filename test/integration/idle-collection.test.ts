@@ -4,8 +4,8 @@
  * over, the quiet main thread, holding more Buffers than the collection's growth (the view
  * cache's alone are), is collected and left with little more than the view cache. Whether the
  * collection itself frees much depends on what V8 collected on its own during the burst, and a
- * few KiB may be allocated in the second before the collection's result is read (CI saw 8 KiB
- * more after than before): the scale benchmark shows what it gives back (bench/scale.ts).
+ * little may be allocated in the second before the collection's result is read (CI has seen more
+ * after than before): the scale benchmark shows what it gives back (bench/scale.ts).
  * kfake upstream.
  */
 import assert from 'node:assert/strict';

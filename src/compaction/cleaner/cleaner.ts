@@ -75,7 +75,8 @@ function idOf(store: PartitionStore): string {
 /**
  * Most dirty offsets one pass takes. Kafka's dedupe buffer bounds a pass the same way (its map
  * holds ~5M keys by default; a pass that fills it ends there and the next one goes on), and it
- * keeps the worker answering, since a pass is one SQLite transaction (~2 s per million records).
+ * keeps the worker answering, since a pass is one SQLite transaction whose time grows with the
+ * records it covers (docs/performance.md).
  */
 export const MAX_DIRTY_OFFSETS_PER_PASS = 2_000_000;
 

@@ -97,9 +97,8 @@ const READ_UNCOMMITTED = 0;
 /**
  * The most a filtered response holds: it is put together in memory (the upstream's answer, the
  * reads on, the encoded response), and a broker may answer less than a client's max bytes (50 MiB
- * by default), which clients meet with their next fetch. Measured reading ten 1M-key topics of
- * 100 partitions each: the proxy's RSS after the reads 367 MiB uncapped, 293 MiB at 16 MiB and
- * 294 MiB at 8 MiB, and the reads took 13.2, 8.9 and 8.0 s.
+ * by default), which clients meet with their next fetch. Capping it lowers the proxy's memory
+ * after heavy reads, and the reads got faster, not slower (docs/performance.md).
  */
 const MAX_VIEWED_RESPONSE_BYTES = 8 << 20;
 const FORWARD: Interception = { forward: true };

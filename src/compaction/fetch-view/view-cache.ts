@@ -44,16 +44,17 @@ export interface ViewedBatch {
 /**
  * The cache's memory unless configured (the viewCacheBytes setting): room for the survivors of
  * a Connect worker's or a small Streams app's topics. Heavy reads leave the cache full, and at a
- * thousand partitions the proxy's RSS after them sits near its 300 MiB budget.
+ * thousand partitions the proxy's memory after them is already close to the scale benchmark's
+ * budget (bench/scale.ts; docs/performance.md).
  */
 export const DEFAULT_VIEW_CACHE_BYTES = 16 << 20;
 
 /**
- * An entry is a row of numbers, not an object: a cache full of small batches held some 40,000
- * entries, and as objects with a Buffer view each (~180 bytes of JS heap apiece, heap snapshots
- * of a soak) they moved memory from Buffers into the JS heap, which V8 then reserved room to grow
- * past. A row's fields, each a float64; the producer id shares the last slot through a BigInt64
- * view of the same memory.
+ * An entry is a row of numbers, not an object: a cache full of small batches holds tens of
+ * thousands of entries, and as objects with a Buffer view each they moved memory from Buffers into
+ * the JS heap (docs/performance.md), which V8 then reserved room to grow past. A row's fields,
+ * each a float64; the producer id shares the last slot through a BigInt64 view of the same
+ * memory.
  */
 const BASE = 0;
 const LAST = 1;
@@ -278,9 +279,9 @@ const emptied = (b: ViewedBatch) => b.kept === 0 && b.markerOf === null;
 /**
  * Neighbouring batches that lost every record, as one entry holding the last one's emptied
  * bytes: in an answer such a run goes out only as its trailing empty batch, which is the last
- * one's. Below the horizon of a log of small batches most batches lose every record (some
- * 224,000 of 250,000 in a million records written 4 to a batch over 50,000 keys), and one entry
- * each filled the cache with rows and 61-byte empty batches, three times the survivors' bytes.
+ * one's. Below the horizon of a log of small batches most batches lose every record, and one
+ * entry each filled the cache with rows and 61-byte empty batches, far more than the survivors'
+ * bytes (docs/performance.md).
  * Markers stay entries of their own: an answer reports each one.
  */
 function joinEmptied(batches: readonly ViewedBatch[]): readonly ViewedBatch[] {

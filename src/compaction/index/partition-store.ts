@@ -57,7 +57,8 @@ const PARTITION_TABLES = ['records', 'keys', 'segments', 'open_txns', 'checkpoin
  * keeps one record per key there). quick_check only sees the b-trees; a file that lost pages of
  * one table while keeping a well-formed shape (a WAL deleted in the middle of a checkpoint
  * writing it back) fails here instead of answering for records it no longer holds. Counts, not
- * a join: they cost ~0.1 s per million keys at startup, a join ~1.5 s.
+ * a join: this runs for every partition at startup, and counting is far cheaper than joining
+ * (docs/performance.md).
  */
 function inconsistency(db: Database.Database, partition: number): string | null {
   const cp = db.prepare('SELECT next_offset, log_start, first_dirty FROM checkpoint WHERE partition = ?').get(partition) as {

@@ -1,9 +1,10 @@
 /**
  * The layout of a topic's index file: every partition of the topic indexed in one SQLite file,
  * the partition first in every key, so that one connection, one page cache and one set of
- * prepared statements serve them all (a file per partition cost some 300 KiB of SQLite memory
- * each: 300 MiB at a thousand partitions). A file whose schema version differs is rebuilt from
- * the upstream rather than migrated: the index is a cache of the upstream log.
+ * prepared statements serve them all (each file holds SQLite memory of its own, which a file
+ * per partition multiplied by the partitions; docs/performance.md). A file whose schema version
+ * differs is rebuilt from the upstream rather than migrated: the index is a cache of the
+ * upstream log.
  *
  * meta       a single row: the schema version and the topic the file is for.
  * checkpoint one row per partition: where indexing and cleaning stand, and the key identity

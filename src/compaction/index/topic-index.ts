@@ -18,7 +18,7 @@ import { KEY_DIGEST_BYTES } from './key-digest.js';
 import { CREATE_SCHEMA, SCHEMA_VERSION } from './schema.js';
 import { isStorageFailure } from './storage-errors.js';
 
-/** Rows per INSERT statement: binding many rows per call amortises better-sqlite3's per-call cost (~2x). */
+/** Rows per INSERT statement: binding many rows per call amortises better-sqlite3's per-call cost (docs/performance.md). */
 export const INSERT_CHUNK = 64;
 /** partition, offset, key, flags, ts, size, pid, txn_first. */
 export const INSERT_COLUMNS = 8;

@@ -42,9 +42,9 @@ export async function checkKeys(records: Buffer | null, produceVersion: number):
 
 /**
  * The indices of records whose key length is -1. Only the fields up to the key are read, and
- * each record is skipped by its length: a full decode would allocate per record and cost about
- * eight times as much on a produce path that sees every byte. Records whose lengths do not add up
- * to the payload are the upstream's to reject (undefined).
+ * each record is skipped by its length: a full decode would allocate per record and cost many
+ * times as much (docs/performance.md) on a produce path that sees every byte. Records whose
+ * lengths do not add up to the payload are the upstream's to reject (undefined).
  */
 function keylessIndices(payload: Buffer, count: number): number[] | undefined {
   const keyless: number[] = [];

@@ -179,8 +179,7 @@ function copySpans(payload: Buffer, spans: readonly RecordSpan[], out: Buffer, p
  * leader epoch; no compression; baseTimestamp -1; maxTimestamp, timestamp type, transactional and
  * control flags kept. Made from the original header's bytes rather than its parsed fields: a read
  * of small batches empties tens of thousands, and writing the 64-bit fields from BigInts made
- * viewing one 8% slower (`node dist/bench/view-filter.js --batch 4 --records 300000 --keys 100000`:
- * 231-244 ms per pass before, 209-227 ms after).
+ * viewing one measurably slower (docs/performance.md).
  */
 function emptyBatch(header: BatchHeader): Buffer {
   const out = Buffer.allocUnsafe(BATCH_HEADER_SIZE);

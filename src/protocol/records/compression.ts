@@ -22,10 +22,10 @@ export interface DecompressOptions {
 }
 
 /*
- * Small payloads are (de)compressed on the event loop: a thread-pool round trip costs 20-50 µs,
- * about what lz4 and snappy need for 256 KiB (measured here), so below that the hop only adds
- * latency. Larger ones go to the thread pool, where they run beside the loop instead of stalling
- * it. gzip, ten times slower, stays on the loop up to 64 KiB of input (~0.2 ms).
+ * Small payloads are (de)compressed on the event loop: below SYNC_MAX_BYTES, lz4 and snappy take
+ * no longer than a thread-pool round trip (docs/performance.md), so the hop only adds latency.
+ * Larger ones go to the thread pool, where they run beside the loop instead of stalling it.
+ * gzip, much slower, stays on the loop only for a smaller input, GZIP_SYNC_MAX_INPUT.
  * @mongodb-js/zstd 1.2.2 has no synchronous API.
  */
 const SYNC_MAX_BYTES = 256 * 1024;
