@@ -40,3 +40,11 @@ export const ErrorCode = {
 } as const;
 
 export type ErrorCodeName = keyof typeof ErrorCode;
+
+const NAMES = new Map<number, string>(Object.entries(ErrorCode).map(([name, code]) => [code, name]));
+
+/** "UNSUPPORTED_VERSION (35)" for messages; a code kcompact has no name for reads "error 1234". */
+export function errorName(code: number): string {
+  const name = NAMES.get(code);
+  return name === undefined ? `error ${code}` : `${name} (${code})`;
+}

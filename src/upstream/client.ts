@@ -7,7 +7,7 @@
 import type net from 'node:net';
 import { ApiKey, apiSchema, decodeResponse, encodeRequestFrame } from '../protocol/messages.js';
 import { decodeResponseHeader, responseHeaderVersion } from '../protocol/headers.js';
-import { ProtocolError } from '../protocol/errors.js';
+import { ErrorCode, errorName, ProtocolError } from '../protocol/errors.js';
 import type { HostPort } from '../proxy/broker-map.js';
 import type { ReusedBuffers } from './reused-buffers.js';
 import { frameReads } from './frame-reads.js';
@@ -36,6 +36,29 @@ interface InFlight {
   reject: (err: Error) => void;
   timer: NodeJS.Timeout;
   frames?: ReusedBuffers;
+}
+
+interface ApiVersionsAnswer {
+  errorCode: number;
+  apiKeys: { apiKey: number; minVersion: number; maxVersion: number }[];
+}
+
+/**
+ * Read at the version asked, and as v0 only when that fails, as Kafka's clients do: a broker
+ * that did not know the version asked answers with a v0 body, and the error code alone does not
+ * tell which body it is.
+ */
+function decodeApiVersions(version: number, frame: Buffer, offset: number): ApiVersionsAnswer {
+  try {
+    return decodeResponse<ApiVersionsAnswer>(ApiKey.ApiVersions, version, frame, offset);
+  } catch (err) {
+    if (version === 0) throw err;
+    try {
+      return decodeResponse<ApiVersionsAnswer>(ApiKey.ApiVersions, 0, frame, offset);
+    } catch {
+      throw err;
+    }
+  }
 }
 
 export class UpstreamClient {
@@ -141,11 +164,30 @@ export class UpstreamClient {
     this.sessionTimer.unref();
   }
 
+  /**
+   * Asked at the newest version kcompact speaks, as Kafka's clients ask theirs. A broker that does
+   * not know it answers UNSUPPORTED_VERSION with a v0 body listing the ApiVersions versions it
+   * speaks (Kafka 2.4 and later, KIP-511), or none (older brokers, which speak v0). One retry at
+   * the version offered is all a consistent broker needs; retrying at one it just refused would loop.
+   */
   private async negotiate(): Promise<void> {
-    // v3 is what every broker since 2.4 answers; an older broker replies with a v0 error body.
-    const body = await this.request(ApiKey.ApiVersions, 3, { clientSoftwareName: 'kcompact', clientSoftwareVersion: '0' });
-    if (body.errorCode !== 0) throw new ProtocolError(`upstream ${this.address.host}:${this.address.port} rejected ApiVersions with error ${body.errorCode}`);
-    this.versions = new Map(body.apiKeys.map((k: { apiKey: number; minVersion: number; maxVersion: number }) => [k.apiKey, k]));
+    const upstream = `upstream ${this.address.host}:${this.address.port}`;
+    let asked = apiSchema(ApiKey.ApiVersions)!.maxVersion;
+    let body: ApiVersionsAnswer = await this.askApiVersions(asked);
+    if (body.errorCode === ErrorCode.UNSUPPORTED_VERSION && asked > 0) {
+      const offered = body.apiKeys.find((k) => k.apiKey === ApiKey.ApiVersions)?.maxVersion ?? 0;
+      if (offered < 0 || offered >= asked) {
+        throw new ProtocolError(`${upstream} answered ApiVersions v${asked} with ${errorName(body.errorCode)} but offers ApiVersions up to v${offered}`);
+      }
+      asked = offered;
+      body = await this.askApiVersions(asked);
+    }
+    if (body.errorCode !== ErrorCode.NONE) throw new ProtocolError(`${upstream} answered ApiVersions v${asked} with ${errorName(body.errorCode)}`);
+    this.versions = new Map(body.apiKeys.map((k) => [k.apiKey, k]));
+  }
+
+  private askApiVersions(version: number): Promise<ApiVersionsAnswer> {
+    return this.request(ApiKey.ApiVersions, version, { clientSoftwareName: 'kcompact', clientSoftwareVersion: '0' });
   }
 
   private onFrame(frame: Buffer): void {
@@ -156,10 +198,11 @@ export class UpstreamClient {
     this.inFlight.delete(correlationId);
     clearTimeout(call.timer);
     try {
-      let version = call.version;
-      if (call.apiKey === ApiKey.ApiVersions && frame.length >= 10 && frame.readInt16BE(8) !== 0) version = 0;
-      const header = decodeResponseHeader(frame.subarray(4), responseHeaderVersion(call.apiKey, version));
-      call.resolve(decodeResponse(call.apiKey, version, frame, 4 + header.bodyOffset));
+      const header = decodeResponseHeader(frame.subarray(4), responseHeaderVersion(call.apiKey, call.version));
+      const offset = 4 + header.bodyOffset;
+      call.resolve(
+        call.apiKey === ApiKey.ApiVersions ? decodeApiVersions(call.version, frame, offset) : decodeResponse(call.apiKey, call.version, frame, offset),
+      );
     } catch (err) {
       call.reject(err as Error);
     }
