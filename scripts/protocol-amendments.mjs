@@ -4,9 +4,9 @@
 export const AMENDMENTS = [
   {
     // Kafka 4.4, KIP-1242: a client names the cluster and node it means to reach, and a broker
-    // that is neither answers REBOOTSTRAP_REQUIRED. The response is v4's. Kafka 4.4's clients and
-    // franz-go ask v5 first: without it every connection through the proxy pays a second
-    // ApiVersions round trip.
+    // that is neither answers REBOOTSTRAP_REQUIRED. The response is v4's. Kafka 4.4's clients ask
+    // v5 first (franz-go asks v4): without it each of their connections through the proxy pays a
+    // second ApiVersions round trip.
     api: 'ApiVersions',
     version: 5,
     request: [

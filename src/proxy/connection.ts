@@ -10,11 +10,12 @@ import type { Logger } from '../ops/log.js';
 import type { ApiMeter, ProxyMeter } from '../ops/metrics/proxy-meter.js';
 import { ApiKey, apiSchema, decodeResponse, encodeResponseFrame } from '../protocol/messages.js';
 import { decodeResponseHeader, responseHeaderVersion } from '../protocol/headers.js';
+import { decodeApiVersionsResponse } from '../protocol/api-versions-response.js';
 import { ErrorCode } from '../protocol/errors.js';
 import type { HostPort } from './broker-map.js';
 import { FrameReader, type FrameRouter } from './frame-reader.js';
 import { responseRewriters, type RewriteContext } from './response-rewrite.js';
-import { clampApiVersions, type ApiVersionsBody } from './api-versions.js';
+import { clampApiVersions } from './api-versions.js';
 import { produceAcks } from './produce-acks.js';
 import { passThroughVersion, patchRequestVersion } from './fetch-version.js';
 import { largeReads } from './large-reads.js';
@@ -444,10 +445,8 @@ export class ProxyConnection {
   }
 
   private rewriteApiVersions(req: Awaiting, frame: Buffer): Buffer {
-    // ApiVersions responses always use header v0; an UNSUPPORTED_VERSION answer is a v0 body.
-    const bodyOffset = 8;
-    const version = frame.length >= 10 && frame.readInt16BE(bodyOffset) === ErrorCode.UNSUPPORTED_VERSION ? 0 : req.apiVersion;
-    const body = decodeResponse<ApiVersionsBody>(ApiKey.ApiVersions, version, frame, bodyOffset);
+    // ApiVersions responses always use header v0, so the body follows the correlation id.
+    const { body, version } = decodeApiVersionsResponse(frame, 8, req.apiVersion);
     if (!clampApiVersions(body)) return frame;
     return encodeResponseFrame(ApiKey.ApiVersions, version, req.correlationId, body);
   }

@@ -7,6 +7,7 @@
 import type net from 'node:net';
 import { ApiKey, apiSchema, decodeResponse, encodeRequestFrame } from '../protocol/messages.js';
 import { decodeResponseHeader, responseHeaderVersion } from '../protocol/headers.js';
+import { decodeApiVersionsResponse, type ApiVersionsResponse } from '../protocol/api-versions-response.js';
 import { ErrorCode, errorName, ProtocolError } from '../protocol/errors.js';
 import type { HostPort } from '../proxy/broker-map.js';
 import type { ReusedBuffers } from './reused-buffers.js';
@@ -38,28 +39,20 @@ interface InFlight {
   frames?: ReusedBuffers;
 }
 
-interface ApiVersionsAnswer {
-  errorCode: number;
-  apiKeys: { apiKey: number; minVersion: number; maxVersion: number }[];
-}
-
 /**
- * Read at the version asked, and as v0 only when that fails, as Kafka's clients do: a broker
- * that did not know the version asked answers with a v0 body, and the error code alone does not
- * tell which body it is.
+ * The ApiVersions version to start from on each new connection while the upstream closes or
+ * resets it instead of answering. A broker should answer a version it does not know with
+ * UNSUPPORTED_VERSION, but Azure Event Hubs resets the connection instead (franz-go reconnects
+ * and asks v0 for it). So: the newest kcompact speaks; then the one every broker since Kafka 2.4
+ * answers, which kcompact asked before; then v0, which every broker answers.
  */
-function decodeApiVersions(version: number, frame: Buffer, offset: number): ApiVersionsAnswer {
-  try {
-    return decodeResponse<ApiVersionsAnswer>(ApiKey.ApiVersions, version, frame, offset);
-  } catch (err) {
-    if (version === 0) throw err;
-    try {
-      return decodeResponse<ApiVersionsAnswer>(ApiKey.ApiVersions, 0, frame, offset);
-    } catch {
-      throw err;
-    }
-  }
-}
+const APIVERSIONS_LADDER: readonly number[] = [apiSchema(ApiKey.ApiVersions)!.maxVersion, 3, 0];
+
+/** The upstream closed or reset the connection before answering anything on it; the message says which. */
+class EndedUnanswered extends Error {}
+
+/** Socket errors that mean the upstream reset the connection (EPIPE: found so when writing). */
+const RESET = new Set(['ECONNRESET', 'EPIPE']);
 
 export class UpstreamClient {
   private nextCorrelationId = 1;
@@ -69,6 +62,7 @@ export class UpstreamClient {
   /** Epoch ms after which the connection counts as closed for new work (its SASL session is ending). */
   private retireAtMs = Infinity;
   private sessionTimer: NodeJS.Timeout | undefined;
+  private answered = false;
 
   private constructor(
     private readonly socket: net.Socket,
@@ -76,11 +70,39 @@ export class UpstreamClient {
     private readonly opts: UpstreamClientOptions,
   ) {
     socket.setNoDelay(true);
-    socket.on('error', (err) => this.fail(err));
-    socket.on('close', () => this.fail(new Error(`upstream ${address.host}:${address.port} closed the connection`)));
+    const ended = (how: string, err: Error) => this.fail(this.answered ? err : new EndedUnanswered(how, { cause: err }));
+    socket.on('error', (err: NodeJS.ErrnoException) => (RESET.has(err.code ?? '') ? ended(err.code!, err) : this.fail(err)));
+    socket.on('close', () => ended('closed', new Error(`upstream ${address.host}:${address.port} closed the connection`)));
   }
 
+  /**
+   * Connected, versions negotiated, authenticated. Only an end of the connection before any
+   * answer (EndedUnanswered) moves down APIVERSIONS_LADDER on a new connection; any other failure
+   * (connect, TLS, timeout, an error answer, SASL, which follows an answer) is thrown as it is.
+   */
   static async connect(address: HostPort, opts: UpstreamClientOptions): Promise<UpstreamClient> {
+    const connector = opts.connector ?? UpstreamConnector.plaintext;
+    const tried: string[] = [];
+    let last: Error | undefined;
+    for (const version of APIVERSIONS_LADDER) {
+      const client = await UpstreamClient.open(address, opts, connector);
+      try {
+        await client.negotiate(version);
+        const credentials = connector.credentials();
+        if (credentials) client.keepSession(await saslAuthenticate(client, credentials));
+        return client;
+      } catch (err) {
+        client.close();
+        if (!(err instanceof EndedUnanswered)) throw err;
+        tried.push(`v${version} (${err.message})`);
+        last = err;
+      }
+    }
+    const where = `${address.host}:${address.port}`;
+    throw new Error(`upstream ${where} ended the connection instead of answering ApiVersions ${tried.join(', ')}`, { cause: last });
+  }
+
+  private static async open(address: HostPort, opts: UpstreamClientOptions, connector: UpstreamConnector): Promise<UpstreamClient> {
     // Nothing arrives before the first request, which the constructed client sends.
     let client: UpstreamClient | undefined;
     const reads = frameReads(
@@ -92,18 +114,8 @@ export class UpstreamClient {
       },
       (size, correlationId) => client?.inFlight.get(correlationId)?.frames?.take(size) ?? Buffer.allocUnsafe(size),
     );
-    const connector = opts.connector ?? UpstreamConnector.plaintext;
     const socket = await connector.connect(address, opts.connectTimeoutMs, reads);
-    client = new UpstreamClient(socket, address, opts);
-    try {
-      await client.negotiate();
-      const credentials = connector.credentials();
-      if (credentials) client.keepSession(await saslAuthenticate(client, credentials));
-    } catch (err) {
-      client.close();
-      throw err;
-    }
-    return client;
+    return (client = new UpstreamClient(socket, address, opts));
   }
 
   /** True once the connection failed or was closed, and once its SASL session is about to end. */
@@ -165,15 +177,16 @@ export class UpstreamClient {
   }
 
   /**
-   * Asked at the newest version kcompact speaks, as Kafka's clients ask theirs. A broker that does
-   * not know it answers UNSUPPORTED_VERSION with a v0 body listing the ApiVersions versions it
-   * speaks (Kafka 2.4 and later, KIP-511), or none (older brokers, which speak v0). One retry at
-   * the version offered is all a consistent broker needs; retrying at one it just refused would loop.
+   * Asked at `version`, first the newest kcompact speaks, as Kafka's clients ask theirs. A broker
+   * that does not know it answers UNSUPPORTED_VERSION with a v0 body listing the ApiVersions
+   * versions it speaks (Kafka 2.4 and later, KIP-511), or none (older brokers, which speak v0).
+   * One retry at the version offered is all a consistent broker needs; retrying at one it just
+   * refused would loop.
    */
-  private async negotiate(): Promise<void> {
+  private async negotiate(version: number): Promise<void> {
     const upstream = `upstream ${this.address.host}:${this.address.port}`;
-    let asked = apiSchema(ApiKey.ApiVersions)!.maxVersion;
-    let body: ApiVersionsAnswer = await this.askApiVersions(asked);
+    let asked = version;
+    let body = await this.askApiVersions(asked);
     if (body.errorCode === ErrorCode.UNSUPPORTED_VERSION && asked > 0) {
       const offered = body.apiKeys.find((k) => k.apiKey === ApiKey.ApiVersions)?.maxVersion ?? 0;
       if (offered < 0 || offered >= asked) {
@@ -186,12 +199,13 @@ export class UpstreamClient {
     this.versions = new Map(body.apiKeys.map((k) => [k.apiKey, k]));
   }
 
-  private askApiVersions(version: number): Promise<ApiVersionsAnswer> {
+  private askApiVersions(version: number): Promise<ApiVersionsResponse> {
     return this.request(ApiKey.ApiVersions, version, { clientSoftwareName: 'kcompact', clientSoftwareVersion: '0' });
   }
 
   private onFrame(frame: Buffer): void {
     if (frame.length < 8) throw new ProtocolError('upstream response is shorter than a response header');
+    this.answered = true;
     const correlationId = frame.readInt32BE(4);
     const call = this.inFlight.get(correlationId);
     if (!call) return; // answered after its timeout
@@ -201,7 +215,9 @@ export class UpstreamClient {
       const header = decodeResponseHeader(frame.subarray(4), responseHeaderVersion(call.apiKey, call.version));
       const offset = 4 + header.bodyOffset;
       call.resolve(
-        call.apiKey === ApiKey.ApiVersions ? decodeApiVersions(call.version, frame, offset) : decodeResponse(call.apiKey, call.version, frame, offset),
+        call.apiKey === ApiKey.ApiVersions
+          ? decodeApiVersionsResponse(frame, offset, call.version).body
+          : decodeResponse(call.apiKey, call.version, frame, offset),
       );
     } catch (err) {
       call.reject(err as Error);

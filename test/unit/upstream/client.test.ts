@@ -1,10 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { ApiKey, apiSchema, decodeResponse, encodeResponse, encodeResponseFrame } from '../../../src/protocol/messages.js';
+import { ApiKey, apiName, apiSchema, decodeRequest, decodeResponse, encodeResponse, encodeResponseFrame } from '../../../src/protocol/messages.js';
+import { decodeRequestHeader } from '../../../src/protocol/headers.js';
 import { ErrorCode } from '../../../src/protocol/errors.js';
 import { FrameReader } from '../../../src/proxy/frame-reader.js';
-import { UpstreamClient } from '../../../src/upstream/client.js';
+import { createLogger } from '../../../src/ops/log.js';
+import { UpstreamClient, type UpstreamClientOptions } from '../../../src/upstream/client.js';
+import { plainMessage } from '../../../src/upstream/sasl-client.js';
+import { UpstreamConnector } from '../../../src/upstream/upstream-connector.js';
 
 const NEWEST = apiSchema(ApiKey.ApiVersions)!.maxVersion;
 const OPTIONS = { clientId: 'negotiation-test', maxFrameBytes: 1 << 20, requestTimeoutMs: 30_000 };
@@ -13,9 +17,15 @@ const OPTIONS = { clientId: 'negotiation-test', maxFrameBytes: 1 << 20, requestT
 const KEYS = [
   { apiKey: ApiKey.ApiVersions, minVersion: 0, maxVersion: NEWEST },
   { apiKey: ApiKey.Metadata, minVersion: apiSchema(ApiKey.Metadata)!.minVersion, maxVersion: 9 },
+  { apiKey: ApiKey.SaslHandshake, minVersion: 0, maxVersion: 1 },
+  { apiKey: ApiKey.SaslAuthenticate, minVersion: 0, maxVersion: 2 },
 ];
 
-type Answer = (version: number, correlationId: number) => Buffer;
+/**
+ * A response frame, or what the broker does instead: 'reset' ends the connection with a TCP reset,
+ * 'close' closes it, 'silent' leaves the request unanswered.
+ */
+type Answer = (version: number, correlationId: number) => Buffer | 'reset' | 'close' | 'silent';
 
 const answerAt =
   (errorCode: number, apiKeys: typeof KEYS): Answer =>
@@ -28,25 +38,69 @@ const answerV0 =
   (_version, correlationId) =>
     encodeResponseFrame(ApiKey.ApiVersions, 0, correlationId, { errorCode, apiKeys });
 
+/** The broker's Metadata answer, at any version: one broker, no topics. */
+const METADATA = { brokers: [{ nodeId: 7, host: 'broker-7.example', port: 9092, rack: null }], clusterId: 'scripted', controllerId: 7, topics: [] };
+const USER = { username: 'kcompact', password: 'secret' };
+
+interface ScriptedBroker {
+  port: number;
+  /** The ApiVersions version of each ApiVersions request, over all connections. */
+  asked: number[];
+  /** Per connection, in order: each request as "ApiVersions v5", with " (reset)", " (close)" or " (silent)" when not answered. */
+  connections: string[][];
+  close: () => Promise<void>;
+}
+
 /**
- * A broker that answers its requests with `answers` in turn and records the ApiVersions version
- * of each; once out of answers it closes the connection, so a client asking more fails.
+ * A broker that answers its ApiVersions requests with `answers` in turn, over all connections,
+ * or with `answers` itself every time when it is one function; once out of answers it closes the
+ * connection, so a client asking more fails. Metadata, SaslHandshake (PLAIN) and SaslAuthenticate
+ * (USER) it answers as a broker would.
  */
-async function scriptedBroker(answers: Answer[]): Promise<{ port: number; asked: number[]; close: () => Promise<void> }> {
+async function scriptedBroker(answers: Answer[] | Answer): Promise<ScriptedBroker> {
   const asked: number[] = [];
+  const connections: string[][] = [];
   const sockets = new Set<net.Socket>();
   const server = net.createServer((socket) => {
     sockets.add(socket);
+    const requests: string[] = [];
+    connections.push(requests);
     socket.on('error', () => {});
     const reader = new FrameReader(1 << 20);
+    const respond = (request: Buffer): Buffer | 'reset' | 'close' | 'silent' => {
+      const header = decodeRequestHeader(request);
+      const { apiKey, apiVersion: version, correlationId } = header;
+      const body = decodeRequest(apiKey, version, request, header.bodyOffset!);
+      switch (apiKey) {
+        case ApiKey.ApiVersions: {
+          asked.push(version);
+          const answer = typeof answers === 'function' ? answers : answers.shift();
+          return answer ? answer(version, correlationId) : 'close';
+        }
+        case ApiKey.Metadata:
+          return encodeResponseFrame(apiKey, version, correlationId, METADATA);
+        case ApiKey.SaslHandshake:
+          return encodeResponseFrame(apiKey, version, correlationId, { errorCode: ErrorCode.NONE, mechanisms: ['PLAIN'] });
+        case ApiKey.SaslAuthenticate: {
+          const ok = (body as { authBytes: Buffer }).authBytes.equals(plainMessage(USER.username, USER.password));
+          return encodeResponseFrame(apiKey, version, correlationId, {
+            errorCode: ok ? ErrorCode.NONE : ErrorCode.SASL_AUTHENTICATION_FAILED,
+            errorMessage: ok ? null : 'bad credentials',
+            authBytes: Buffer.alloc(0),
+          });
+        }
+        default:
+          return 'close';
+      }
+    };
     socket.on('data', (chunk: Buffer) =>
       reader.push(chunk, (frame) => {
-        assert.equal(frame.readInt16BE(4), ApiKey.ApiVersions);
-        const version = frame.readInt16BE(6);
-        asked.push(version);
-        const answer = answers.shift();
-        if (answer) socket.write(answer(version, frame.readInt32BE(8)));
-        else socket.destroy();
+        const request = frame.subarray(4);
+        const answer = respond(request);
+        requests.push(`${apiName(request.readInt16BE(0))} v${request.readInt16BE(2)}${typeof answer === 'string' ? ` (${answer})` : ''}`);
+        if (answer === 'reset') socket.resetAndDestroy();
+        else if (answer === 'close') socket.destroy();
+        else if (answer !== 'silent') socket.write(answer);
       }),
     );
   });
@@ -54,6 +108,7 @@ async function scriptedBroker(answers: Answer[]): Promise<{ port: number; asked:
   return {
     port: (server.address() as net.AddressInfo).port,
     asked,
+    connections,
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();
@@ -62,7 +117,7 @@ async function scriptedBroker(answers: Answer[]): Promise<{ port: number; asked:
   };
 }
 
-async function negotiate(answers: Answer[]): Promise<{ asked: number[]; metadataVersion: number }> {
+async function negotiate(answers: Answer[] | Answer): Promise<{ asked: number[]; metadataVersion: number }> {
   const broker = await scriptedBroker(answers);
   try {
     const client = await UpstreamClient.connect({ host: '127.0.0.1', port: broker.port }, OPTIONS);
@@ -74,17 +129,20 @@ async function negotiate(answers: Answer[]): Promise<{ asked: number[]; metadata
   }
 }
 
-async function negotiationFailure(answers: Answer[]): Promise<{ asked: number[]; error: Error }> {
+async function negotiationFailure(
+  answers: Answer[] | Answer,
+  options: UpstreamClientOptions = OPTIONS,
+): Promise<{ asked: number[]; connections: string[][]; error: Error }> {
   const broker = await scriptedBroker(answers);
   try {
-    const error = await UpstreamClient.connect({ host: '127.0.0.1', port: broker.port }, OPTIONS).then(
+    const error = await UpstreamClient.connect({ host: '127.0.0.1', port: broker.port }, options).then(
       (client) => {
         client.close();
         throw new Error('negotiation succeeded');
       },
       (err: Error) => err,
     );
-    return { asked: broker.asked, error };
+    return { asked: broker.asked, connections: broker.connections, error };
   } finally {
     await broker.close();
   }
@@ -139,4 +197,71 @@ test('UNSUPPORTED_VERSION offering the version it refused is not retried', async
   const { asked, error } = await negotiationFailure([answerV0(ErrorCode.UNSUPPORTED_VERSION, offered)]);
   assert.deepEqual(asked, [NEWEST]);
   assert.match(error.message, new RegExp(`answered ApiVersions v${NEWEST} with UNSUPPORTED_VERSION \\(35\\) but offers ApiVersions up to v${NEWEST}$`));
+});
+
+/** Azure Event Hubs as franz-go reports it: asked ApiVersions v4 or above, it resets the connection. */
+const resetsFromV4: Answer = (version, correlationId) => (version >= 4 ? 'reset' : answerAt(ErrorCode.NONE, KEYS)(version, correlationId));
+const resetsAboveV0: Answer = (version, correlationId) => (version > 0 ? 'reset' : answerAt(ErrorCode.NONE, KEYS)(version, correlationId));
+const reset: Answer = () => 'reset';
+const close: Answer = () => 'close';
+
+test('an upstream that resets the connection when asked ApiVersions v4 and above: asked again at v3 on a new connection', async () => {
+  assert.ok(NEWEST >= 4);
+  const broker = await scriptedBroker(resetsFromV4);
+  try {
+    const client = await UpstreamClient.connect({ host: '127.0.0.1', port: broker.port }, OPTIONS);
+    assert.equal(client.version(ApiKey.Metadata), 9);
+    const metadata = await client.request(ApiKey.Metadata, client.version(ApiKey.Metadata), { topics: [], allowAutoTopicCreation: false });
+    assert.deepEqual(
+      metadata.brokers.map((b: { nodeId: number; host: string; port: number }) => [b.nodeId, b.host, b.port]),
+      [[7, 'broker-7.example', 9092]],
+    );
+    client.close();
+    assert.deepEqual(broker.connections, [[`ApiVersions v${NEWEST} (reset)`], ['ApiVersions v3', 'Metadata v9']]);
+  } finally {
+    await broker.close();
+  }
+});
+
+test('an upstream that resets the connection on every ApiVersions but v0: asked at the newest, v3, then v0', async () => {
+  const { asked, metadataVersion } = await negotiate(resetsAboveV0);
+  assert.deepEqual(asked, [NEWEST, 3, 0]);
+  assert.equal(metadataVersion, 9);
+});
+
+test('an upstream that ends every connection unanswered: the failure names it and each version asked', async () => {
+  const { connections, error } = await negotiationFailure([reset, reset, close]);
+  assert.deepEqual(connections, [[`ApiVersions v${NEWEST} (reset)`], ['ApiVersions v3 (reset)'], ['ApiVersions v0 (close)']]);
+  assert.match(
+    error.message,
+    new RegExp(
+      `^upstream 127\\.0\\.0\\.1:\\d+ ended the connection instead of answering ApiVersions v${NEWEST} \\(ECONNRESET\\), v3 \\(ECONNRESET\\), v0 \\(closed\\)$`,
+    ),
+  );
+});
+
+test('SASL runs on the connection whose ApiVersions was answered, after a reset one', async () => {
+  const broker = await scriptedBroker(resetsFromV4);
+  try {
+    const connector = new UpstreamConnector({ sasl: { mechanism: 'PLAIN', ...USER } }, createLogger());
+    const client = await UpstreamClient.connect({ host: '127.0.0.1', port: broker.port }, { ...OPTIONS, connector });
+    await client.request(ApiKey.Metadata, client.version(ApiKey.Metadata), { topics: [], allowAutoTopicCreation: false });
+    client.close();
+    assert.deepEqual(broker.connections, [[`ApiVersions v${NEWEST} (reset)`], ['ApiVersions v3', 'SaslHandshake v1', 'SaslAuthenticate v2', 'Metadata v9']]);
+  } finally {
+    await broker.close();
+  }
+});
+
+test('an end of the connection after an ApiVersions answer is not retried on a new connection', async () => {
+  const offered = [{ apiKey: ApiKey.ApiVersions, minVersion: 0, maxVersion: 2 }];
+  const { connections, error } = await negotiationFailure([answerV0(ErrorCode.UNSUPPORTED_VERSION, offered), reset]);
+  assert.deepEqual(connections, [[`ApiVersions v${NEWEST}`, 'ApiVersions v2 (reset)']]);
+  assert.doesNotMatch(error.message, /instead of answering/);
+});
+
+test('an ApiVersions request left unanswered times out without a new connection', async () => {
+  const { connections, error } = await negotiationFailure(() => 'silent', { ...OPTIONS, requestTimeoutMs: 50 });
+  assert.deepEqual(connections, [[`ApiVersions v${NEWEST} (silent)`]]);
+  assert.match(error.message, /did not answer ApiVersions within 50 ms$/);
 });
