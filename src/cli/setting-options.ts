@@ -1,15 +1,9 @@
 /**
- * Command-line options made from the settings table, so that every verb that takes a setting
- * shows the same flag, KCOMPACT_* environment twin, config-file key and default.
+ * Command-line options made from the settings' declarations, so that every verb that takes a
+ * setting shows the same flag, KCOMPACT_* environment twin, config-file key and default.
  */
 import { Option } from 'commander';
-import { envOf, flagOf, SETTINGS, type ProxyConfig, type Setting } from '../config/settings.js';
-
-function settingOf(key: keyof ProxyConfig): Setting {
-  const setting = SETTINGS.find((s) => s.key === key);
-  if (!setting) throw new Error(`no setting ${key}`);
-  return setting;
-}
+import { envOf, flagOf, SETTINGS, type ProxyConfig } from '../config/settings.js';
 
 export interface OptionText {
   /** Replaces the setting's description where a verb uses the setting differently. */
@@ -20,10 +14,10 @@ export interface OptionText {
 
 /** The option of a setting, its help naming the default and the config-file key. */
 export function settingOption(key: keyof ProxyConfig, text: OptionText = {}): Option {
-  const s = settingOf(key);
-  const defaultText = text.defaultText === undefined ? s.defaultText : text.defaultText;
-  const notes = [...(defaultText ? [`default: ${defaultText}`] : []), `config key: ${s.key}`].join('; ');
-  return new Option(`--${flagOf(s.key)} <${s.arg}>`, `${text.description ?? s.description} (${notes})`).env(envOf(s.key));
+  const { arg, description, defaultText: declared } = SETTINGS[key];
+  const defaultText = text.defaultText === undefined ? declared : text.defaultText;
+  const notes = [...(defaultText ? [`default: ${defaultText}`] : []), `config key: ${key}`].join('; ');
+  return new Option(`--${flagOf(key)} <${arg}>`, `${text.description ?? description} (${notes})`).env(envOf(key));
 }
 
 export function configFileOption(description = 'JSON file of settings by config key (each flag names its key; config/README.md lists them)'): Option {

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { ConfigError } from './settings.js';
+import { ConfigError } from './setting.js';
 
 /** Reads a JSON config file whose keys are the settings' camelCase names. */
 export function loadConfigFile(path: string | undefined): Record<string, unknown> {

@@ -14,7 +14,7 @@ import { startFakeBroker } from '../support/fake-broker.js';
 import { freePortRun } from '../support/kcompact.js';
 import { RawConnection } from '../support/raw-client.js';
 import { freePort, pollUntil } from '../support/index.js';
-import { envOf, flagOf, SETTINGS } from '../../src/config/settings.js';
+import { envOf, flagOf, SETTING_KEYS, SETTINGS } from '../../src/config/settings.js';
 
 const main = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../src/cli/main.js');
 
@@ -27,10 +27,11 @@ test('--help documents every verb, and every flag with its environment twin, con
   assert.equal(top.status, 0);
   for (const verb of ['proxy', 'status', 'inspect', 'compact', 'rebuild-index']) assert.match(top.stdout, new RegExp(`\\n  ${verb} `), verb);
   const proxy = spawnSync(process.execPath, [main, 'proxy', '--help'], { encoding: 'utf8' }).stdout.replace(/\s+/g, ' ');
-  for (const s of SETTINGS) {
-    assert.ok(proxy.includes(`--${flagOf(s.key)} <${s.arg}>`), s.key);
-    assert.ok(proxy.includes(`config key: ${s.key}) (env: ${envOf(s.key)})`), `${s.key}: config key and env`);
-    if (s.defaultText) assert.ok(proxy.includes(`default: ${s.defaultText};`), `${s.key}: default`);
+  for (const key of SETTING_KEYS) {
+    const s = SETTINGS[key];
+    assert.ok(proxy.includes(`--${flagOf(key)} <${s.arg}>`), key);
+    assert.ok(proxy.includes(`config key: ${key}) (env: ${envOf(key)})`), `${key}: config key and env`);
+    if (s.defaultText) assert.ok(proxy.includes(`default: ${s.defaultText};`), `${key}: default`);
   }
   for (const verb of ['status', 'inspect', 'compact', 'rebuild-index']) {
     const help = spawnSync(process.execPath, [main, verb, '--help'], { encoding: 'utf8' }).stdout.replace(/\s+/g, ' ');

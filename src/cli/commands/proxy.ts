@@ -1,7 +1,7 @@
 /** `kcompact proxy`: runs the proxy; every setting is a flag, a KCOMPACT_* variable and a config-file key. */
 import type { Command } from 'commander';
 import { loadConfigFile } from '../../config/file.js';
-import { resolveConfig, SETTINGS } from '../../config/settings.js';
+import { resolveConfig, SETTING_KEYS } from '../../config/settings.js';
 import { runProxy } from '../run-proxy.js';
 import { configFileOption, settingOption } from '../setting-options.js';
 
@@ -17,7 +17,7 @@ export function addProxyCommand(program: Command): void {
         'exit code 2 and a message naming the setting. config/README.md explains every setting; config/examples/ has a\n' +
         'configuration per kind of upstream.',
     );
-  for (const s of SETTINGS) proxy.addOption(settingOption(s.key));
+  for (const key of SETTING_KEYS) proxy.addOption(settingOption(key));
   proxy.action(async (opts: Record<string, unknown>) => {
     // Commander has already put the KCOMPACT_* twins into opts.
     await runProxy(resolveConfig(opts, {}, loadConfigFile(opts.config as string | undefined)));

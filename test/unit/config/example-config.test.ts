@@ -4,14 +4,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfigFile } from '../../../src/config/file.js';
-import { envOf, flagOf, resolveConfig, SETTINGS } from '../../../src/config/settings.js';
+import { envOf, flagOf, resolveConfig, SETTING_KEYS } from '../../../src/config/settings.js';
 
 const configDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../../config');
 const file = path.join(configDir, 'kcompact.json');
 
 test('config/kcompact.json names every setting and holds the defaults', () => {
   const values = loadConfigFile(file);
-  assert.deepEqual(Object.keys(values).sort(), SETTINGS.map((s) => s.key).sort());
+  assert.deepEqual(Object.keys(values).sort(), [...SETTING_KEYS].sort());
   const fromFile = resolveConfig({}, {}, values);
   const fromDefaults = resolveConfig({ upstream: String(values.upstream) }, {}, {});
   assert.deepEqual(fromFile, fromDefaults);
@@ -19,8 +19,8 @@ test('config/kcompact.json names every setting and holds the defaults', () => {
 
 test('config/README.md documents every setting with its flag and environment variable', () => {
   const readme = fs.readFileSync(path.join(configDir, 'README.md'), 'utf8');
-  for (const s of SETTINGS) {
-    assert.ok(readme.includes(`| \`${s.key}\` | \`--${flagOf(s.key)}\` / \`${envOf(s.key)}\` |`), `README row for ${s.key}`);
+  for (const key of SETTING_KEYS) {
+    assert.ok(readme.includes(`| \`${key}\` | \`--${flagOf(key)}\` / \`${envOf(key)}\` |`), `README row for ${key}`);
   }
 });
 
