@@ -1,10 +1,12 @@
 #!/usr/bin/env node
 // Generates src/protocol/generated/messages.ts (schema data, not code) from Apache Kafka's
-// JSON message definitions. Usage: node scripts/gen-protocol.mjs [messagesDir] [outFile]
+// JSON message definitions, and next to it types.ts and fields.ts (gen-protocol-types.mjs).
+// Usage: node scripts/gen-protocol.mjs [messagesDir] [outFile]
 // The output depends only on the definitions, so running it twice gives identical bytes.
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { renderFieldTable, renderTypes } from './gen-protocol-types.mjs';
 import { AMENDMENTS } from './protocol-amendments.mjs';
 
 const projectRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -143,6 +145,8 @@ function resolveFields(fields, commonStructs, where, seen) {
       throw new Error(`${at}: tag without taggedVersions`);
     }
     if (field.default !== undefined) out.default = normalizeDefault(field, at);
+    // Only for the doc comments in types.ts; emitFields leaves it out of the schema data.
+    if (typeof field.about === 'string') out.about = field.about;
     const element = field.type.startsWith('[]') ? field.type.slice(2) : field.type;
     if (element.startsWith('[]')) throw new Error(`${at}: nested arrays are not supported`);
     if (!PRIMITIVES.has(element)) {
@@ -206,7 +210,7 @@ function emitFields(fields, indent) {
   const pad = ' '.repeat(indent);
   const lines = fields.map((f) => {
     const parts = Object.entries(f)
-      .filter(([key]) => key !== 'fields')
+      .filter(([key]) => key !== 'fields' && key !== 'about')
       .map(([key, value]) => `${key}: ${literal(value)}`);
     if (f.fields) parts.push(`fields: ${emitFields(f.fields, indent + 2)}`);
     return `${pad}{ ${parts.join(', ')} },`;
@@ -280,5 +284,7 @@ ${slots.join('\n')}
 `;
 }
 
-const output = render(loadDefinitions(messagesDir).map(buildApi));
-writeFileSync(outFile, output);
+const apis = loadDefinitions(messagesDir).map(buildApi);
+writeFileSync(outFile, render(apis));
+writeFileSync(join(dirname(outFile), 'types.ts'), renderTypes(apis));
+writeFileSync(join(dirname(outFile), 'fields.ts'), renderFieldTable(apis));

@@ -1,5 +1,6 @@
 import { ProtocolError } from './errors.js';
 import { API_KEY, APIS, type ApiDef } from './generated/messages.js';
+import type { ApiKeyNumber, RequestBodies, ResponseBodies } from './generated/types.js';
 import { type RequestHeaderInit, responseHeaderVersion, writeRequestHeader, writeResponseHeader } from './headers.js';
 import { Reader } from './wire/reader.js';
 import { compileStruct, protocolError, type Struct, type StructCodec } from './wire/struct-codec.js';
@@ -7,6 +8,24 @@ import { Writer } from './wire/writer.js';
 
 export type { Struct } from './wire/struct-codec.js';
 export type { TaggedField } from './wire/tagged-field.js';
+export type * from './generated/types.js';
+
+/**
+ * What an encoder takes for a body of type T: every field optional (a missing one is written
+ * as its default), int64 as a bigint or a safe-integer number, bytes as any Uint8Array.
+ */
+export type BodyInit<T> = T extends bigint
+  ? bigint | number
+  : T extends Buffer
+    ? Uint8Array
+    : T extends readonly (infer E)[]
+      ? readonly BodyInit<E>[]
+      : T extends object
+        ? { [K in keyof T]?: K extends '_unknownTags' ? T[K] : BodyInit<T[K]> }
+        : T;
+
+/** A number that is not a literal api key of a known API (then encoders check the body's type). */
+type UntypedApiKey<K extends number> = number extends K ? K : K extends ApiKeyNumber ? never : K;
 
 /** Api key by name, for every API in Kafka's definitions (Produce: 0, Fetch: 1, ...). */
 export const ApiKey = API_KEY;
@@ -96,24 +115,37 @@ function encode(direction: Direction, apiKey: number, version: number, body: obj
 
 /**
  * Decodes a request body (no header, no size prefix) from buf[offset, end), which it must
- * fill exactly. Bytes and records fields are views into buf, not copies. The values are
- * checked against the schema, not against T: T only names the caller's view of the body.
+ * fill exactly. Bytes and records fields are views into buf, not copies. With a literal api
+ * key (ApiKey.Fetch) the body is typed by the generated interface (FetchRequest); with any
+ * other number it is a Struct, or the T the caller names. The values are checked against the
+ * schema, not against T: T only names the caller's view of the body.
  */
-export function decodeRequest<T extends object = Struct>(apiKey: number, version: number, buf: Buffer, offset?: number, end?: number): T {
-  return decode('request', apiKey, version, buf, offset, end) as T;
+export function decodeRequest<K extends ApiKeyNumber>(apiKey: K, version: number, buf: Buffer, offset?: number, end?: number): RequestBodies[K];
+export function decodeRequest<T extends object = Struct>(apiKey: number, version: number, buf: Buffer, offset?: number, end?: number): T;
+export function decodeRequest(apiKey: number, version: number, buf: Buffer, offset?: number, end?: number): Struct {
+  return decode('request', apiKey, version, buf, offset, end);
 }
 
 /** Decodes a response body; see decodeRequest. */
-export function decodeResponse<T extends object = Struct>(apiKey: number, version: number, buf: Buffer, offset?: number, end?: number): T {
-  return decode('response', apiKey, version, buf, offset, end) as T;
+export function decodeResponse<K extends ApiKeyNumber>(apiKey: K, version: number, buf: Buffer, offset?: number, end?: number): ResponseBodies[K];
+export function decodeResponse<T extends object = Struct>(apiKey: number, version: number, buf: Buffer, offset?: number, end?: number): T;
+export function decodeResponse(apiKey: number, version: number, buf: Buffer, offset?: number, end?: number): Struct {
+  return decode('response', apiKey, version, buf, offset, end);
 }
 
-/** Encodes a request body; missing fields take their defaults, fields absent in `version` are ignored. */
+/**
+ * Encodes a request body; missing fields take their defaults, fields absent in `version` are
+ * ignored. With a literal api key the body must fit the generated interface (BodyInit).
+ */
+export function encodeRequest<K extends ApiKeyNumber>(apiKey: K, version: number, body: BodyInit<RequestBodies[K]>): Buffer;
+export function encodeRequest<K extends number>(apiKey: UntypedApiKey<K>, version: number, body: object): Buffer;
 export function encodeRequest(apiKey: number, version: number, body: object): Buffer {
   return encode('request', apiKey, version, body);
 }
 
 /** Encodes a response body; see encodeRequest. */
+export function encodeResponse<K extends ApiKeyNumber>(apiKey: K, version: number, body: BodyInit<ResponseBodies[K]>): Buffer;
+export function encodeResponse<K extends number>(apiKey: UntypedApiKey<K>, version: number, body: object): Buffer;
 export function encodeResponse(apiKey: number, version: number, body: object): Buffer {
   return encode('response', apiKey, version, body);
 }

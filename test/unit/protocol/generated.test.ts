@@ -9,7 +9,9 @@ import { fileURLToPath } from 'node:url';
 // Compiled to dist/test/unit/protocol/, four levels below the project root.
 const root = fileURLToPath(new URL('../../../../', import.meta.url));
 const definitions = join(root, '../shared/kafka-protocol/messages');
-const committed = join(root, 'src/protocol/generated/messages.ts');
+const generated = join(root, 'src/protocol/generated');
+/** Everything the generator writes: the schema data, the types and the types' field table. */
+const FILES = ['messages.ts', 'types.ts', 'fields.ts'];
 
 test(
   'the committed generated schemas match a fresh generation',
@@ -19,12 +21,13 @@ test(
   () => {
     const dir = mkdtempSync(join(tmpdir(), 'gen-protocol-'));
     try {
-      const fresh = join(dir, 'messages.ts');
-      execFileSync(process.execPath, [join(root, 'scripts/gen-protocol.mjs'), definitions, fresh], { stdio: 'pipe' });
-      assert.ok(
-        readFileSync(fresh).equals(readFileSync(committed)),
-        'src/protocol/generated/messages.ts is stale or edited by hand: run `npm run gen:protocol`',
-      );
+      execFileSync(process.execPath, [join(root, 'scripts/gen-protocol.mjs'), definitions, join(dir, 'messages.ts')], { stdio: 'pipe' });
+      for (const file of FILES) {
+        assert.ok(
+          readFileSync(join(dir, file)).equals(readFileSync(join(generated, file))),
+          `src/protocol/generated/${file} is stale or edited by hand: run \`npm run gen:protocol\``,
+        );
+      }
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -116,36 +116,39 @@ test('malformed calls are ProtocolErrors naming the problem', () => {
   assert.throws(() => decodeRequest(ApiKey.ApiVersions, 2, 'not a buffer' as unknown as Buffer), ProtocolError);
 });
 
+/** The key as a plain number, so that the encoders take bodies of the wrong type to reject. */
+const untyped = (apiKey: number): number => apiKey;
+
 test('encoding rejects wrong values with the field path', () => {
   const fetchResponse = (partition: object) => ({ responses: [{ partitions: [{}, partition] }] });
-  assert.throws(() => encodeResponse(ApiKey.Fetch, 16, fetchResponse({ highWatermark: 'x' })), {
+  assert.throws(() => encodeResponse(untyped(ApiKey.Fetch), 16, fetchResponse({ highWatermark: 'x' })), {
     name: 'ProtocolError',
     message: 'Fetch v16 response: responses[0].partitions[1].highWatermark: expected a bigint, got string x',
   });
   assert.throws(
-    () => encodeResponse(ApiKey.Fetch, 16, fetchResponse({ errorCode: 40000 })),
+    () => encodeResponse(untyped(ApiKey.Fetch), 16, fetchResponse({ errorCode: 40000 })),
     /responses\[0\]\.partitions\[1\]\.errorCode: expected an int16, got 40000/,
   );
-  assert.throws(() => encodeResponse(ApiKey.Fetch, 16, fetchResponse({ records: 'abc' })), /records: expected a Buffer, got string/);
-  assert.throws(() => encodeResponse(ApiKey.Fetch, 16, { responses: [{ topicId: 'short' }] }), /responses\[0\]\.topicId: invalid uuid "short"/);
-  assert.throws(() => encodeResponse(ApiKey.Fetch, 16, { responses: null }), /responses: null in a non-nullable array/);
-  assert.throws(() => encodeResponse(ApiKey.Fetch, 16, { responses: {} }), /responses: expected an array/);
-  assert.throws(() => encodeResponse(ApiKey.Fetch, 16, { responses: [null] }), /responses\[0\]: expected an object, got null/);
-  assert.throws(() => encodeResponse(ApiKey.Metadata, 12, { brokers: [{ host: null }] }), /brokers\[0\]\.host: expected a string, got null/);
-  assert.throws(() => encodeResponse(ApiKey.Metadata, 12, { brokers: [{ host: 'h'.repeat(40000) }] }), /exceeds 32767/);
-  assert.throws(() => encodeResponse(ApiKey.Metadata, 12, { topics: [{ isInternal: 1 }] }), /topics\[0\]\.isInternal: expected a boolean/);
+  assert.throws(() => encodeResponse(untyped(ApiKey.Fetch), 16, fetchResponse({ records: 'abc' })), /records: expected a Buffer, got string/);
+  assert.throws(() => encodeResponse(untyped(ApiKey.Fetch), 16, { responses: [{ topicId: 'short' }] }), /responses\[0\]\.topicId: invalid uuid "short"/);
+  assert.throws(() => encodeResponse(untyped(ApiKey.Fetch), 16, { responses: null }), /responses: null in a non-nullable array/);
+  assert.throws(() => encodeResponse(untyped(ApiKey.Fetch), 16, { responses: {} }), /responses: expected an array/);
+  assert.throws(() => encodeResponse(untyped(ApiKey.Fetch), 16, { responses: [null] }), /responses\[0\]: expected an object, got null/);
+  assert.throws(() => encodeResponse(untyped(ApiKey.Metadata), 12, { brokers: [{ host: null }] }), /brokers\[0\]\.host: expected a string, got null/);
+  assert.throws(() => encodeResponse(untyped(ApiKey.Metadata), 12, { brokers: [{ host: 'h'.repeat(40000) }] }), /exceeds 32767/);
+  assert.throws(() => encodeResponse(untyped(ApiKey.Metadata), 12, { topics: [{ isInternal: 1 }] }), /topics\[0\]\.isInternal: expected a boolean/);
   assert.throws(
-    () => encodeResponse(ApiKey.Fetch, 16, fetchResponse({ currentLeader: { leaderId: 'x' } })),
+    () => encodeResponse(untyped(ApiKey.Fetch), 16, fetchResponse({ currentLeader: { leaderId: 'x' } })),
     /partitions\[1\]\.currentLeader\.leaderId: expected an int32, got string/,
   );
   assert.throws(
-    () => encodeResponse(ApiKey.Fetch, 16, { _unknownTags: [{ tag: 0, data: Buffer.alloc(1) }] }),
+    () => encodeResponse(untyped(ApiKey.Fetch), 16, { _unknownTags: [{ tag: 0, data: Buffer.alloc(1) }] }),
     /_unknownTags\[0\]: tag 0 belongs to field nodeEndpoints/,
   );
-  assert.throws(() => encodeResponse(ApiKey.Fetch, 16, { _unknownTags: [{ tag: 5, data: 'x' }] }), /_unknownTags\[0\]: data is not a Buffer/);
+  assert.throws(() => encodeResponse(untyped(ApiKey.Fetch), 16, { _unknownTags: [{ tag: 5, data: 'x' }] }), /_unknownTags\[0\]: data is not a Buffer/);
   assert.throws(
-    () => encodeResponse(ApiKey.Metadata, 8, { _unknownTags: [{ tag: 5, data: Buffer.alloc(0) }] }),
+    () => encodeResponse(untyped(ApiKey.Metadata), 8, { _unknownTags: [{ tag: 5, data: Buffer.alloc(0) }] }),
     /_unknownTags: tagged fields need a flexible version/,
   );
-  assert.throws(() => encodeResponse(ApiKey.Metadata, 12, 'body' as unknown as object), /Metadata v12 response: expected an object, got string/);
+  assert.throws(() => encodeResponse(untyped(ApiKey.Metadata), 12, 'body' as unknown as object), /Metadata v12 response: expected an object, got string/);
 });

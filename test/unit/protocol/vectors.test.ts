@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { decodeRequestHeader } from '../../../src/protocol/headers.js';
-import { ApiKey, decodeRequest, decodeResponse, encodeRequest, encodeRequestFrame, encodeResponse, type Struct } from '../../../src/protocol/messages.js';
+import { ApiKey, decodeRequest, decodeResponse, encodeRequest, encodeRequestFrame, encodeResponse } from '../../../src/protocol/messages.js';
 
 const hex = (s: string): Buffer => Buffer.from(s.replace(/\s+/g, ''), 'hex');
 
@@ -71,7 +71,7 @@ test('Metadata v12 response with a topic id, field by field', () => {
   assert.deepStrictEqual(d.brokers, [{ nodeId: 1, host: 'b1', port: 9092, rack: null }]);
   assert.equal(d.clusterId, 'c');
   assert.equal(d.controllerId, 1);
-  const topics = d.topics as Struct[];
+  const topics = d.topics;
   assert.equal(topics.length, 1);
   const t = topics[0]!;
   assert.equal(t.errorCode, 0);
@@ -102,7 +102,7 @@ test('Metadata v12: a null topic name and the zero uuid', () => {
   const bytes = encodeResponse(ApiKey.Metadata, 12, body);
   // The topic starts after throttle(4) brokers(1) clusterId(1) controllerId(4) count(1).
   assert.deepStrictEqual(bytes.subarray(11, 11 + 2 + 1 + 16), hex('0003 00 00000000000000000000000000000000'));
-  const topic = (decodeResponse(ApiKey.Metadata, 12, bytes).topics as Struct[])[0]!;
+  const topic = decodeResponse(ApiKey.Metadata, 12, bytes).topics[0]!;
   assert.equal(topic.name, null);
   assert.equal(topic.topicId, 'AAAAAAAAAAAAAAAAAAAAAA');
 });
@@ -163,8 +163,8 @@ const fetchV16 = hex(
 
 test('Fetch v16 response: tagged fields, zero-copy records', () => {
   const d = decodeResponse(ApiKey.Fetch, 16, fetchV16);
-  const partition = ((d.responses as Struct[])[0]!.partitions as Struct[])[0]!;
-  assert.equal((d.responses as Struct[])[0]!.topicId, Buffer.alloc(16, 0x11).toString('base64url'));
+  const partition = d.responses[0]!.partitions[0]!;
+  assert.equal(d.responses[0]!.topicId, Buffer.alloc(16, 0x11).toString('base64url'));
   assert.equal(partition.errorCode, 6);
   assert.equal(partition.highWatermark, 100n);
   assert.equal(partition.abortedTransactions, null);
