@@ -187,6 +187,9 @@ for (const codec of CODECS) {
       return meta.topics[0].partitions[0]?.leaderId >= 0 ? true : undefined;
     });
     const records = generated(COUNT);
+    // Timestamps of now: the broker's retention check (every 5 minutes, retention.ms 7 days) would
+    // delete a log of old timestamps between one consumer and the next.
+    const baseTimestamp = BigInt(Date.now());
     for (let from = 0; from < COUNT; from += 100) {
       const slice = records.slice(from, from + 100);
       const batch = await encodeBatch(
@@ -195,8 +198,8 @@ for (const codec of CODECS) {
           partitionLeaderEpoch: -1,
           attributes: CODEC_ID[codec],
           lastOffsetDelta: slice.length - 1,
-          baseTimestamp: 1_700_000_000_000n,
-          maxTimestamp: 1_700_000_000_099n,
+          baseTimestamp,
+          maxTimestamp: baseTimestamp + BigInt(slice.length - 1),
           producerId: -1n,
           producerEpoch: -1,
           baseSequence: -1,
