@@ -127,7 +127,7 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
     maxFrameBytes: config.maxFrameBytes,
     requestTimeoutMs: config.requestTimeoutMs,
     log,
-    interceptors: engine.interceptors,
+    filters: engine.filters,
     topics: topicIds,
     meter: metrics.proxy,
     tls: listenerTlsSettings(config),

@@ -5,7 +5,8 @@
  */
 import type { Logger } from '../ops/log.js';
 import type { HostPort } from '../proxy/broker-map.js';
-import type { RequestInterceptor } from '../proxy/interceptor.js';
+import { interceptorFilter, type RequestInterceptor } from '../proxy/interceptor.js';
+import type { Filter } from '../proxy/filter/filter.js';
 import type { TopicIds } from '../proxy/topic-ids.js';
 import { ApiKey } from '../protocol/messages.js';
 import { createTopicConfigs, type StaticTopic, type TopicConfigs } from './config/topic-configs.js';
@@ -45,7 +46,8 @@ export interface CompactionOptions {
 }
 
 export interface Compaction {
-  interceptors: Map<number, RequestInterceptor>;
+  /** What compaction does to client traffic, in chain order. */
+  filters: Filter[];
   configs: TopicConfigs;
   engine: CompactionEngine;
   /** The Fetch interceptor, for its counters. */
@@ -125,8 +127,9 @@ export async function startCompaction(opts: CompactionOptions): Promise<Compacti
   });
   interceptors.set(ApiKey.Fetch, fetchView);
 
+  const filters = [...interceptors].map(([apiKey, i]) => interceptorFilter(`compaction-${apiKey}`, apiKey, i));
   return {
-    interceptors,
+    filters,
     configs,
     engine,
     fetchView,

@@ -1,36 +1,35 @@
 /**
- * One client connection and its upstream twin. Requests are forwarded in arrival order and
- * responses return in the same order (Kafka answers a connection's requests in order), so
- * correlation ids are never rewritten. A response may be transformed asynchronously; an ordered
- * queue of slots keeps the client's view in request order regardless.
+ * One client connection and its upstream twin: framing, ordering and backpressure. Requests are
+ * forwarded in arrival order and responses return in the same order (Kafka answers a
+ * connection's requests in order), so correlation ids are never rewritten. What happens to the
+ * frames the filters hook is the filter chain's (filter/filter-chain.ts); every other frame
+ * streams through piece by piece. Filters may decide asynchronously: later requests wait until an
+ * earlier one has been forwarded or answered (a broker also handles a connection's requests one
+ * at a time), and an ordered queue of slots keeps responses in request order.
  */
 import net from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '../ops/log.js';
 import type { ApiMeter, ProxyMeter } from '../ops/metrics/proxy-meter.js';
-import { ApiKey, apiSchema, decodeResponse, encodeResponseFrame } from '../protocol/messages.js';
-import { decodeResponseHeader, responseHeaderVersion } from '../protocol/headers.js';
-import { decodeApiVersionsResponse } from '../protocol/api-versions-response.js';
-import { ErrorCode } from '../protocol/errors.js';
+import { ApiKey } from '../protocol/messages.js';
+import { decodeRequestHeader } from '../protocol/headers.js';
+import { ProtocolError } from '../protocol/errors.js';
 import type { HostPort } from './broker-map.js';
 import { FrameReader, type FrameRouter } from './frame-reader.js';
-import { responseRewriters, type RewriteContext } from './response-rewrite.js';
-import { clampApiVersions } from './api-versions.js';
 import { produceAcks } from './produce-acks.js';
-import { passThroughVersion, patchRequestVersion } from './fetch-version.js';
+import { patchRequestVersion } from './request-version-patch.js';
 import { largeReads } from './large-reads.js';
-import { decodeRequestHeader } from '../protocol/headers.js';
-import { interceptedRequest, type Interception, type Interceptors, type ResponseTransform } from './interceptor.js';
+import { Closing, FilterError, type FilterChain, type PendingContinuation, type Routed } from './filter/filter-chain.js';
 import { UpstreamConnector } from '../upstream/upstream-connector.js';
 import type { LogThrottle } from '../ops/log-throttle.js';
 
 export interface ConnectionDeps {
   log: Logger;
   maxFrameBytes: number;
-  rewrite: RewriteContext;
   /** Upstream addresses to try in order (the bootstrap list, or the one broker behind a port). */
   upstream: () => Promise<HostPort[]>;
-  interceptors?: Interceptors;
+  /** What the proxy does to the requests and responses it decodes. */
+  chain: FilterChain;
   meter: ProxyMeter;
   /** How the upstream connection is made (TLS or not); plain TCP when omitted. */
   connector?: UpstreamConnector;
@@ -52,7 +51,8 @@ interface Awaiting {
   /** The version the upstream was asked, which its response follows. */
   apiVersion: number;
   slot: Slot;
-  transform?: ResponseTransform;
+  /** Filters that asked to see this response. */
+  continuations: PendingContinuation[] | null;
 }
 
 /** Requests buffered while the upstream connection is being set up, before the client is paused. */
@@ -104,20 +104,20 @@ export class ProxyConnection {
   }
 
   /**
-   * Requests the proxy neither intercepts nor answers itself go upstream piece by piece as they
-   * arrive (Produce excepted: its acks decide whether a response will come).
+   * Requests no filter hooks go upstream piece by piece as they arrive (Produce excepted: its
+   * acks decide whether a response will come).
    */
   private readonly requestRouter: FrameRouter = {
     peekBytes: 12,
     stream: (head) => {
       if (this.held || this.closed) return null;
       const apiKey = head.readInt16BE(4);
-      if (apiKey === ApiKey.ApiVersions || apiKey === ApiKey.Produce || apiKey === ApiKey.SaslHandshake || this.deps.interceptors?.has(apiKey)) return null;
+      const apiVersion = head.readInt16BE(6);
+      if (apiKey === ApiKey.Produce || this.deps.chain.decodesRequest(apiKey, apiVersion)) return null;
       const slot = this.slot(apiKey);
       this.out.push(slot);
-      const apiVersion = head.readInt16BE(6);
-      const upstreamVersion = passThroughVersion(apiKey, apiVersion);
-      this.awaiting.push({ correlationId: head.readInt32BE(8), apiKey, apiVersion: upstreamVersion, slot });
+      const upstreamVersion = this.deps.chain.passThroughVersion(apiKey, apiVersion);
+      this.awaiting.push({ correlationId: head.readInt32BE(8), apiKey, apiVersion: upstreamVersion, slot, continuations: null });
       let at = 0;
       this.requestStreaming = true;
       return (piece) => {
@@ -137,15 +137,15 @@ export class ProxyConnection {
   };
 
   /**
-   * Responses the proxy does not change go to the client piece by piece as they arrive, when no
-   * earlier response is still pending: receiving and sending overlap, and nothing is copied.
+   * Responses no filter reads go to the client piece by piece as they arrive, when no earlier
+   * response is still pending: receiving and sending overlap, and nothing is copied.
    */
   private readonly responseRouter: FrameRouter = {
     peekBytes: 8,
     stream: (head) => {
       const next = this.awaiting[0];
       if (!next || this.closed || this.streamingToClient || this.out[0] !== next.slot) return null;
-      if (head.readInt32BE(4) !== next.correlationId || next.transform || rewritesResponse(next.apiKey, next.apiVersion)) return null;
+      if (head.readInt32BE(4) !== next.correlationId || !this.streams(next)) return null;
       this.awaiting.shift();
       const slot = this.out.shift()!;
       this.streamingToClient = true;
@@ -300,53 +300,33 @@ export class ProxyConnection {
     const apiKey = frame.readInt16BE(4);
     const apiVersion = frame.readInt16BE(6);
     const correlationId = frame.readInt32BE(8);
-    if (apiKey === ApiKey.ApiVersions) {
-      const max = apiSchema(ApiKey.ApiVersions)!.maxVersion;
-      if (apiVersion > max) {
-        // Kafka's answer to a too-new ApiVersions: a v0 body naming the versions it does speak,
-        // so the client retries with one of them.
-        this.respondLocally(
-          apiKey,
-          encodeResponseFrame(ApiKey.ApiVersions, 0, correlationId, {
-            errorCode: ErrorCode.UNSUPPORTED_VERSION,
-            apiKeys: [{ apiKey: ApiKey.ApiVersions, minVersion: 0, maxVersion: max }],
-          }),
-        );
-        return;
-      }
-    }
-    if (apiKey === ApiKey.SaslHandshake && apiVersion === 0) {
-      // After a v0 handshake the SASL tokens travel outside Kafka frames, which no frame reader
-      // can follow. ApiVersions still offers v0 (librdkafka takes its absence for no SASL at all),
-      // but clients since Kafka 1.0 send v1 and SaslAuthenticate when the broker has them.
-      this.close(
-        'refused SaslHandshake v0',
-        new Error(
-          'SaslHandshake v0 (SASL tokens outside Kafka frames) does not pass through kcompact; use a client that authenticates with SaslHandshake v1 and SaslAuthenticate (Kafka 1.0 clients and later)',
-        ),
-      );
-      return;
-    }
     const expectsResponse = !(apiKey === ApiKey.Produce && produceAcks(frame) === 0);
     let slot: Slot | null = null;
     if (expectsResponse) this.out.push((slot = this.slot(apiKey)));
     else this.meter.api(apiKey).requests++;
-    const interceptor = this.deps.interceptors?.get(apiKey);
-    const header = interceptor ? decodeRequestHeader(frame.subarray(4)) : null;
-    if (!interceptor || !header || header.bodyOffset === null) {
-      this.apply({ forward: true }, frame, apiKey, apiVersion, correlationId, slot);
+    const chain = this.deps.chain;
+    if (!chain.decodesRequest(apiKey, apiVersion)) {
+      const upstreamVersion = chain.passThroughVersion(apiKey, apiVersion);
+      if (upstreamVersion !== apiVersion) patchRequestVersion(frame, 0, upstreamVersion);
+      this.apply({ kind: 'forward', frame, upstreamVersion, continuations: null }, apiKey, correlationId, slot);
       return;
     }
-    const decision = interceptor.intercept(interceptedRequest(frame, header, expectsResponse));
-    if (!(decision instanceof Promise)) {
-      this.apply(decision, frame, apiKey, apiVersion, correlationId, slot);
+    let routed: Routed | Promise<Routed>;
+    try {
+      routed = chain.request(frame, decodeRequestHeader(frame.subarray(4)), expectsResponse);
+    } catch (err) {
+      this.close('a filter failed on a request', err);
+      return;
+    }
+    if (!(routed instanceof Promise)) {
+      this.apply(routed, apiKey, correlationId, slot);
       return;
     }
     this.held = [];
-    decision.then(
-      (d) => {
+    routed.then(
+      (r) => {
         if (this.closed) return;
-        this.apply(d, frame, apiKey, apiVersion, correlationId, slot);
+        this.apply(r, apiKey, correlationId, slot);
         const later = this.held ?? [];
         this.held = null;
         for (let i = 0; i < later.length; i++) {
@@ -359,36 +339,30 @@ export class ProxyConnection {
         }
         this.closeIfDrained();
       },
-      (err) => this.close(`interceptor for API ${apiKey} failed`, err),
+      (err) => this.close('a filter failed on a request', err),
     );
   }
 
-  private apply(decision: Interception, frame: Buffer, apiKey: number, apiVersion: number, correlationId: number, slot: Slot | null): void {
-    if ('close' in decision) {
-      this.close(decision.close);
+  private apply(routed: Routed, apiKey: number, correlationId: number, slot: Slot | null): void {
+    if (routed instanceof Closing) {
+      this.close(routed.reason, routed.error);
       return;
     }
-    if ('respond' in decision) {
+    if (routed.kind === 'respond') {
       if (slot) {
-        slot.frame = decision.respond;
+        slot.frame = routed.frame;
         this.flush();
       }
       return;
     }
-    const forwarded = decision.frame ?? frame;
-    // A response nobody transforms can stream through when asked at a streamable version.
-    const upstreamVersion = decision.response ? apiVersion : passThroughVersion(apiKey, apiVersion);
-    if (upstreamVersion !== apiVersion) patchRequestVersion(forwarded, 0, upstreamVersion);
-    if (slot) this.awaiting.push({ correlationId, apiKey, apiVersion: upstreamVersion, slot, transform: decision.response });
-    this.forward(forwarded);
-    if (decision.closeAfter) this.close(decision.closeAfter, undefined, this.upstreamSocket !== null);
+    if (slot) this.awaiting.push({ correlationId, apiKey, apiVersion: routed.upstreamVersion, slot, continuations: routed.continuations });
+    this.forward(routed.frame);
+    if (routed.closeAfter) this.close(routed.closeAfter, undefined, this.upstreamSocket !== null);
   }
 
-  private respondLocally(apiKey: number, frame: Buffer): void {
-    const slot = this.slot(apiKey);
-    slot.frame = frame;
-    this.out.push(slot);
-    this.flush();
+  /** Whether a response goes to the client as it came, no filter reading it. */
+  private streams(req: Awaiting): boolean {
+    return req.continuations === null && !this.deps.chain.decodesResponse(req.apiKey, req.apiVersion);
   }
 
   private forward(frame: Buffer): void {
@@ -412,43 +386,43 @@ export class ProxyConnection {
     if (head.correlationId !== correlationId) {
       throw new Error(`upstream answered correlation id ${correlationId} while ${head.correlationId} was next`);
     }
-    const rewritten = this.transform(head, frame);
-    if (!head.transform) {
-      head.slot.frame = rewritten;
+    if (this.streams(head)) {
+      head.slot.frame = frame;
       this.flush();
       return;
     }
-    const transformed = head.transform(rewritten);
-    if (!(transformed instanceof Promise)) {
-      head.slot.frame = transformed;
-      this.flush();
+    let out: Buffer | Closing | Promise<Buffer | Closing>;
+    try {
+      out = this.deps.chain.response(head.apiKey, head.apiVersion, correlationId, frame, head.continuations);
+    } catch (err) {
+      this.responseFailed(err);
       return;
     }
-    transformed.then(
-      (f) => {
-        if (this.closed) return;
-        head.slot.frame = f;
-        this.flush();
-      },
-      (err) => this.close(`response transform for API ${head.apiKey} failed`, err),
+    if (!(out instanceof Promise)) {
+      this.answered(head, out);
+      return;
+    }
+    out.then(
+      (f) => this.answered(head, f),
+      (err) => this.responseFailed(err),
     );
   }
 
-  private transform(req: Awaiting, frame: Buffer): Buffer {
-    if (req.apiKey === ApiKey.ApiVersions) return this.rewriteApiVersions(req, frame);
-    const rewriter = responseRewriters.get(req.apiKey);
-    if (!rewriter || req.apiVersion < rewriter.minVersion) return frame;
-    const header = decodeResponseHeader(frame.subarray(4), responseHeaderVersion(req.apiKey, req.apiVersion));
-    const body = decodeResponse(req.apiKey, req.apiVersion, frame, 4 + header.bodyOffset);
-    if (!rewriter.rewrite(body, this.deps.rewrite, req.apiVersion)) return frame;
-    return encodeResponseFrame(req.apiKey, req.apiVersion, req.correlationId, body);
+  private answered(head: Awaiting, out: Buffer | Closing): void {
+    if (this.closed) return;
+    if (out instanceof Closing) {
+      this.close(out.reason, out.error);
+      return;
+    }
+    head.slot.frame = out;
+    this.flush();
   }
 
-  private rewriteApiVersions(req: Awaiting, frame: Buffer): Buffer {
-    // ApiVersions responses always use header v0, so the body follows the correlation id.
-    const { body, version } = decodeApiVersionsResponse(frame, 8, req.apiVersion);
-    if (!clampApiVersions(body)) return frame;
-    return encodeResponseFrame(ApiKey.ApiVersions, version, req.correlationId, body);
+  /** A response the upstream sent that cannot be read is its fault; a filter that fails is not. */
+  private responseFailed(err: unknown): void {
+    const cause = err instanceof FilterError ? err.cause : err;
+    if (cause instanceof ProtocolError) this.upstreamFailed('protocol', 'bad response frame from upstream', err);
+    else this.close('a filter failed on a response', err);
   }
 
   private flush(): void {
@@ -486,10 +460,4 @@ export class ProxyConnection {
     this.upstreamPaused = false;
     this.upstreamSocket?.resume();
   }
-}
-
-function rewritesResponse(apiKey: number, apiVersion: number): boolean {
-  if (apiKey === ApiKey.ApiVersions) return true;
-  const rewriter = responseRewriters.get(apiKey);
-  return rewriter !== undefined && apiVersion >= rewriter.minVersion;
 }

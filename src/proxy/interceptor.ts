@@ -7,8 +7,9 @@
  * requests wait until an earlier one has been forwarded or answered (a broker also handles a
  * connection's requests one at a time), and responses go back in request order.
  */
-import { decodeRequest } from '../protocol/messages.js';
+import { decodeRequest, type ApiKeyNumber } from '../protocol/messages.js';
 import type { RequestHeader } from '../protocol/headers.js';
+import type { Filter, FilterHooks, FilterRequest, RequestContext, RequestOutcome } from './filter/filter.js';
 
 export interface InterceptedRequest {
   apiKey: number;
@@ -50,4 +51,40 @@ export function interceptedRequest(frame: Buffer, header: RequestHeader, expects
       return body as T;
     },
   };
+}
+
+/** The interceptor as a filter on its API (while the features move to filters of their own). */
+export function interceptorFilter(name: string, apiKey: number, interceptor: RequestInterceptor): Filter {
+  const onRequest = (
+    req: FilterRequest<ApiKeyNumber>,
+    ctx: RequestContext<ApiKeyNumber>,
+  ): RequestOutcome<ApiKeyNumber> | Promise<RequestOutcome<ApiKeyNumber>> => {
+    const intercepted: InterceptedRequest = {
+      apiKey: req.apiKey,
+      apiVersion: req.apiVersion,
+      correlationId: req.correlationId,
+      header: req.header,
+      frame: req.frame,
+      expectsResponse: req.expectsResponse,
+      body: <T>() => req.body as T,
+    };
+    const toOutcome = (d: Interception): RequestOutcome<ApiKeyNumber> => {
+      if ('close' in d) return ctx.close(d.close);
+      if ('respond' in d) return ctx.respondFrame(d.respond);
+      const transform = d.response;
+      return ctx.forward({
+        frame: d.frame,
+        closeAfter: d.closeAfter,
+        response: transform
+          ? (res, rctx) => {
+              const out = transform(res.frame);
+              return out instanceof Promise ? out.then((f) => rctx.forwardFrame(f)) : rctx.forwardFrame(out);
+            }
+          : undefined,
+      });
+    };
+    const decision = interceptor.intercept(intercepted);
+    return decision instanceof Promise ? decision.then(toOutcome) : toOutcome(decision);
+  };
+  return { name, apis: { [apiKey]: { onRequest } } as FilterHooks };
 }

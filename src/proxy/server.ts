@@ -11,7 +11,13 @@ import { UpstreamClient } from '../upstream/client.js';
 import { BrokerMap, type HostPort } from './broker-map.js';
 import { ProxyConnection } from './connection.js';
 import { TopicIds } from './topic-ids.js';
-import type { Interceptors } from './interceptor.js';
+import { FilterChain } from './filter/filter-chain.js';
+import type { Filter, FilterUpstream } from './filter/filter.js';
+import { apiVersionsFilter } from './filters/api-versions-filter.js';
+import { saslHandshakeFilter } from './filters/sasl-handshake-filter.js';
+import { fetchVersionFilter } from './filters/fetch-version-filter.js';
+import { topicIdFilter } from './filters/topic-id-filter.js';
+import { brokerAddressFilter } from './filters/broker-address-filter.js';
 import { ListenerTls, type ListenerTlsSettings } from './listener-tls.js';
 import { UpstreamConnector } from '../upstream/upstream-connector.js';
 import { LogThrottle } from '../ops/log-throttle.js';
@@ -24,7 +30,10 @@ export interface ProxyOptions {
   maxFrameBytes: number;
   requestTimeoutMs: number;
   log: Logger;
-  interceptors?: Interceptors;
+  /** The features' filters (compaction's), run between the proxy's own in this order. */
+  filters?: readonly Filter[];
+  /** The upstream client filters send their own requests through. */
+  filterUpstream?: FilterUpstream;
   /** The topic id map, when features built before the server share it. */
   topics?: TopicIds;
   /** Where traffic figures go (an unexported meter when omitted). */
@@ -41,6 +50,7 @@ export class ProxyServer {
   readonly brokers: BrokerMap;
   readonly topics: TopicIds;
   readonly meter: ProxyMeter;
+  readonly chain: FilterChain;
   private readonly servers = new Map<number | 'bootstrap', net.Server>();
   private readonly connections = new Set<ProxyConnection>();
   private readonly tls: ListenerTls | undefined;
@@ -63,6 +73,12 @@ export class ProxyServer {
       brokerPortBase: opts.brokerPortBase,
       onNewNode: (nodeId) => this.openBrokerListener(nodeId),
     });
+    // Nearest the client first. The proxy's address and topic-id filters sit nearest the
+    // upstream, so every feature sees the addresses clients will see and the ids just learned.
+    this.chain = new FilterChain(
+      [apiVersionsFilter, saslHandshakeFilter, ...(opts.filters ?? []), fetchVersionFilter, topicIdFilter(this.topics), brokerAddressFilter(this.brokers)],
+      { upstream: opts.filterUpstream },
+    );
   }
 
   /** Where the bootstrap listener is bound (the actual port when 0 was asked for). */
@@ -217,9 +233,8 @@ export class ProxyServer {
       const conn = new ProxyConnection(socket, {
         log: this.opts.log,
         maxFrameBytes: this.opts.maxFrameBytes,
-        rewrite: { brokers: this.brokers, topics: this.topics },
         upstream,
-        interceptors: this.opts.interceptors,
+        chain: this.chain,
         meter: this.meter,
         connector: this.connector,
         throttle: this.throttle,

@@ -7,12 +7,13 @@
  * rather than by the superseded records. A second topic is indexed and cleaned by the real
  * compaction engine, and read through the view of its index.
  */
+import { TopicIds } from '../../src/proxy/topic-ids.js';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, before, test, type TestContext } from 'node:test';
 import kafkajs from 'kafkajs';
 import { ApiKey } from '../../src/protocol/messages.js';
-import type { InterceptedRequest, RequestInterceptor } from '../../src/proxy/interceptor.js';
+import { interceptorFilter, type InterceptedRequest } from '../../src/proxy/interceptor.js';
 import { createFetchView, type FetchView } from '../../src/compaction/fetch-view/fetch-view.js';
 import { startCompactionEngine, type CompactionEngine } from '../../src/compaction/worker/compaction-engine.js';
 import { UpstreamPool } from '../../src/compaction/fetch-view/upstream-pool.js';
@@ -138,25 +139,25 @@ before(async () => {
   engine.setPolicies(new Map([[ENGINE_TOPIC, ENGINE_POLICY]]));
   await produceAndClean();
 
-  const interceptors = new Map<number, RequestInterceptor>();
-  proxy = await startProxy(kafka.bootstrap, { interceptors });
-  proxy.server.topics.learn(TOPIC, created.topics[0].topicId);
+  const topics = new TopicIds();
+  topics.learn(TOPIC, created.topics[0].topicId);
   pool = new UpstreamPool({
     bootstrap: parseHostPortList(kafka.bootstrap),
-    topicIds: proxy.server.topics,
+    topicIds: topics,
     log,
     maxFrameBytes: 100 << 20,
     requestTimeoutMs: 10_000,
   });
   const index = new FakeIndex(SURVIVORS, TOTAL);
   const indexes = { partition: (t: string, p: number) => (t === TOPIC ? (p === 0 ? index : undefined) : engine.index.partition(t, p)) };
-  view = createFetchView({ config, index: indexes, topicIds: proxy.server.topics, upstream: pool, log });
-  interceptors.set(ApiKey.Fetch, {
+  view = createFetchView({ config, index: indexes, topicIds: topics, upstream: pool, log });
+  const observed = {
     intercept(req: InterceptedRequest) {
       record(req);
       return view.intercept(req);
     },
-  });
+  };
+  proxy = await startProxy(kafka.bootstrap, { topics, filters: [interceptorFilter('fetch-view', ApiKey.Fetch, observed)] });
   bootstrap = proxy.bootstrap;
 });
 

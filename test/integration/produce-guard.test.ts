@@ -3,12 +3,13 @@
  * topic Kafka compacts and, through kcompact with the guard, to a topic Kafka does not compact
  * but the proxy's config says is; the answers must be the same, word for word.
  */
+import { TopicIds } from '../../src/proxy/topic-ids.js';
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import kafkajs from 'kafkajs';
 import { ApiKey } from '../../src/protocol/messages.js';
 import { encodeBatch } from '../../src/protocol/records/batch.js';
-import type { RequestInterceptor } from '../../src/proxy/interceptor.js';
+import { interceptorFilter } from '../../src/proxy/interceptor.js';
 import { createProduceGuard, type ProduceGuard } from '../../src/compaction/produce-guard/produce-guard.js';
 import { UpstreamPool } from '../../src/compaction/fetch-view/upstream-pool.js';
 import { createLogger, isLogLevel, setLogLevel } from '../../src/ops/log.js';
@@ -42,23 +43,22 @@ before(async () => {
   const level = process.env.KCOMPACT_TEST_LOG_LEVEL ?? 'warn';
   setLogLevel(isLogLevel(level) ? level : 'warn');
   kafka = await startKafka({ compaction: 'reference' });
-  const interceptors = new Map<number, RequestInterceptor>();
-  proxy = await startProxy(kafka.bootstrap, { interceptors });
+  const topics = new TopicIds();
   pool = new UpstreamPool({
     bootstrap: parseHostPortList(kafka.bootstrap),
-    topicIds: proxy.server.topics,
+    topicIds: topics,
     log,
     maxFrameBytes: 100 << 20,
     requestTimeoutMs: 10_000,
   });
   guard = createProduceGuard({
     config,
-    topicIds: proxy.server.topics,
+    topicIds: topics,
     log,
     resolveTopicIds: (unknown) => pool.resolveTopicIds(unknown),
     logStartOffset: (topic, partition) => pool.logStartOffset(topic, partition),
   });
-  interceptors.set(ApiKey.Produce, guard);
+  proxy = await startProxy(kafka.bootstrap, { topics, filters: [interceptorFilter('produce-guard', ApiKey.Produce, guard)] });
   proxyAddress = proxy.bootstrap;
   const created = await askOnce(kafka.bootstrap, ApiKey.CreateTopics, 7, {
     topics: [

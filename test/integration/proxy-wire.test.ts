@@ -8,7 +8,6 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { ApiKey, apiSchema } from '../../src/protocol/messages.js';
 import { encodeBatch } from '../../src/protocol/records/batch.js';
-import { DECODED_APIS } from '../../src/proxy/api-versions.js';
 import { startProxy, type RunningProxy } from '../support/kcompact.js';
 import { RawConnection, askOnce as ask } from '../support/raw-client.js';
 import { missingPeers, startKfake, type RunningKfake } from '../support/index.js';
@@ -101,6 +100,21 @@ test('DescribeCluster lists the proxy ports', { skip }, async () => {
     for (const b of body.brokers) assert.deepEqual({ host: b.host, port: b.port }, local(b.brokerId), `DescribeCluster v${v}`);
   }
 });
+
+/** The APIs the plain proxy's filters decode (no compaction here), whose versions it clamps. */
+const DECODED_APIS = new Set<number>([
+  ApiKey.ApiVersions,
+  ApiKey.SaslHandshake,
+  ApiKey.Metadata,
+  ApiKey.FindCoordinator,
+  ApiKey.DescribeCluster,
+  ApiKey.Produce,
+  ApiKey.Fetch,
+  ApiKey.ShareFetch,
+  ApiKey.ShareAcknowledge,
+  ApiKey.CreateTopics,
+  ApiKey.DeleteTopics,
+]);
 
 test('ApiVersions is the upstream answer clamped to what the proxy decodes', { skip }, async () => {
   const direct = await ask(kfake.bootstrap, ApiKey.ApiVersions, 3, { clientSoftwareName: 't', clientSoftwareVersion: '1' });

@@ -12,7 +12,7 @@ import { createTopicConfigs, CONFIGS_TOPIC, type StaticTopic, type TopicConfigs 
 import { parseHostPortList } from '../../src/config/host-port.js';
 import { createLogger, isLogLevel, setLogLevel, type Logger } from '../../src/ops/log.js';
 import { ApiKey } from '../../src/protocol/messages.js';
-import type { RequestInterceptor } from '../../src/proxy/interceptor.js';
+import { interceptorFilter } from '../../src/proxy/interceptor.js';
 import { ProxyServer } from '../../src/proxy/server.js';
 import { TopicIds, ZERO_UUID } from '../../src/proxy/topic-ids.js';
 import { freePortRun } from '../support/kcompact.js';
@@ -48,8 +48,17 @@ async function startConfigProxy(upstream: string, opts: { dataDir?: TempDir; sta
   setLogLevel(isLogLevel(level) ? level : 'warn');
   const log = createLogger({ component: 'topic-configs-test' });
   const port = await freePortRun(5);
-  // The server reads this map per request, so the config layer can fill it once it has the server's topic ids.
-  const interceptors = new Map<number, RequestInterceptor>();
+  const topics = new TopicIds();
+  const dataDir = opts.dataDir ?? makeTempDir('kcompact-topic-configs-');
+  const configs = await createTopicConfigs({
+    upstream: parseHostPortList(upstream),
+    dataDir: dataDir.path,
+    topicIds: topics,
+    log,
+    brokerConfigs: REFERENCE_BROKER_CONFIGS,
+    staticTopics: opts.staticTopics,
+    pollIntervalMs: 100,
+  });
   const server = new ProxyServer({
     listen: { host: '127.0.0.1', port },
     upstream: parseHostPortList(upstream),
@@ -58,19 +67,9 @@ async function startConfigProxy(upstream: string, opts: { dataDir?: TempDir; sta
     maxFrameBytes: 100 * 1024 * 1024,
     requestTimeoutMs: 30_000,
     log,
-    interceptors,
+    topics,
+    filters: [...configs.interceptors].map(([apiKey, i]) => interceptorFilter(`config-${apiKey}`, apiKey, i)),
   });
-  const dataDir = opts.dataDir ?? makeTempDir('kcompact-topic-configs-');
-  const configs = await createTopicConfigs({
-    upstream: parseHostPortList(upstream),
-    dataDir: dataDir.path,
-    topicIds: server.topics,
-    log,
-    brokerConfigs: REFERENCE_BROKER_CONFIGS,
-    staticTopics: opts.staticTopics,
-    pollIntervalMs: 100,
-  });
-  for (const [key, interceptor] of configs.interceptors) interceptors.set(key, interceptor);
   await server.start();
   return {
     bootstrap: `127.0.0.1:${port}`,

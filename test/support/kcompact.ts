@@ -11,7 +11,7 @@ import { parseHostPortList } from '../../src/config/host-port.js';
 import { TopicIds } from '../../src/proxy/topic-ids.js';
 import { startCompaction, type Compaction } from '../../src/compaction/compaction.js';
 import type { StaticTopic } from '../../src/compaction/config/topic-configs.js';
-import type { Interceptors } from '../../src/proxy/interceptor.js';
+import type { Filter } from '../../src/proxy/filter/filter.js';
 import type { KeyIdentityRules } from '../../src/compaction/key-identity/key-identity-rules.js';
 
 export interface RunningProxy {
@@ -47,10 +47,10 @@ export async function freePortRun(count: number): Promise<number> {
   throw new Error(`no run of ${count} free ports found on 127.0.0.1`);
 }
 
-/** `interceptors` may be filled after the start: the proxy looks them up per request. */
+/** `topics`: the topic id map the filters were made with (one is made when omitted). */
 export async function startProxy(
   upstream: string,
-  opts: { maxFrameBytes?: number; brokerSlots?: number; interceptors?: Interceptors } = {},
+  opts: { maxFrameBytes?: number; brokerSlots?: number; filters?: readonly Filter[]; topics?: TopicIds } = {},
 ): Promise<RunningProxy> {
   const level = process.env.KCOMPACT_TEST_LOG_LEVEL ?? 'warn';
   setLogLevel(isLogLevel(level) ? level : 'warn');
@@ -64,7 +64,8 @@ export async function startProxy(
     maxFrameBytes: opts.maxFrameBytes ?? 100 * 1024 * 1024,
     requestTimeoutMs: 10_000,
     log: createLogger({ component: 'kcompact-test' }),
-    interceptors: opts.interceptors,
+    filters: opts.filters,
+    topics: opts.topics,
   });
   await server.start();
   return { bootstrap: `127.0.0.1:${port}`, server, brokerPortBase: port + 1, stop: () => server.stop() };
@@ -87,6 +88,8 @@ export async function startCompactingProxy(
     maxFrameBytes?: number;
     keyIdentity?: KeyIdentityRules;
     schemaRegistryUrl?: string;
+    /** Filters to run before compaction's (a test's observers). */
+    filters?: readonly Filter[];
   } = {},
 ): Promise<RunningCompactingProxy> {
   const level = process.env.KCOMPACT_TEST_LOG_LEVEL ?? 'warn';
@@ -117,7 +120,7 @@ export async function startCompactingProxy(
     maxFrameBytes: opts.maxFrameBytes ?? 100 * 1024 * 1024,
     requestTimeoutMs: 10_000,
     log,
-    interceptors: compaction.interceptors,
+    filters: [...(opts.filters ?? []), ...compaction.filters],
     topics: topicIds,
   });
   await server.start();

@@ -8,7 +8,8 @@
 // kafkajs is CommonJS: Node's ESM loader sees only its default export as a value.
 import kafkajs, { type Admin, type Kafka, type Producer } from 'kafkajs';
 import { ApiKey } from '../../../src/protocol/messages.js';
-import type { InterceptedRequest, RequestInterceptor } from '../../../src/proxy/interceptor.js';
+import type { Filter } from '../../../src/proxy/filter/filter.js';
+import type { TopicIds } from '../../../src/proxy/topic-ids.js';
 import { startCompactingProxy, type RunningCompactingProxy } from '../kcompact.js';
 import { pollUntil } from '../processes.js';
 import { franzConsume } from '../runners.js';
@@ -28,8 +29,6 @@ function kafkaClient(bootstrap: string, clientId: string): Kafka {
 }
 
 export class Harness {
-  private readonly seen = new Map<string, FetchSeen[]>();
-
   private constructor(
     readonly kind: UpstreamKind,
     private readonly upstream: UncompactedUpstream,
@@ -39,21 +38,24 @@ export class Harness {
     private readonly producer: Producer,
     /** Straight to the upstream: what its log and its group coordinator hold. */
     private readonly upstreamAdmin: Admin,
+    /** The offsets clients fetched from, by topic. */
+    private readonly seen: Map<string, FetchSeen[]>,
   ) {}
 
   static async start(kind: UpstreamKind): Promise<Harness> {
     const upstream = await startUncompactedUpstream(kind);
     let proxy: RunningCompactingProxy | undefined;
     try {
-      proxy = await startCompactingProxy(upstream.bootstrap);
+      const seen = new Map<string, FetchSeen[]>();
+      const names: { topics?: TopicIds } = {};
+      proxy = await startCompactingProxy(upstream.bootstrap, { filters: [fetchObserver(seen, names)] });
+      names.topics = proxy.server.topics;
       const viaProxy = kafkaClient(proxy.bootstrap, 'client-matrix-harness');
       const proxyAdmin = viaProxy.admin();
       const producer = viaProxy.producer({ allowAutoTopicCreation: false });
       const upstreamAdmin = kafkaClient(upstream.bootstrap, 'client-matrix-truth').admin();
       await Promise.all([proxyAdmin.connect(), producer.connect(), upstreamAdmin.connect()]);
-      const h = new Harness(kind, upstream, proxy, proxyAdmin, producer, upstreamAdmin);
-      h.observeFetches();
-      return h;
+      return new Harness(kind, upstream, proxy, proxyAdmin, producer, upstreamAdmin, seen);
     } catch (e) {
       await proxy?.stop();
       await upstream.stop();
@@ -145,29 +147,26 @@ export class Harness {
     await this.proxy.stop();
     await this.upstream.stop();
   }
+}
 
-  /** The proxy looks its interceptors up per request, so wrapping the Fetch one takes effect at once. */
-  private observeFetches(): void {
-    const interceptors = this.proxy.compaction.interceptors;
-    const view = interceptors.get(ApiKey.Fetch)!;
-    const observed: RequestInterceptor = {
-      intercept: (req) => {
-        this.record(req);
-        return view.intercept(req);
+/** Records the offsets clients fetch from, before compaction's filters see the request. */
+function fetchObserver(seen: Map<string, FetchSeen[]>, names: { topics?: TopicIds }): Filter {
+  return {
+    name: 'client-matrix-fetch-observer',
+    apis: {
+      [ApiKey.Fetch]: {
+        onRequest: (req, ctx) => {
+          const at = Date.now();
+          for (const t of req.body.topics) {
+            const topic = t.topic ?? names.topics?.name(t.topicId ?? '');
+            if (topic === undefined) continue;
+            const list = seen.get(topic) ?? [];
+            for (const p of t.partitions) list.push({ partition: p.partition, offset: Number(p.fetchOffset), at });
+            seen.set(topic, list);
+          }
+          return ctx.forward();
+        },
       },
-    };
-    interceptors.set(ApiKey.Fetch, observed);
-  }
-
-  private record(req: InterceptedRequest): void {
-    const body = req.body<{ topics: { topic?: string; topicId?: string; partitions: { partition: number; fetchOffset: bigint }[] }[] }>();
-    const at = Date.now();
-    for (const t of body.topics) {
-      const topic = t.topic ?? this.proxy.server.topics.name(t.topicId ?? '');
-      if (topic === undefined) continue;
-      const list = this.seen.get(topic) ?? [];
-      for (const p of t.partitions) list.push({ partition: p.partition, offset: Number(p.fetchOffset), at });
-      this.seen.set(topic, list);
-    }
-  }
+    },
+  };
 }
