@@ -2,12 +2,7 @@
  * Reading an ApiVersions answer, for the proxy's own upstream client and for the answers it
  * relays to clients: one rule, Kafka's (ApiVersionsResponse.parse in its clients).
  */
-import { ApiKey, decodeResponse } from './messages.js';
-
-export interface ApiVersionsResponse {
-  errorCode: number;
-  apiKeys: { apiKey: number; minVersion: number; maxVersion: number }[];
-}
+import { ApiKey, decodeResponse, type ApiVersionsResponse } from './messages.js';
 
 /**
  * The body at `offset` in `frame`, read at the version asked, and as v0 only when that fails: a
@@ -16,11 +11,11 @@ export interface ApiVersionsResponse {
  */
 export function decodeApiVersionsResponse(frame: Buffer, offset: number, version: number): { body: ApiVersionsResponse; version: number } {
   try {
-    return { body: decodeResponse<ApiVersionsResponse>(ApiKey.ApiVersions, version, frame, offset), version };
+    return { body: decodeResponse(ApiKey.ApiVersions, version, frame, offset), version };
   } catch (err) {
     if (version === 0) throw err;
     try {
-      return { body: decodeResponse<ApiVersionsResponse>(ApiKey.ApiVersions, 0, frame, offset), version: 0 };
+      return { body: decodeResponse(ApiKey.ApiVersions, 0, frame, offset), version: 0 };
     } catch {
       throw err;
     }

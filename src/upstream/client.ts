@@ -5,9 +5,9 @@
  * them, and then correlates responses by id.
  */
 import type net from 'node:net';
-import { ApiKey, apiSchema, decodeResponse, encodeRequestFrame } from '../protocol/messages.js';
+import { ApiKey, apiSchema, decodeResponse, encodeRequestFrame, type ApiVersionsResponse } from '../protocol/messages.js';
 import { decodeResponseHeader, responseHeaderVersion } from '../protocol/headers.js';
-import { decodeApiVersionsResponse, type ApiVersionsResponse } from '../protocol/api-versions-response.js';
+import { decodeApiVersionsResponse } from '../protocol/api-versions-response.js';
 import { ErrorCode, errorName, ProtocolError } from '../protocol/errors.js';
 import type { HostPort } from '../proxy/broker-map.js';
 import type { ReusedBuffers } from './reused-buffers.js';

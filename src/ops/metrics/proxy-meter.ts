@@ -58,26 +58,23 @@ export class ProxyMeter {
     });
     this.unknown = this.meterFor('unknown');
     const apis = (): ApiMeter[] => [...meter.apis.filter(Boolean), meter.unknown];
-    new Counter({
-      name: 'kcompact_requests_total',
-      help: 'Requests received from clients, by Kafka API (api="unknown": an api key the proxy has no name for)',
-      labelNames: ['api'],
-      registers,
-      collect(this: Counter<'api'>) {
-        this.reset();
-        for (const a of apis()) if (a.requests > 0) this.inc({ api: a.api }, a.requests);
-      },
-    });
-    new Counter({
-      name: 'kcompact_request_errors_total',
-      help: 'Requests that got no response because the proxy closed their connection (upstream failure or disconnect, a frame it could not accept, a failed interceptor, shutdown past the drain deadline), by Kafka API. Error codes inside responses are not counted',
-      labelNames: ['api'],
-      registers,
-      collect(this: Counter<'api'>) {
-        this.reset();
-        for (const a of apis()) if (a.errors > 0) this.inc({ api: a.api }, a.errors);
-      },
-    });
+    const perApi = (name: string, help: string, count: (a: ApiMeter) => number) =>
+      new Counter({
+        name,
+        help,
+        labelNames: ['api'],
+        registers,
+        collect(this: Counter<'api'>) {
+          this.reset();
+          for (const a of apis()) if (count(a) > 0) this.inc({ api: a.api }, count(a));
+        },
+      });
+    perApi('kcompact_requests_total', 'Requests received from clients, by Kafka API (api="unknown": an api key the proxy has no name for)', (a) => a.requests);
+    perApi(
+      'kcompact_request_errors_total',
+      'Requests that got no response because the proxy closed their connection (upstream failure or disconnect, a frame it could not accept, a failed filter, shutdown past the drain deadline), by Kafka API. Error codes inside responses are not counted',
+      (a) => a.errors,
+    );
     const bytes = (name: string, help: string, client: () => number, upstream: () => number) =>
       new Counter({
         name,
