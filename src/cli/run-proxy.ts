@@ -14,6 +14,7 @@ import { startCompaction, type Compaction } from '../compaction/compaction.js';
 import { flagOf, listenerTlsSettings, upstreamSecuritySettings, type ProxyConfig } from '../config/settings.js';
 import { reloadWatchedFiles } from '../config/watched-files.js';
 import { UpstreamConnector } from '../upstream/upstream-connector.js';
+import { UpstreamClusterClient } from '../upstream/upstream-cluster-client.js';
 
 /**
  * After the drain, how long checkpointing and closing the key index may take before the process
@@ -43,6 +44,16 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
   let compaction: Compaction | undefined;
   // One connector for every upstream connection of this thread; the worker builds its own.
   const connector = new UpstreamConnector(upstreamSecuritySettings(config), log);
+  // One client of the upstream for everything this thread asks it itself (config store, fetch
+  // view reads, produce guard, broker discovery, readiness, admin routes); the worker has its own.
+  const upstream = new UpstreamClusterClient({
+    bootstrap: config.upstream,
+    clientId: 'kcompact',
+    maxFrameBytes: config.maxFrameBytes,
+    requestTimeoutMs: config.requestTimeoutMs,
+    connector,
+    log,
+  });
   // From the start: SIGHUP's default action would end the process. The worker thread gets no
   // signals; it sees changed files through its own file checks.
   process.on('SIGHUP', () => {
@@ -51,7 +62,7 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
   });
   const health = new Health({
     listening: () => server?.listening ?? false,
-    upstream: new UpstreamReachability({ upstream: config.upstream, lastConnectMs: () => metrics.proxy.lastUpstreamConnectMs, connector }),
+    upstream: new UpstreamReachability({ client: upstream, lastConnectMs: () => metrics.proxy.lastUpstreamConnectMs }),
   });
   /** A route that needs the compaction engine, answered 503 while the index is being recovered. */
   const withCompaction =
@@ -60,7 +71,7 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
       compaction
         ? use(compaction, url)
         : Reply.json(503, { error: 'kcompact is still starting (recovering the key index); try again once /startupz answers 200' });
-  const admin = adminRoutes({ config, server: () => server, withCompaction, connector });
+  const admin = adminRoutes({ config, server: () => server, withCompaction, upstream });
   const metricsRoutes = new Map<string, Route>([
     ...health.routes(),
     [
@@ -108,6 +119,7 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
     keyIdentity: config.keyIdentity,
     schemaRegistryUrl: config.schemaRegistryUrl,
     upstreamConnector: connector,
+    upstreamClient: upstream,
     viewCacheBytes: config.viewCacheBytes,
   }).catch((err: unknown) =>
     fail('cannot start compaction', { err, dataDir: config.dataDir, fix: 'check that the data directory is writable and the upstream reachable' }),
@@ -132,6 +144,7 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
     meter: metrics.proxy,
     tls: listenerTlsSettings(config),
     connector,
+    upstreamClient: upstream,
   });
   server = proxy;
   await proxy.start().catch((err: unknown) =>
@@ -173,6 +186,8 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
     await proxy.stop();
     await Promise.all([management.close(), adminServer.close()]);
     adminToken?.close();
+    // Before the index: the config store's and the reads' requests in flight end now, not at their timeout.
+    upstream.close();
     log.info('closing the key index');
     await engine.close();
     log.info('shutdown complete', { signal });

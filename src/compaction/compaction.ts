@@ -15,9 +15,10 @@ import type { IndexerOptions } from './indexer/indexer.js';
 import type { KeyIdentityRules } from './key-identity/key-identity-rules.js';
 import { createProduceGuard } from './produce-guard/produce-guard.js';
 import { createFetchView, type FetchView } from './fetch-view/fetch-view.js';
-import { UpstreamPool } from './fetch-view/upstream-pool.js';
+import { UpstreamPartitionReads } from './fetch-view/upstream-partition-reads.js';
 import type { TopicPolicy } from './policy.js';
 import type { UpstreamConnector } from '../upstream/upstream-connector.js';
+import { UpstreamClusterClient } from '../upstream/upstream-cluster-client.js';
 
 export interface CompactionOptions {
   upstream: HostPort[];
@@ -41,6 +42,11 @@ export interface CompactionOptions {
   schemaRegistryUrl?: string;
   /** TLS and SASL of every upstream connection compaction makes (the worker builds its own from its settings). */
   upstreamConnector?: UpstreamConnector;
+  /**
+   * The proxy's upstream client, shared by the config layer and the fetch view's and produce
+   * guard's reads; without it compaction opens its own (the worker thread always does).
+   */
+  upstreamClient?: UpstreamClusterClient;
   /** Memory for compacted reads served again (the viewCacheBytes setting). */
   viewCacheBytes?: number;
 }
@@ -56,6 +62,19 @@ export interface Compaction {
 }
 
 export async function startCompaction(opts: CompactionOptions): Promise<Compaction> {
+  const upstream =
+    opts.upstreamClient ??
+    new UpstreamClusterClient({
+      bootstrap: opts.upstream,
+      clientId: 'kcompact',
+      maxFrameBytes: opts.maxFrameBytes,
+      requestTimeoutMs: opts.requestTimeoutMs,
+      connector: opts.upstreamConnector,
+      log: opts.log,
+    });
+  const closeUpstream = () => {
+    if (upstream !== opts.upstreamClient) upstream.close();
+  };
   const configs = await createTopicConfigs({
     upstream: opts.upstream,
     dataDir: opts.dataDir,
@@ -67,6 +86,10 @@ export async function startCompaction(opts: CompactionOptions): Promise<Compacti
     requestTimeoutMs: opts.requestTimeoutMs,
     maxFrameBytes: opts.maxFrameBytes,
     connector: opts.upstreamConnector,
+    client: upstream,
+  }).catch((err: unknown) => {
+    closeUpstream();
+    throw err;
   });
   let engine: CompactionEngine;
   try {
@@ -84,6 +107,7 @@ export async function startCompaction(opts: CompactionOptions): Promise<Compacti
     });
   } catch (err) {
     await configs.close();
+    closeUpstream();
     throw err;
   }
   // The engine drops the index of any topic missing from the map, so it always gets the whole set.
@@ -98,14 +122,7 @@ export async function startCompaction(opts: CompactionOptions): Promise<Compacti
   pushPolicies();
   const unsubscribe = configs.view.onChange(pushPolicies);
 
-  const pool = new UpstreamPool({
-    bootstrap: opts.upstream,
-    topicIds: opts.topicIds,
-    log: opts.log,
-    maxFrameBytes: opts.maxFrameBytes,
-    requestTimeoutMs: opts.requestTimeoutMs,
-    connector: opts.upstreamConnector,
-  });
+  const pool = new UpstreamPartitionReads({ upstream, topicIds: opts.topicIds });
   const interceptors = new Map<number, RequestInterceptor>(configs.interceptors);
   interceptors.set(
     ApiKey.Produce,
@@ -135,7 +152,8 @@ export async function startCompaction(opts: CompactionOptions): Promise<Compacti
     fetchView,
     close: async () => {
       unsubscribe();
-      pool.close();
+      // First: requests in flight on the proxy's own connections end now, not at their timeout.
+      closeUpstream();
       await engine.close();
       await configs.close();
     },

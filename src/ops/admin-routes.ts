@@ -22,12 +22,11 @@ import {
   TOPIC_CONFIG,
   type ConfigValue,
 } from '../compaction/config/definitions.js';
-import { UpstreamCluster } from '../compaction/indexer/upstream-cluster.js';
 import type { ProxyConfig } from '../config/settings.js';
 import { ErrorCode } from '../protocol/errors.js';
 import type { HostPort } from '../proxy/broker-map.js';
 import type { ProxyServer } from '../proxy/server.js';
-import type { UpstreamConnector } from '../upstream/upstream-connector.js';
+import type { UpstreamClusterClient } from '../upstream/upstream-cluster-client.js';
 import { summarizeTopics, type InspectReport, type Listeners, type StatusReport } from './admin-reports.js';
 import { Reply, type Route } from './management-server.js';
 
@@ -37,8 +36,8 @@ export interface AdminRouteDeps {
   server: () => ProxyServer | undefined;
   /** Makes a route that needs the compaction engine (the proxy answers for it while the engine starts). */
   withCompaction: (use: (compaction: Compaction, url: URL) => Promise<unknown>) => Route;
-  /** TLS and SASL of the upstream connections the routes make. */
-  connector?: UpstreamConnector;
+  /** The proxy's upstream client, for the questions the routes ask the upstream. */
+  upstream: UpstreamClusterClient;
 }
 
 /** A request the route refuses, with the HTTP status to answer it with. */
@@ -95,19 +94,11 @@ export function adminRoutes(deps: AdminRouteDeps): [string, Route][] {
 
   /** Whether the upstream has the topic; undefined when it cannot be asked. */
   async function existsUpstream(topic: string): Promise<boolean | undefined> {
-    const cluster = new UpstreamCluster(config.upstream, {
-      clientId: 'kcompact-admin',
-      maxFrameBytes: config.maxFrameBytes,
-      requestTimeoutMs: config.requestTimeoutMs,
-      connector: deps.connector,
-    });
     try {
-      const [answer] = await cluster.metadata([topic]);
+      const answer = (await deps.upstream.metadata([topic])).topics.find((t) => t.name === topic);
       return answer?.errorCode !== ErrorCode.UNKNOWN_TOPIC_OR_PARTITION;
     } catch {
       return undefined;
-    } finally {
-      cluster.close();
     }
   }
 

@@ -6,8 +6,6 @@
 import net from 'node:net';
 import type { Logger } from '../ops/log.js';
 import { ProxyMeter } from '../ops/metrics/proxy-meter.js';
-import { ApiKey } from '../protocol/messages.js';
-import { UpstreamClient } from '../upstream/client.js';
 import { BrokerMap, type HostPort } from './broker-map.js';
 import { ProxyConnection } from './connection.js';
 import { TopicIds } from './topic-ids.js';
@@ -20,6 +18,9 @@ import { topicIdFilter } from './filters/topic-id-filter.js';
 import { brokerAddressFilter } from './filters/broker-address-filter.js';
 import { ListenerTls, type ListenerTlsSettings } from './listener-tls.js';
 import { UpstreamConnector } from '../upstream/upstream-connector.js';
+import { UpstreamClusterClient } from '../upstream/upstream-cluster-client.js';
+import { NoBrokerAnswered } from '../upstream/error-class.js';
+import { backoffMs } from '../upstream/backoff.js';
 import { LogThrottle } from '../ops/log-throttle.js';
 
 export interface ProxyOptions {
@@ -42,9 +43,12 @@ export interface ProxyOptions {
   tls?: ListenerTlsSettings;
   /** How upstream connections are made (TLS, the discovery client's SASL); plain TCP when omitted. */
   connector?: UpstreamConnector;
+  /** The proxy's upstream client, which discovery asks; the server opens its own when omitted. */
+  upstreamClient?: UpstreamClusterClient;
 }
 
-const DISCOVERY_RETRY_MS = 2_000;
+/** Retries of a discovery that failed, by the backoff rule: soon at first, every two seconds at most. */
+const DISCOVERY_BACKOFF = { baseMs: 500, maxMs: 2_000 };
 
 export class ProxyServer {
   readonly brokers: BrokerMap;
@@ -55,6 +59,8 @@ export class ProxyServer {
   private readonly connections = new Set<ProxyConnection>();
   private readonly tls: ListenerTls | undefined;
   private readonly connector: UpstreamConnector;
+  private readonly upstream: UpstreamClusterClient;
+  private discoveryFailures = 0;
   private readonly throttle = new LogThrottle();
   private discovering: Promise<void> | null = null;
   private retryTimer: NodeJS.Timeout | null = null;
@@ -68,6 +74,16 @@ export class ProxyServer {
     this.meter = opts.meter ?? new ProxyMeter();
     this.tls = opts.tls ? new ListenerTls(opts.tls, opts.log) : undefined;
     this.connector = opts.connector ?? UpstreamConnector.plaintext;
+    this.upstream =
+      opts.upstreamClient ??
+      new UpstreamClusterClient({
+        bootstrap: opts.upstream,
+        clientId: 'kcompact-discovery',
+        maxFrameBytes: opts.maxFrameBytes,
+        requestTimeoutMs: opts.requestTimeoutMs,
+        connector: this.connector,
+        log: opts.log,
+      });
     this.brokers = new BrokerMap({
       advertisedHost: opts.advertisedHost,
       brokerPortBase: opts.brokerPortBase,
@@ -110,8 +126,7 @@ export class ProxyServer {
       await this.discover();
     } catch (err) {
       // The upstream may come up after the proxy (pod start order): keep trying in the background.
-      this.opts.log.warn('upstream broker discovery failed, retrying', { err, retryMs: DISCOVERY_RETRY_MS });
-      this.scheduleDiscovery();
+      this.scheduleDiscovery(err);
     }
   }
 
@@ -143,6 +158,7 @@ export class ProxyServer {
     await closing;
     this.servers.clear();
     this.tls?.close();
+    if (this.upstream !== this.opts.upstreamClient) this.upstream.close();
   }
 
   private stopAccepting(): Promise<void> {
@@ -161,47 +177,36 @@ export class ProxyServer {
   }
 
   private async discoverOnce(): Promise<void> {
-    let lastErr: unknown;
-    for (const address of this.opts.upstream) {
-      let client: UpstreamClient | undefined;
-      try {
-        client = await UpstreamClient.connect(address, {
-          clientId: 'kcompact-discovery',
-          maxFrameBytes: this.opts.maxFrameBytes,
-          requestTimeoutMs: this.opts.requestTimeoutMs,
-          connector: this.connector,
-        });
-        const version = client.version(ApiKey.Metadata);
-        const metadata = await client.request(ApiKey.Metadata, version, { topics: [], allowAutoTopicCreation: false });
-        for (const b of metadata.brokers) this.brokers.learn(b.nodeId, b.host, b.port);
-        this.opts.log.info('upstream brokers discovered', {
-          upstream: `${address.host}:${address.port}`,
-          brokers: metadata.brokers.map((b: { nodeId: number; host: string; port: number }) => ({
-            nodeId: b.nodeId,
-            upstream: `${b.host}:${b.port}`,
-            local: `${this.opts.advertisedHost}:${this.brokers.localPort(b.nodeId)}`,
-          })),
-        });
-        return;
-      } catch (err) {
-        lastErr = err;
-        this.meter.upstreamError('discovery');
-      } finally {
-        client?.close();
-      }
+    let metadata;
+    try {
+      metadata = await this.upstream.metadata([]);
+    } catch (err) {
+      // One count per address that failed, as each is a connection or request that did.
+      const failures = err instanceof NoBrokerAnswered ? err.failures.length : 1;
+      for (let i = 0; i < failures; i++) this.meter.upstreamError('discovery');
+      throw err;
     }
-    throw lastErr ?? new Error('no upstream configured');
+    this.discoveryFailures = 0;
+    for (const b of metadata.brokers) this.brokers.learn(b.nodeId, b.host, b.port);
+    const from = this.upstream.answeredBy;
+    this.opts.log.info('upstream brokers discovered', {
+      upstream: from ? `${from.host}:${from.port}` : undefined,
+      brokers: metadata.brokers.map((b) => ({
+        nodeId: b.nodeId,
+        upstream: `${b.host}:${b.port}`,
+        local: `${this.opts.advertisedHost}:${this.brokers.localPort(b.nodeId)}`,
+      })),
+    });
   }
 
-  private scheduleDiscovery(): void {
+  private scheduleDiscovery(err: unknown): void {
     if (this.stopped || this.retryTimer) return;
+    const retryMs = backoffMs(++this.discoveryFailures, DISCOVERY_BACKOFF);
+    this.opts.log.warn('upstream broker discovery failed, retrying', { err, attempt: this.discoveryFailures, retryMs });
     this.retryTimer = setTimeout(() => {
       this.retryTimer = null;
-      this.discover().catch((err) => {
-        this.opts.log.warn('upstream broker discovery failed, retrying', { err, retryMs: DISCOVERY_RETRY_MS });
-        this.scheduleDiscovery();
-      });
-    }, DISCOVERY_RETRY_MS);
+      this.discover().catch((next: unknown) => this.scheduleDiscovery(next));
+    }, retryMs);
     this.retryTimer.unref();
   }
 

@@ -5,7 +5,17 @@
  * them, and then correlates responses by id.
  */
 import type net from 'node:net';
-import { ApiKey, apiSchema, decodeResponse, encodeRequestFrame, type ApiVersionsResponse } from '../protocol/messages.js';
+import {
+  ApiKey,
+  apiSchema,
+  decodeResponse,
+  encodeRequestFrame,
+  type ApiKeyNumber,
+  type ApiVersionsResponse,
+  type BodyInit,
+  type RequestBodies,
+  type ResponseBodies,
+} from '../protocol/messages.js';
 import { decodeResponseHeader, responseHeaderVersion } from '../protocol/headers.js';
 import { decodeApiVersionsResponse } from '../protocol/api-versions-response.js';
 import { ErrorCode, errorName, ProtocolError } from '../protocol/errors.js';
@@ -33,7 +43,7 @@ const RETIRE_AT_SESSION_SHARE = 0.8;
 interface InFlight {
   apiKey: number;
   version: number;
-  resolve: (body: any) => void; // eslint-disable-line @typescript-eslint/no-explicit-any
+  resolve: (body: ResponseBodies[ApiKeyNumber]) => void;
   reject: (err: Error) => void;
   timer: NodeJS.Timeout;
   frames?: ReusedBuffers;
@@ -139,12 +149,11 @@ export class UpstreamClient {
    * With `frames`, the response is read into a buffer from there, and the decoded body's bytes
    * and records are views of it: the caller gives it back (frames.give) once done with them.
    */
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  request(apiKey: number, version: number, body: Record<string, unknown>, frames?: ReusedBuffers): Promise<any> {
+  request<K extends ApiKeyNumber>(apiKey: K, version: number, body: BodyInit<RequestBodies[K]>, frames?: ReusedBuffers): Promise<ResponseBodies[K]> {
     if (this.closedError) return Promise.reject(this.closedError);
     const correlationId = this.nextCorrelationId++ & 0x7fffffff;
-    const frame = encodeRequestFrame({ apiKey, apiVersion: version, correlationId, clientId: this.opts.clientId }, body);
-    return new Promise((resolve, reject) => {
+    const frame = encodeRequestFrame({ apiKey, apiVersion: version, correlationId, clientId: this.opts.clientId }, body as object);
+    return new Promise<ResponseBodies[K]>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.inFlight.delete(correlationId);
         reject(
@@ -153,7 +162,7 @@ export class UpstreamClient {
           ),
         );
       }, this.opts.requestTimeoutMs);
-      this.inFlight.set(correlationId, { apiKey, version, resolve, reject, timer, frames });
+      this.inFlight.set(correlationId, { apiKey, version, resolve: resolve as (body: ResponseBodies[ApiKeyNumber]) => void, reject, timer, frames });
       this.socket.write(frame);
     });
   }
@@ -216,8 +225,9 @@ export class UpstreamClient {
       const offset = 4 + header.bodyOffset;
       call.resolve(
         call.apiKey === ApiKey.ApiVersions
-          ? decodeApiVersionsResponse(frame, offset, call.version).body
-          : decodeResponse(call.apiKey, call.version, frame, offset),
+          ? // A v0 body where the broker did not know the version asked: the fields all versions share.
+            (decodeApiVersionsResponse(frame, offset, call.version).body as ResponseBodies[ApiKeyNumber])
+          : decodeResponse<ResponseBodies[ApiKeyNumber]>(call.apiKey, call.version, frame, offset),
       );
     } catch (err) {
       call.reject(err as Error);

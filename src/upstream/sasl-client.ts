@@ -7,7 +7,7 @@
 import { createHash, createHmac, pbkdf2, randomBytes, timingSafeEqual } from 'node:crypto';
 import { promisify } from 'node:util';
 import { ErrorCode } from '../protocol/errors.js';
-import { ApiKey } from '../protocol/messages.js';
+import { ApiKey, type ApiKeyNumber, type BodyInit, type RequestBodies, type ResponseBodies, type SaslAuthenticateResponse } from '../protocol/messages.js';
 import type { HostPort } from '../proxy/broker-map.js';
 
 export const SASL_MECHANISMS = ['PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512'] as const;
@@ -117,14 +117,7 @@ export class ScramClient {
 export interface SaslConnection {
   readonly address: HostPort;
   version(apiKey: number): number;
-  request(apiKey: number, version: number, body: Record<string, unknown>): Promise<any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-}
-
-interface AuthenticateAnswer {
-  errorCode: number;
-  errorMessage: string | null;
-  authBytes: Buffer;
-  sessionLifetimeMs?: bigint;
+  request<K extends ApiKeyNumber>(apiKey: K, version: number, body: BodyInit<RequestBodies[K]>): Promise<ResponseBodies[K]>;
 }
 
 const FIX = 'check upstreamSaslMechanism, upstreamSaslUsername and the password (upstreamSaslPassword or upstreamSaslPasswordFile)';
@@ -145,7 +138,7 @@ export async function saslAuthenticate(conn: SaslConnection, credentials: SaslCr
   const handshake = await conn.request(ApiKey.SaslHandshake, handshakeVersion, { mechanism });
   if (handshake.errorCode === ErrorCode.UNSUPPORTED_SASL_MECHANISM) {
     throw new SaslAuthenticationError(
-      `${where} does not enable SASL mechanism ${mechanism} (it offers ${(handshake.mechanisms as string[]).join(', ') || 'none'}); set upstreamSaslMechanism to one of them`,
+      `${where} does not enable SASL mechanism ${mechanism} (it offers ${handshake.mechanisms.join(', ') || 'none'}); set upstreamSaslMechanism to one of them`,
     );
   }
   if (handshake.errorCode !== ErrorCode.NONE) {
@@ -153,8 +146,8 @@ export async function saslAuthenticate(conn: SaslConnection, credentials: SaslCr
     throw new SaslAuthenticationError(`${where} refused SaslHandshake for ${mechanism} with error ${handshake.errorCode}${hint}`);
   }
   const version = conn.version(ApiKey.SaslAuthenticate);
-  const round = async (authBytes: Buffer): Promise<AuthenticateAnswer> => {
-    const answer: AuthenticateAnswer = await conn.request(ApiKey.SaslAuthenticate, version, { authBytes });
+  const round = async (authBytes: Buffer): Promise<SaslAuthenticateResponse> => {
+    const answer = await conn.request(ApiKey.SaslAuthenticate, version, { authBytes });
     if (answer.errorCode !== ErrorCode.NONE) {
       throw new SaslAuthenticationError(
         `${where} refused SASL authentication of user "${username}" with ${mechanism}: ${answer.errorMessage ?? `error ${answer.errorCode}`}; ${FIX}`,
@@ -162,7 +155,7 @@ export async function saslAuthenticate(conn: SaslConnection, credentials: SaslCr
     }
     return answer;
   };
-  let last: AuthenticateAnswer;
+  let last: SaslAuthenticateResponse;
   if (mechanism === 'PLAIN') {
     last = await round(plainMessage(username, credentials.password));
   } else {

@@ -16,7 +16,8 @@ import { ApiKey } from '../../src/protocol/messages.js';
 import { interceptorFilter, type InterceptedRequest } from '../../src/proxy/interceptor.js';
 import { createFetchView, type FetchView } from '../../src/compaction/fetch-view/fetch-view.js';
 import { startCompactionEngine, type CompactionEngine } from '../../src/compaction/worker/compaction-engine.js';
-import { UpstreamPool } from '../../src/compaction/fetch-view/upstream-pool.js';
+import { UpstreamPartitionReads } from '../../src/compaction/fetch-view/upstream-partition-reads.js';
+import { UpstreamClusterClient } from '../../src/upstream/upstream-cluster-client.js';
 import type { TopicConfigView, TopicPolicy } from '../../src/compaction/policy.js';
 import { createLogger, isLogLevel, setLogLevel } from '../../src/ops/log.js';
 import { parseHostPortList } from '../../src/config/host-port.js';
@@ -75,7 +76,8 @@ const log = createLogger({ component: 'fetch-view-test' });
 
 let kafka: RunningKafka;
 let proxy: RunningProxy;
-let pool: UpstreamPool;
+let upstream: UpstreamClusterClient;
+let pool: UpstreamPartitionReads;
 let engine: CompactionEngine;
 let engineDir: TempDir;
 let view: FetchView;
@@ -141,13 +143,14 @@ before(async () => {
 
   const topics = new TopicIds();
   topics.learn(TOPIC, created.topics[0].topicId);
-  pool = new UpstreamPool({
+  upstream = new UpstreamClusterClient({
     bootstrap: parseHostPortList(kafka.bootstrap),
-    topicIds: topics,
+    clientId: 'kcompact-reader',
     log,
     maxFrameBytes: 100 << 20,
     requestTimeoutMs: 10_000,
   });
+  pool = new UpstreamPartitionReads({ upstream, topicIds: topics });
   const index = new FakeIndex(SURVIVORS, TOTAL);
   const indexes = { partition: (t: string, p: number) => (t === TOPIC ? (p === 0 ? index : undefined) : engine.index.partition(t, p)) };
   view = createFetchView({ config, index: indexes, topicIds: topics, upstream: pool, log });
@@ -162,7 +165,7 @@ before(async () => {
 });
 
 after(async () => {
-  pool?.close();
+  upstream?.close();
   await proxy?.stop();
   await engine?.close();
   engineDir?.remove();

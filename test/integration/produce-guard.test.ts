@@ -11,7 +11,8 @@ import { ApiKey } from '../../src/protocol/messages.js';
 import { encodeBatch } from '../../src/protocol/records/batch.js';
 import { interceptorFilter } from '../../src/proxy/interceptor.js';
 import { createProduceGuard, type ProduceGuard } from '../../src/compaction/produce-guard/produce-guard.js';
-import { UpstreamPool } from '../../src/compaction/fetch-view/upstream-pool.js';
+import { UpstreamPartitionReads } from '../../src/compaction/fetch-view/upstream-partition-reads.js';
+import { UpstreamClusterClient } from '../../src/upstream/upstream-cluster-client.js';
 import { createLogger, isLogLevel, setLogLevel } from '../../src/ops/log.js';
 import { parseHostPortList } from '../../src/config/host-port.js';
 import { startProxy, type RunningProxy } from '../support/kcompact.js';
@@ -26,7 +27,8 @@ const log = createLogger({ component: 'produce-guard-test' });
 
 let kafka: RunningKafka;
 let proxy: RunningProxy;
-let pool: UpstreamPool;
+let upstream: UpstreamClusterClient;
+let pool: UpstreamPartitionReads;
 let guard: ProduceGuard;
 let proxyAddress: string;
 const ids: Record<string, string> = {};
@@ -44,13 +46,14 @@ before(async () => {
   setLogLevel(isLogLevel(level) ? level : 'warn');
   kafka = await startKafka({ compaction: 'reference' });
   const topics = new TopicIds();
-  pool = new UpstreamPool({
+  upstream = new UpstreamClusterClient({
     bootstrap: parseHostPortList(kafka.bootstrap),
-    topicIds: topics,
+    clientId: 'kcompact-reader',
     log,
     maxFrameBytes: 100 << 20,
     requestTimeoutMs: 10_000,
   });
+  pool = new UpstreamPartitionReads({ upstream, topicIds: topics });
   guard = createProduceGuard({
     config,
     topicIds: topics,
@@ -87,7 +90,7 @@ before(async () => {
 });
 
 after(async () => {
-  pool?.close();
+  upstream?.close();
   await proxy?.stop();
   await kafka?.stop();
 });

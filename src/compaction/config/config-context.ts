@@ -4,12 +4,12 @@ import type { TopicIds } from '../../proxy/topic-ids.js';
 import type { BrokerDefaults } from './broker-defaults.js';
 import type { ConfigSync } from './config-sync.js';
 import type { TopicConfigState } from './topic-config-state.js';
-import type { UpstreamLinks } from './upstream-links.js';
+import type { UpstreamClusterClient } from '../../upstream/upstream-cluster-client.js';
 
 export interface ConfigContext {
   state: TopicConfigState;
   sync: ConfigSync;
-  links: UpstreamLinks;
+  links: UpstreamClusterClient;
   defaults: BrokerDefaults;
   topicIds: TopicIds;
   log: Logger;

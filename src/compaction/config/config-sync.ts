@@ -11,7 +11,7 @@ import type { ConfigCache, CachedChange } from './config-cache.js';
 import { ConfigsTopicUnavailable, OffsetOutOfRange, type ConfigsTopic } from './configs-topic.js';
 import { decodeStoredTopic, encodeStoredTopic, type StoredTopic } from './stored-topic.js';
 import type { TopicConfigState } from './topic-config-state.js';
-import type { UpstreamLinks } from './upstream-links.js';
+import type { UpstreamClusterClient } from '../../upstream/upstream-cluster-client.js';
 
 export interface ConfigSyncOptions {
   pollIntervalMs: number;
@@ -41,7 +41,7 @@ export class ConfigSync {
     private readonly topic: ConfigsTopic,
     private readonly cache: ConfigCache,
     private readonly state: TopicConfigState,
-    private readonly links: UpstreamLinks,
+    private readonly links: UpstreamClusterClient,
     private readonly topicIds: TopicIds,
     checkpoint: { nextOffset: number; storeTopicId: string | null },
     private readonly opts: ConfigSyncOptions,

@@ -10,7 +10,9 @@ import { decodeRecords, encodeBatch, iterateBatches } from '../../protocol/recor
 import { Compression } from '../../protocol/records/compression.js';
 import { ZERO_UUID } from '../../proxy/topic-ids.js';
 import type { UpstreamClient } from '../../upstream/client.js';
-import type { UpstreamLinks } from './upstream-links.js';
+import { isRetriable, isStaleMetadataCode, UpstreamError } from '../../upstream/error-class.js';
+import { withRetries } from '../../upstream/retry.js';
+import type { UpstreamClusterClient } from '../../upstream/upstream-cluster-client.js';
 
 export const CONFIGS_TOPIC = '__kcompact_configs';
 
@@ -41,14 +43,13 @@ const FETCH_MAX_BYTES = 8 * 1024 * 1024;
 /** Names and not ids in Produce and Fetch: the topic is known by name before its id is. */
 const MAX_NAMED_VERSION = 12;
 const OFFSET_OUT_OF_RANGE = ErrorCode.OFFSET_OUT_OF_RANGE;
-/** Errors after which the partition leader must be looked up again. */
-const STALE_LEADER = new Set<number>([
-  ErrorCode.NOT_LEADER_OR_FOLLOWER,
-  ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-  5 /* LEADER_NOT_AVAILABLE */,
-  74 /* FENCED_LEADER_EPOCH */,
-]);
+/** An append is tried this often, a leader looked up afresh before each retry (the backoff rule between). */
 const APPEND_ATTEMPTS = 3;
+const APPEND_BACKOFF = { baseMs: 100, maxMs: 1_000 };
+/** Polling for the leader of the configs topic just created. */
+const CREATED_LEADER_POLL_MS = 100;
+/** The resource type of a topic in DescribeConfigs. */
+const TOPIC_RESOURCE = 2;
 /** Answers to creating the configs topic that will not change by asking again. */
 const REFUSALS = new Set<number>([
   ErrorCode.INVALID_CONFIG,
@@ -70,7 +71,7 @@ export class ConfigsTopic {
   private leader: number | null = null;
 
   constructor(
-    private readonly links: UpstreamLinks,
+    private readonly links: UpstreamClusterClient,
     private readonly log: Logger,
     private readonly timeoutMs: number,
     readonly topic = CONFIGS_TOPIC,
@@ -84,10 +85,10 @@ export class ConfigsTopic {
       const deadline = Date.now() + this.timeoutMs;
       while ((found = await this.lookup()).errorCode !== ErrorCode.NONE || this.leader === null) {
         if (Date.now() > deadline) throw new Error(`${this.topic} was created but has no leader after ${this.timeoutMs} ms`);
-        await new Promise((r) => setTimeout(r, 100));
+        await new Promise((r) => setTimeout(r, CREATED_LEADER_POLL_MS));
       }
     }
-    if (found.errorCode !== ErrorCode.NONE) throw new Error(`metadata for ${this.topic} failed with error ${found.errorCode}`);
+    if (found.errorCode !== ErrorCode.NONE) throw new UpstreamError(`Metadata for ${this.topic}`, found.errorCode);
     if (this.leader === null) throw new Error(`${this.topic} has no leader`);
     await this.checkRetention();
     return found.topicId === ZERO_UUID ? null : found.topicId;
@@ -109,14 +110,14 @@ export class ConfigsTopic {
       forgottenTopicsData: [],
       rackId: '',
     });
-    if (answer.errorCode) throw new Error(`fetch from ${this.topic} failed with error ${answer.errorCode}`);
+    if (answer.errorCode) throw new UpstreamError(`fetch from ${this.topic}`, answer.errorCode);
     const p = answer.responses[0]?.partitions[0];
     if (!p) throw new Error(`fetch from ${this.topic} returned no partition`);
     if (p.errorCode === OFFSET_OUT_OF_RANGE) throw new OffsetOutOfRange(`offset ${from} is out of range for ${this.topic}`);
     this.check(p.errorCode, 'fetch from');
     const records: ConfigRecord[] = [];
     let nextOffset = from;
-    const data: Buffer | null = p.records;
+    const data = p.records;
     if (data && data.length > 0) {
       for (const batch of iterateBatches(data).batches) {
         const base = Number(batch.baseOffset);
@@ -165,9 +166,8 @@ export class ConfigsTopic {
       entries.map((e, i) => ({ timestampDelta: 0, offsetDelta: i, key: Buffer.from(e.key, 'utf8'), value: e.value })),
       Compression.None,
     );
-    let lastErr: unknown;
-    for (let attempt = 0; attempt < APPEND_ATTEMPTS; attempt++) {
-      try {
+    return withRetries(
+      async () => {
         const client = await this.leaderClient();
         const version = Math.min(apiVersion(client, ApiKey.Produce, 'produce'), MAX_NAMED_VERSION);
         const answer = await client.request(ApiKey.Produce, version, {
@@ -178,21 +178,27 @@ export class ConfigsTopic {
         });
         const p = answer.responses[0]?.partitionResponses[0];
         this.check(p?.errorCode ?? ErrorCode.UNKNOWN_SERVER_ERROR, 'produce to');
-        return Number(p.baseOffset);
-      } catch (err) {
-        if (err instanceof ConfigsTopicUnavailable) throw err;
-        lastErr = err;
-        this.leader = null;
-      }
-    }
-    throw lastErr;
+        return Number(p!.baseOffset);
+      },
+      {
+        attempts: APPEND_ATTEMPTS,
+        rule: APPEND_BACKOFF,
+        retriable: (err) => !(err instanceof ConfigsTopicUnavailable) && isRetriable(err),
+        onRetry: () => {
+          this.leader = null;
+        },
+      },
+    );
   }
 
   private async leaderClient(): Promise<UpstreamClient> {
     if (this.leader === null) {
       const found = await this.lookup();
       if (found.errorCode !== ErrorCode.NONE || this.leader === null) {
-        throw new Error(`${this.topic} has no leader (metadata error ${found.errorCode})`);
+        throw new UpstreamError(
+          `looking up the leader of ${this.topic}`,
+          found.errorCode === ErrorCode.NONE ? ErrorCode.LEADER_NOT_AVAILABLE : found.errorCode,
+        );
       }
     }
     try {
@@ -205,8 +211,8 @@ export class ConfigsTopic {
 
   private check(errorCode: number, what: string): void {
     if (errorCode === ErrorCode.NONE) return;
-    if (STALE_LEADER.has(errorCode)) this.leader = null;
-    throw new Error(`${what} ${this.topic} failed with error ${errorCode}`);
+    if (isStaleMetadataCode(errorCode)) this.leader = null;
+    throw new UpstreamError(`${what} ${this.topic}`, errorCode);
   }
 
   private async lookup(): Promise<{ errorCode: number; topicId: string }> {
@@ -242,8 +248,8 @@ export class ConfigsTopic {
     if (!result) throw new Error(`CreateTopics for ${this.topic} returned no result`);
     if (result.errorCode === ErrorCode.TOPIC_ALREADY_EXISTS) return;
     if (result.errorCode !== ErrorCode.NONE) {
-      const why = `creating ${this.topic} with infinite retention failed: error ${result.errorCode} ${result.errorMessage ?? ''}`.trim();
-      throw REFUSALS.has(result.errorCode) ? new ConfigsTopicUnavailable(why) : new Error(why);
+      const failed = new UpstreamError(`creating ${this.topic} with infinite retention`, result.errorCode, result.errorMessage);
+      throw REFUSALS.has(result.errorCode) ? new ConfigsTopicUnavailable(failed.message) : failed;
     }
     this.log.info('created the topic config store in the upstream', { topic: this.topic });
   }
@@ -258,13 +264,13 @@ export class ConfigsTopic {
       return;
     }
     const answer = await client.request(ApiKey.DescribeConfigs, version, {
-      resources: [{ resourceType: 2, resourceName: this.topic, configurationKeys: ['retention.ms', 'retention.bytes'] }],
+      resources: [{ resourceType: TOPIC_RESOURCE, resourceName: this.topic, configurationKeys: ['retention.ms', 'retention.bytes'] }],
       includeSynonyms: false,
       includeDocumentation: false,
     });
     const result = answer.results[0];
     if (!result || result.errorCode !== ErrorCode.NONE) return;
-    const finite = (result.configs as { name: string; value: string | null }[]).filter((c) => c.value !== '-1');
+    const finite = result.configs.filter((c) => c.value !== '-1');
     if (finite.length > 0) {
       this.log.error('the topic config store in the upstream does not keep its records forever; topic configs will be lost when they expire', {
         topic: this.topic,

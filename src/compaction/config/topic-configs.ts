@@ -21,7 +21,7 @@ import { deleteTopicsInterceptor } from './delete-topics.js';
 import { describeConfigsInterceptor } from './describe-configs.js';
 import { incrementalAlterConfigsInterceptor } from './incremental-alter-configs.js';
 import { TopicConfigState, type StaticTopic } from './topic-config-state.js';
-import { UpstreamLinks } from './upstream-links.js';
+import { UpstreamClusterClient } from '../../upstream/upstream-cluster-client.js';
 import type { UpstreamConnector } from '../../upstream/upstream-connector.js';
 
 export type { StaticTopic } from './topic-config-state.js';
@@ -45,6 +45,8 @@ export interface TopicConfigsOptions {
   maxFrameBytes?: number;
   /** TLS and SASL of the config layer's upstream connections. */
   connector?: UpstreamConnector;
+  /** The proxy's upstream client, shared; without it the layer opens its own from the settings above. */
+  client?: UpstreamClusterClient;
 }
 
 export interface TopicConfigs {
@@ -68,13 +70,16 @@ export async function createTopicConfigs(opts: TopicConfigsOptions): Promise<Top
   const cache = ConfigCache.open(opts.dataDir, log);
   const cached = cache.load();
   for (const [topic, e] of cached.entries) state.apply(e.offset, topic, e.configs === null ? null : { topicId: e.topicId, configs: e.configs });
-  const links = new UpstreamLinks({
-    upstream: opts.upstream,
-    clientId: 'kcompact-topic-configs',
-    requestTimeoutMs,
-    maxFrameBytes: opts.maxFrameBytes ?? 100 * 1024 * 1024,
-    connector: opts.connector,
-  });
+  const links =
+    opts.client ??
+    new UpstreamClusterClient({
+      bootstrap: opts.upstream,
+      clientId: 'kcompact-topic-configs',
+      requestTimeoutMs,
+      maxFrameBytes: opts.maxFrameBytes ?? 100 * 1024 * 1024,
+      connector: opts.connector,
+      log,
+    });
   const sync = new ConfigSync(
     new ConfigsTopic(links, log, requestTimeoutMs),
     cache,
@@ -88,7 +93,7 @@ export async function createTopicConfigs(opts: TopicConfigsOptions): Promise<Top
   const close = async () => {
     if (closed) return;
     closed = true;
-    links.close();
+    if (links !== opts.client) links.close();
     await sync.close();
     cache.close();
   };

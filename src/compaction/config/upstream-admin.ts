@@ -4,10 +4,14 @@
  * topic it could not finish, and asking which errors the upstream would give before configs.
  */
 import { ErrorCode, ProtocolError } from '../../protocol/errors.js';
-import { ApiKey } from '../../protocol/messages.js';
+import { ApiKey, type CreateTopicsRequestCreatableReplicaAssignment } from '../../protocol/messages.js';
+import { UpstreamError } from '../../upstream/error-class.js';
 import { ZERO_UUID } from '../../proxy/topic-ids.js';
 import type { ConfigContext } from './config-context.js';
 import { RETENTION_BYTES, RETENTION_MS } from './definitions.js';
+
+/** The resource type of a topic in DescribeConfigs. */
+const TOPIC_RESOURCE = 2;
 
 /** The topic's id in the upstream now (learned into the proxy's ids), or undefined when it has none. */
 async function currentTopicId(ctx: ConfigContext, topic: string): Promise<string | undefined> {
@@ -29,14 +33,14 @@ export async function upstreamRetentionOf(ctx: ConfigContext, topic: string): Pr
     throw err;
   }
   const answer = await client.request(ApiKey.DescribeConfigs, version, {
-    resources: [{ resourceType: 2, resourceName: topic, configurationKeys: [RETENTION_MS, RETENTION_BYTES] }],
+    resources: [{ resourceType: TOPIC_RESOURCE, resourceName: topic, configurationKeys: [RETENTION_MS, RETENTION_BYTES] }],
     includeSynonyms: false,
     includeDocumentation: false,
   });
   const result = answer.results[0];
   if (!result || result.errorCode !== ErrorCode.NONE) return null;
   const values: Record<string, string | null> = {};
-  for (const c of result.configs as { name: string; value: string | null }[]) values[c.name] = c.value;
+  for (const c of result.configs) values[c.name] = c.value;
   return values;
 }
 
@@ -52,14 +56,15 @@ export async function deleteUpstreamTopic(ctx: ConfigContext, topic: string): Pr
       : { topicNames: [topic], timeoutMs: ctx.requestTimeoutMs },
   );
   const code = answer.responses[0]?.errorCode ?? ErrorCode.UNKNOWN_SERVER_ERROR;
-  if (code !== ErrorCode.NONE && code !== ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) throw new Error(`deleting topic ${topic} failed with error ${code}`);
+  if (code !== ErrorCode.NONE && code !== ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) throw new UpstreamError(`deleting topic ${topic} in the upstream`, code);
 }
 
 export interface TopicSpec {
   name: string;
   numPartitions: number;
   replicationFactor: number;
-  assignments: unknown[];
+  /** As the client's CreateTopics request carried them (decoded). */
+  assignments: readonly unknown[];
 }
 
 /**
@@ -78,11 +83,11 @@ export async function errorsBeforeConfigs(
   try {
     const client = await ctx.links.controller();
     const answer = await client.request(ApiKey.CreateTopics, client.version(ApiKey.CreateTopics), {
-      topics: topics.map((t) => ({ ...t, configs: [] })),
+      topics: topics.map((t) => ({ ...t, assignments: t.assignments as CreateTopicsRequestCreatableReplicaAssignment[], configs: [] })),
       timeoutMs: ctx.requestTimeoutMs,
       validateOnly: true,
     });
-    for (const r of answer.topics as { name: string; errorCode: number; errorMessage: string | null }[]) {
+    for (const r of answer.topics) {
       if (BEFORE_CONFIG_ERRORS.has(r.errorCode)) found.set(r.name, { errorCode: r.errorCode, errorMessage: r.errorMessage });
     }
   } catch (err) {

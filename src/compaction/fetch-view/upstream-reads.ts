@@ -2,6 +2,8 @@
  * What the fetch view asks of the upstream beyond forwarding the client's own request: reading
  * on past a stretch of removed records on the proxy's own connection, and learning topic ids.
  */
+import type { FetchResponseAbortedTransaction } from '../../protocol/messages.js';
+
 export interface PartitionRead {
   topic: string;
   partition: number;
@@ -12,11 +14,7 @@ export interface PartitionRead {
   isolationLevel: number;
 }
 
-export interface AbortedTransaction {
-  producerId: bigint;
-  firstOffset: bigint;
-  [field: string]: unknown;
-}
+export type AbortedTransaction = FetchResponseAbortedTransaction;
 
 /** One partition of a Fetch answer, as the upstream gave it. */
 export interface PartitionRecords {

@@ -9,8 +9,8 @@
  * upstream moving its log start (retention, DeleteRecords) drops what went below it; an index
  * that is ahead of the upstream (a re-created topic, a truncated log) is started over.
  */
-import { ErrorCode } from '../../protocol/errors.js';
-import { ApiKey } from '../../protocol/messages.js';
+import { ErrorCode, errorName } from '../../protocol/errors.js';
+import { ApiKey, type FetchResponsePartitionData } from '../../protocol/messages.js';
 import { ZERO_UUID } from '../../protocol/wire/uuid.js';
 import type { Logger } from '../../ops/log.js';
 import type { TopicPolicy } from '../policy.js';
@@ -23,26 +23,23 @@ import { rollPolicy, type RollPolicy } from '../index/segment-roller.js';
 import type { StoreRegistry } from '../index/store-registry.js';
 import { Wakeup } from '../worker/wakeup.js';
 import { CatchUpProgress } from './catch-up-progress.js';
-import { collectRows, type AbortedTransaction } from './fetched-rows.js';
+import { collectRows } from './fetched-rows.js';
 import { deleteRecordsBefore, lastStableOffsets, logBounds } from './partition-requests.js';
-import type { UpstreamCluster } from './upstream-cluster.js';
-
-/** Errors that mean "ask the metadata who leads this partition now". */
-const LEADERSHIP_ERRORS = new Set<number>([
-  ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-  ErrorCode.LEADER_NOT_AVAILABLE,
-  ErrorCode.NOT_LEADER_OR_FOLLOWER,
-  ErrorCode.REPLICA_NOT_AVAILABLE,
-  ErrorCode.KAFKA_STORAGE_ERROR,
-  ErrorCode.FENCED_LEADER_EPOCH,
-  ErrorCode.UNKNOWN_LEADER_EPOCH,
-  ErrorCode.UNKNOWN_TOPIC_ID,
-  ErrorCode.INCONSISTENT_TOPIC_ID,
-]);
+import { backoffMs } from '../../upstream/backoff.js';
+import { isStaleMetadataCode, UpstreamError } from '../../upstream/error-class.js';
+import type { UpstreamClusterClient } from '../../upstream/upstream-cluster-client.js';
 
 const READ_COMMITTED = 1;
 /** Fetch v13 names topics by id only. */
 const FETCH_TOPIC_IDS_VERSION = 13;
+/** The backoff rule's first waits (upstream.backoff.ts) for each kind of failure; maxBackoffMs caps them all. */
+const METADATA_BACKOFF_BASE_MS = 400;
+const FETCH_BACKOFF_BASE_MS = 200;
+const SCHEMA_BACKOFF_BASE_MS = 400;
+const STORAGE_BACKOFF_BASE_MS = 500;
+/** A partition's pause after an error answer: short when a metadata refresh should find its new leader. */
+const STALE_LEADER_RETRY_MS = 200;
+const PARTITION_ERROR_RETRY_MS = 1000;
 
 export interface IndexerOptions {
   /** Long-poll wait of each fetch (default 500 ms; also how soon a new partition joins a loop). */
@@ -85,21 +82,6 @@ interface Tail {
   lastError?: string;
 }
 
-interface FetchPartitionData {
-  partitionIndex: number;
-  errorCode: number;
-  highWatermark: bigint;
-  lastStableOffset: bigint;
-  logStartOffset: bigint;
-  abortedTransactions: AbortedTransaction[] | null;
-  records: Buffer | null;
-}
-
-interface FetchBody {
-  errorCode?: number;
-  responses: { topic: string; topicId?: string; partitions: FetchPartitionData[] }[];
-}
-
 function tailKey(topic: string, partition: number): string {
   return `${partition}\u0000${topic}`;
 }
@@ -132,7 +114,7 @@ export class Indexer {
   private readonly identities: KeyIdentities;
 
   constructor(
-    private readonly cluster: UpstreamCluster,
+    private readonly cluster: UpstreamClusterClient,
     private readonly registry: StoreRegistry,
     private readonly log: Logger,
     options: IndexerOptions = {},
@@ -175,9 +157,9 @@ export class Indexer {
       ),
     );
     const targets = answers.flat().filter((a) => {
-      if (a.errorCode !== 0)
+      if (a.errorCode !== ErrorCode.NONE)
         this.log.debug('catch-up: no last stable offset; cleaning what is indexed', { topic: a.topic, partition: a.partition, errorCode: a.errorCode });
-      return a.errorCode === 0;
+      return a.errorCode === ErrorCode.NONE;
     });
     for (const t of targets) {
       for (;;) {
@@ -262,7 +244,7 @@ export class Indexer {
         } catch (err) {
           if (!this.running) return;
           failures++;
-          wait = Math.min(this.opts.maxBackoffMs, 200 * 2 ** Math.min(failures, 10));
+          wait = backoffMs(failures, { baseMs: METADATA_BACKOFF_BASE_MS, maxMs: this.opts.maxBackoffMs });
           this.log.warn('upstream metadata failed', { err, attempt: failures, retryInMs: wait });
         }
       }
@@ -273,9 +255,10 @@ export class Indexer {
   private async refreshMetadata(): Promise<void> {
     const topics = [...this.policies.keys()];
     const answer = await this.cluster.metadata(topics);
-    for (const t of answer) {
-      const policy = this.policies.get(t.name);
-      if (!policy) continue;
+    for (const t of answer.topics) {
+      const policy = t.name === null ? undefined : this.policies.get(t.name);
+      if (!policy || t.name === null) continue;
+      const topicId = t.topicId ?? ZERO_UUID;
       if (t.errorCode === ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) {
         // Twice in a row: a broker whose metadata lags behind a creation must not cost an index.
         const strikes = (this.missing.get(t.name) ?? 0) + 1;
@@ -284,18 +267,18 @@ export class Indexer {
         continue;
       }
       this.missing.delete(t.name);
-      if (t.errorCode !== 0) {
+      if (t.errorCode !== ErrorCode.NONE) {
         this.log.debug('topic metadata error', { topic: t.name, errorCode: t.errorCode });
         continue;
       }
-      this.adoptTopicId(t.name, t.topicId);
+      this.adoptTopicId(t.name, topicId);
       for (const p of t.partitions) {
-        const key = tailKey(t.name, p.partition);
+        const key = tailKey(t.name, p.partitionIndex);
         let tail = this.tails.get(key);
         if (!tail) {
           tail = {
             topic: t.name,
-            partition: p.partition,
+            partition: p.partitionIndex,
             leader: -1,
             roll: rollPolicy(policy),
             busy: false,
@@ -307,12 +290,12 @@ export class Indexer {
         }
         try {
           const store = this.storeOf(tail);
-          if (store.checkpoint.topicId === '' && t.topicId !== ZERO_UUID) store.setTopicId(t.topicId);
+          if (store.checkpoint.topicId === '' && topicId !== ZERO_UUID) store.setTopicId(topicId);
         } catch (err) {
           // The fetch loop opens it again; this partition's index must not stop the others.
           this.storeFailed(tail, err);
         }
-        tail.leader = p.errorCode === 0 ? p.leaderId : -1;
+        tail.leader = p.errorCode === ErrorCode.NONE ? p.leaderId : -1;
         if (tail.leader >= 0) this.ensureLoop(tail.leader);
       }
     }
@@ -375,7 +358,7 @@ export class Indexer {
       } catch (err) {
         if (!this.running) return;
         failures++;
-        const wait = Math.min(this.opts.maxBackoffMs, 100 * 2 ** Math.min(failures, 10));
+        const wait = backoffMs(failures, { baseMs: FETCH_BACKOFF_BASE_MS, maxMs: this.opts.maxBackoffMs });
         for (const t of order) t.lastError = message(err);
         this.log.warn('index fetch failed', { nodeId, err, attempt: failures, retryInMs: wait });
         this.cluster.dropBroker(nodeId);
@@ -429,7 +412,7 @@ export class Indexer {
         })),
       };
     });
-    const body: FetchBody = await client.request(ApiKey.Fetch, version, {
+    const body = await client.request(ApiKey.Fetch, version, {
       replicaId: -1,
       maxWaitMs: this.opts.maxWaitMs,
       minBytes: this.opts.minBytes,
@@ -441,7 +424,7 @@ export class Indexer {
       forgottenTopicsData: [],
       rackId: '',
     });
-    if (body.errorCode) throw new Error(`upstream fetch failed with error ${body.errorCode}`);
+    if (body.errorCode) throw new UpstreamError(`Fetch from upstream broker ${nodeId}`, body.errorCode);
     const asked = new Set(order);
     for (const r of body.responses) {
       const topic = version >= FETCH_TOPIC_IDS_VERSION ? topicOfId.get(r.topicId ?? '') : r.topic;
@@ -453,17 +436,18 @@ export class Indexer {
     }
   }
 
-  private async handlePartition(tail: Tail, p: FetchPartitionData, nodeId: number, rows: RowBuffer): Promise<void> {
+  private async handlePartition(tail: Tail, p: FetchResponsePartitionData, nodeId: number, rows: RowBuffer): Promise<void> {
     if (p.errorCode === ErrorCode.OFFSET_OUT_OF_RANGE) {
       await this.outOfRange(tail, nodeId);
       return;
     }
-    if (p.errorCode !== 0) {
-      tail.lastError = `fetch error ${p.errorCode}`;
+    if (p.errorCode !== ErrorCode.NONE) {
+      tail.lastError = `fetch error ${errorName(p.errorCode)}`;
+      const stale = isStaleMetadataCode(p.errorCode);
       // A short pause either way: metadata that still names the same leader must not make the
       // partition bounce between the two in a tight loop.
-      tail.retryAt = Date.now() + (LEADERSHIP_ERRORS.has(p.errorCode) ? 200 : 1000);
-      if (LEADERSHIP_ERRORS.has(p.errorCode)) {
+      tail.retryAt = Date.now() + (stale ? STALE_LEADER_RETRY_MS : PARTITION_ERROR_RETRY_MS);
+      if (stale) {
         tail.leader = -1;
         this.metadataWake.wakeUp();
       }
@@ -475,7 +459,8 @@ export class Indexer {
     const lso = Number(p.lastStableOffset);
     const lastStable = lso >= 0 ? lso : highWatermark;
     try {
-      const logStart = Number(p.logStartOffset);
+      // Fetch v4 has no log start offset: -1, below any index's.
+      const logStart = Number(p.logStartOffset ?? -1n);
       if (logStart > store.checkpoint.logStartOffset && store.dropBelow(logStart)) this.registry.publish(store);
       rows.clear();
       const from = store.checkpoint.nextOffset;
@@ -548,7 +533,7 @@ export class Indexer {
    */
   private schemaUnavailable(tail: Tail, err: SchemaUnavailableError): void {
     tail.schemaFailures++;
-    const wait = Math.min(this.opts.maxBackoffMs, 200 * 2 ** Math.min(tail.schemaFailures, 10));
+    const wait = backoffMs(tail.schemaFailures, { baseMs: SCHEMA_BACKOFF_BASE_MS, maxMs: this.opts.maxBackoffMs });
     tail.retryAt = Date.now() + wait;
     if (tail.lastError !== err.message) {
       this.log.warn('key schema not available from the schema registry; indexing of the partition waits for it (its records stay visible, unfiltered)', {
@@ -592,7 +577,7 @@ export class Indexer {
     }
     if (isStorageFailure(err)) {
       tail.storageFailures++;
-      const wait = Math.min(this.opts.maxBackoffMs, 500 * 2 ** Math.min(tail.storageFailures - 1, 10));
+      const wait = backoffMs(tail.storageFailures, { baseMs: STORAGE_BACKOFF_BASE_MS, maxMs: this.opts.maxBackoffMs });
       tail.retryAt = Date.now() + wait;
       if (tail.storageFailures === 1) {
         const file = store?.file ?? this.registry.fileOf(tail.topic);

@@ -2,8 +2,10 @@
  * The worker's requests about partitions, other than Fetch: where the upstream log starts and
  * ends (ListOffsets), and moving its start for compact,delete retention (DeleteRecords).
  */
-import { ApiKey } from '../../protocol/messages.js';
+import { ErrorCode } from '../../protocol/errors.js';
+import { ApiKey, type ListOffsetsResponsePartitionResponse } from '../../protocol/messages.js';
 import type { UpstreamClient } from '../../upstream/client.js';
+import { UpstreamError } from '../../upstream/error-class.js';
 
 const EARLIEST_TIMESTAMP = -2n;
 const LATEST_TIMESTAMP = -1n;
@@ -19,8 +21,8 @@ export async function logBounds(client: UpstreamClient, topic: string, partition
       topics: [{ name: topic, partitions: [{ partitionIndex: partition, currentLeaderEpoch: -1, timestamp }] }],
       timeoutMs: TIMEOUT_MS,
     });
-    const p = body.topics?.[0]?.partitions?.[0];
-    if (!p || p.errorCode !== 0) throw new Error(`ListOffsets for ${topic}-${partition} failed with error ${p?.errorCode ?? 'none'}`);
+    const p = body.topics[0]?.partitions[0];
+    if (!p || p.errorCode !== ErrorCode.NONE) throw new UpstreamError(`ListOffsets for ${topic}-${partition}`, p?.errorCode ?? ErrorCode.UNKNOWN_SERVER_ERROR);
     return Number(p.offset);
   };
   return [await ask(EARLIEST_TIMESTAMP), await ask(LATEST_TIMESTAMP)];
@@ -29,13 +31,9 @@ export async function logBounds(client: UpstreamClient, topic: string, partition
 export interface PartitionOffset {
   topic: string;
   partition: number;
-  /** 0 when the offset is known. */
+  /** NONE when the offset is known. */
   errorCode: number;
   offset: number;
-}
-
-interface ListOffsetsBody {
-  topics?: { name: string; partitions?: { partitionIndex: number; errorCode: number; offset: bigint }[] }[];
 }
 
 /**
@@ -43,12 +41,12 @@ interface ListOffsetsBody {
  * broker leads, in one request: a broker answers a connection's requests in order, and the
  * indexer's Fetch on it long-polls, so one request per partition would wait that out each time
  * (minutes for a thousand partitions). A partition left out of the answer comes back with
- * UNKNOWN_SERVER_ERROR (-1).
+ * UNKNOWN_SERVER_ERROR.
  */
 export async function lastStableOffsets(client: UpstreamClient, partitions: readonly { topic: string; partition: number }[]): Promise<PartitionOffset[]> {
   const byTopic = new Map<string, number[]>();
   for (const p of partitions) byTopic.set(p.topic, [...(byTopic.get(p.topic) ?? []), p.partition]);
-  const body: ListOffsetsBody = await client.request(ApiKey.ListOffsets, client.version(ApiKey.ListOffsets), {
+  const body = await client.request(ApiKey.ListOffsets, client.version(ApiKey.ListOffsets), {
     replicaId: -1,
     isolationLevel: 1,
     topics: [...byTopic].map(([name, ps]) => ({
@@ -57,11 +55,16 @@ export async function lastStableOffsets(client: UpstreamClient, partitions: read
     })),
     timeoutMs: TIMEOUT_MS,
   });
-  const answered = new Map<string, { errorCode: number; offset: bigint }>();
-  for (const t of body.topics ?? []) for (const p of t.partitions ?? []) answered.set(`${p.partitionIndex}\u0000${t.name}`, p);
+  const answered = new Map<string, ListOffsetsResponsePartitionResponse>();
+  for (const t of body.topics) for (const p of t.partitions) answered.set(`${p.partitionIndex}\u0000${t.name}`, p);
   return partitions.map(({ topic, partition }) => {
     const p = answered.get(`${partition}\u0000${topic}`);
-    return { topic, partition, errorCode: p ? p.errorCode : -1, offset: p && p.errorCode === 0 ? Number(p.offset) : -1 };
+    return {
+      topic,
+      partition,
+      errorCode: p ? p.errorCode : ErrorCode.UNKNOWN_SERVER_ERROR,
+      offset: p && p.errorCode === ErrorCode.NONE ? Number(p.offset) : -1,
+    };
   });
 }
 
@@ -71,6 +74,6 @@ export async function deleteRecordsBefore(client: UpstreamClient, topic: string,
     topics: [{ name: topic, partitions: [{ partitionIndex: partition, offset }] }],
     timeoutMs: TIMEOUT_MS,
   });
-  const errorCode = body.topics?.[0]?.partitions?.[0]?.errorCode ?? -1;
-  if (errorCode !== 0) throw new Error(`DeleteRecords for ${topic}-${partition} failed with error ${errorCode}`);
+  const errorCode = body.topics[0]?.partitions[0]?.errorCode ?? ErrorCode.UNKNOWN_SERVER_ERROR;
+  if (errorCode !== ErrorCode.NONE) throw new UpstreamError(`DeleteRecords for ${topic}-${partition}`, errorCode);
 }

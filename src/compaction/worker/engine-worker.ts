@@ -7,7 +7,6 @@ import { parentPort, workerData } from 'node:worker_threads';
 import type { TopicPolicy } from '../policy.js';
 import { Cleaner } from '../cleaner/cleaner.js';
 import { Indexer } from '../indexer/indexer.js';
-import { UpstreamCluster } from '../indexer/upstream-cluster.js';
 import { StoreRegistry } from '../index/store-registry.js';
 import { KeyIdentities } from '../key-identity/key-identities.js';
 import { RegistrySchemas } from '../key-identity/registry-schemas.js';
@@ -15,6 +14,7 @@ import type { FromWorker, RebuildingPartition, ToWorker, WorkerConfig } from './
 import { engineStatus, inspectTopic } from './engine-status.js';
 import { serializeError, workerLogger } from './worker-log.js';
 import { UpstreamConnector } from '../../upstream/upstream-connector.js';
+import { UpstreamClusterClient } from '../../upstream/upstream-cluster-client.js';
 import { collectWhenIdle } from '../../ops/idle-collection.js';
 
 if (!parentPort) throw new Error('engine-worker.js must run as a worker thread');
@@ -30,11 +30,14 @@ const registry = new StoreRegistry(config.dataDir, log, (id, snapshot, transfer)
   send({ type: 'snapshot', topic: id.topic, partition: id.partition, snapshot }, transfer),
 );
 const connector = new UpstreamConnector(config.upstreamSecurity, log);
-const cluster = new UpstreamCluster(config.upstream, {
+// The worker's own instance of the proxy's upstream client: a thread cannot share the main thread's sockets.
+const cluster = new UpstreamClusterClient({
+  bootstrap: config.upstream,
   clientId: config.clientId,
   maxFrameBytes: config.maxFrameBytes,
   requestTimeoutMs: config.requestTimeoutMs,
   connector,
+  log,
 });
 // Fetch answers must fit the frame limit with room to spare (Kafka may exceed max_bytes by a batch).
 const fetchBytes = Math.min(32 * 1024 * 1024, Math.floor(config.maxFrameBytes / 2));

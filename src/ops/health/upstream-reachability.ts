@@ -7,7 +7,8 @@
  * being refused is no reason to take the pod out of traffic.
  */
 import type { HostPort } from '../../proxy/broker-map.js';
-import { UpstreamConnector } from '../../upstream/upstream-connector.js';
+import { UpstreamClusterClient } from '../../upstream/upstream-cluster-client.js';
+import type { UpstreamConnector } from '../../upstream/upstream-connector.js';
 
 export interface Reachability {
   ok: boolean;
@@ -15,7 +16,9 @@ export interface Reachability {
 }
 
 export interface UpstreamReachabilityOptions {
-  upstream: readonly HostPort[];
+  /** The proxy's upstream client, whose bootstrap addresses are probed; one of these is built from upstream and connector when omitted. */
+  client?: UpstreamClusterClient;
+  upstream?: readonly HostPort[];
   /** Epoch ms of the last upstream connection client traffic made (0: none). */
   lastConnectMs: () => number;
   /** How old a successful connection may be and still count. */
@@ -31,8 +34,20 @@ const PROBE_TIMEOUT_MS = 2_000;
 export class UpstreamReachability {
   private lastProbeOkMs = 0;
   private probing: Promise<Reachability> | undefined;
+  private readonly client: UpstreamClusterClient;
 
-  constructor(private readonly opts: UpstreamReachabilityOptions) {}
+  constructor(private readonly opts: UpstreamReachabilityOptions) {
+    this.client =
+      opts.client ??
+      // Only its connect is used: no client id, frames or requests.
+      new UpstreamClusterClient({
+        bootstrap: opts.upstream ?? [],
+        clientId: 'kcompact-probe',
+        maxFrameBytes: 0,
+        requestTimeoutMs: 0,
+        connector: opts.connector,
+      });
+  }
 
   check(): Promise<Reachability> {
     const last = Math.max(this.opts.lastConnectMs(), this.lastProbeOkMs);
@@ -45,17 +60,12 @@ export class UpstreamReachability {
   }
 
   private async probe(): Promise<Reachability> {
-    const failures: string[] = [];
-    for (const target of this.opts.upstream) {
-      try {
-        const connector = this.opts.connector ?? UpstreamConnector.plaintext;
-        (await connector.connect(target, this.opts.probeTimeoutMs ?? PROBE_TIMEOUT_MS)).destroy();
-        this.lastProbeOkMs = Date.now();
-        return { ok: true, detail: `${target.host}:${target.port} accepted a connection` };
-      } catch (err) {
-        failures.push(`${target.host}:${target.port}: ${(err as Error).message}`);
-      }
+    try {
+      const target = await this.client.reachable(this.opts.probeTimeoutMs ?? PROBE_TIMEOUT_MS);
+      this.lastProbeOkMs = Date.now();
+      return { ok: true, detail: `${target.host}:${target.port} accepted a connection` };
+    } catch (err) {
+      return { ok: false, detail: (err as Error).message };
     }
-    return { ok: false, detail: `no upstream bootstrap address accepts connections (${failures.join('; ')})` };
   }
 }

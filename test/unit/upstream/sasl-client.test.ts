@@ -70,13 +70,14 @@ function scripted(handshake: Record<string, unknown>, answers: Record<string, un
   const conn: SaslConnection = {
     address: { host: 'broker', port: 9093 },
     version: (apiKey) => versions[apiKey] ?? (apiKey === ApiKey.SaslHandshake ? 1 : 2),
-    request: async (apiKey, version, body) => {
+    // The scripted answers stand in for the decoded bodies (only the fields the exchange reads).
+    request: (async (apiKey: number, version: number, body: Record<string, unknown>) => {
       sent.push({ apiKey, version, body });
       if (apiKey === ApiKey.SaslHandshake) return handshake;
       const next = answers.shift();
       if (!next) throw new Error('no more answers');
       return next;
-    },
+    }) as SaslConnection['request'],
   };
   return { conn, sent };
 }

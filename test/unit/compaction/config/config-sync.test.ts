@@ -6,7 +6,7 @@ import { ConfigSync } from '../../../../src/compaction/config/config-sync.js';
 import type { ConfigRead, ConfigsTopic } from '../../../../src/compaction/config/configs-topic.js';
 import { encodeStoredTopic } from '../../../../src/compaction/config/stored-topic.js';
 import { TopicConfigState } from '../../../../src/compaction/config/topic-config-state.js';
-import type { UpstreamLinks } from '../../../../src/compaction/config/upstream-links.js';
+import type { UpstreamClusterClient } from '../../../../src/upstream/upstream-cluster-client.js';
 import { createLogger } from '../../../../src/ops/log.js';
 import { TopicIds } from '../../../../src/proxy/topic-ids.js';
 
@@ -35,7 +35,15 @@ test('the cache is written when the store moves on, not at every idle poll', asy
     { offset: 0, key: 'orders', value },
     { offset: 1, key: 'prices', value },
   ];
-  const sync = new ConfigSync(topicOf(records), cache, state, {} as UpstreamLinks, ids, { nextOffset: 0, storeTopicId: 'STORE' }, { pollIntervalMs: 500, log });
+  const sync = new ConfigSync(
+    topicOf(records),
+    cache,
+    state,
+    {} as UpstreamClusterClient,
+    ids,
+    { nextOffset: 0, storeTopicId: 'STORE' },
+    { pollIntervalMs: 500, log },
+  );
 
   await sync.sync();
   assert.deepEqual(
