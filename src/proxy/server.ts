@@ -10,7 +10,7 @@ import { BrokerMap, type HostPort } from './broker-map.js';
 import { ProxyConnection } from './connection.js';
 import { TopicIds } from './topic-ids.js';
 import { FilterChain } from './filter/filter-chain.js';
-import type { Filter, FilterUpstream } from './filter/filter.js';
+import type { Filter } from './filter/filter.js';
 import { apiVersionsFilter } from './filters/api-versions-filter.js';
 import { saslHandshakeFilter } from './filters/sasl-handshake-filter.js';
 import { fetchVersionFilter } from './filters/fetch-version-filter.js';
@@ -33,8 +33,6 @@ export interface ProxyOptions {
   log: Logger;
   /** The features' filters (compaction's), run between the proxy's own in this order. */
   filters?: readonly Filter[];
-  /** The upstream client filters send their own requests through. */
-  filterUpstream?: FilterUpstream;
   /** The topic id map, when features built before the server share it. */
   topics?: TopicIds;
   /** Where traffic figures go (an unexported meter when omitted). */
@@ -43,7 +41,7 @@ export interface ProxyOptions {
   tls?: ListenerTlsSettings;
   /** How upstream connections are made (TLS, the discovery client's SASL); plain TCP when omitted. */
   connector?: UpstreamConnector;
-  /** The proxy's upstream client, which discovery asks; the server opens its own when omitted. */
+  /** The proxy's upstream client, which discovery and the filters' own requests use; the server opens its own when omitted. */
   upstreamClient?: UpstreamClusterClient;
 }
 
@@ -93,7 +91,7 @@ export class ProxyServer {
     // upstream, so every feature sees the addresses clients will see and the ids just learned.
     this.chain = new FilterChain(
       [apiVersionsFilter, saslHandshakeFilter, ...(opts.filters ?? []), fetchVersionFilter, topicIdFilter(this.topics), brokerAddressFilter(this.brokers)],
-      { upstream: opts.filterUpstream },
+      { upstream: { request: async (apiKey, version, body) => (await this.upstream.any()).request(apiKey, version, body) } },
     );
   }
 

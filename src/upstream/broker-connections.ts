@@ -1,12 +1,25 @@
 /**
- * The proxy's own connections to upstream brokers, one per address: opened on first use, reused
- * while they live, and forgotten once they fail or close (or are dropped after a request on them
- * failed), so the next use opens a new one. Callers decide when to try again (backoff.ts).
+ * The proxy's own connections to upstream brokers, one per address and lane: opened on first
+ * use, reused while they live, and forgotten once they fail or close (or are dropped after a
+ * request on them failed), so the next use opens a new one. Callers decide when to try again
+ * (backoff.ts).
+ *
+ * A broker handles a connection's requests one at a time, so a slow request holds up every
+ * request behind it on that connection. Admin requests (CreateTopics and DeleteTopics wait for
+ * the controller, up to the client's timeout) therefore get a lane of their own, as franz-go
+ * keeps separate connections per kind of request: the fetch view's reads and the produce guard's
+ * lookups never queue behind them.
  */
 import type { HostPort } from '../proxy/broker-map.js';
 import { UpstreamClient, type UpstreamClientOptions } from './client.js';
 
 export const addressKey = (a: HostPort): string => `${a.host}:${a.port}`;
+
+/** Which connection to a broker a request takes: `admin` for requests that may wait long. */
+export type Lane = 'main' | 'admin';
+
+const LANES: readonly Lane[] = ['main', 'admin'];
+const laneKey = (a: HostPort, lane: Lane): string => `${lane} ${addressKey(a)}`;
 
 export class BrokerConnections {
   private readonly open = new Map<string, Promise<UpstreamClient>>();
@@ -14,16 +27,16 @@ export class BrokerConnections {
 
   constructor(private readonly options: UpstreamClientOptions) {}
 
-  /** A live connection to the address: the one open, or a new one. */
-  get(address: HostPort): Promise<UpstreamClient> {
+  /** A live connection to the address in the lane: the one open, or a new one. */
+  get(address: HostPort, lane: Lane = 'main'): Promise<UpstreamClient> {
     if (this.closed) return Promise.reject(new Error('the upstream client is closed; no new connections'));
-    const key = addressKey(address);
+    const key = laneKey(address, lane);
     const existing = this.open.get(key);
     if (existing) {
       return existing.then((c) => {
         if (!c.closed) return c;
         if (this.open.get(key) === existing) this.open.delete(key);
-        return this.get(address);
+        return this.get(address, lane);
       });
     }
     const opening = UpstreamClient.connect(address, this.options);
@@ -34,21 +47,23 @@ export class BrokerConnections {
     return opening;
   }
 
-  /** Whether a connection to the address is open or being opened. */
+  /** Whether a connection to the address is open or being opened, in any lane. */
   has(address: HostPort): boolean {
-    return this.open.has(addressKey(address));
+    return LANES.some((lane) => this.open.has(laneKey(address, lane)));
   }
 
-  /** Closes and forgets the address's connection (after a request on it failed); the next get opens another. */
+  /** Closes and forgets the address's connections (after a request to it failed); the next get opens another. */
   drop(address: HostPort): void {
-    const key = addressKey(address);
-    const pending = this.open.get(key);
-    if (!pending) return;
-    this.open.delete(key);
-    pending.then(
-      (c) => c.close(),
-      () => undefined,
-    );
+    for (const lane of LANES) {
+      const key = laneKey(address, lane);
+      const pending = this.open.get(key);
+      if (!pending) continue;
+      this.open.delete(key);
+      pending.then(
+        (c) => c.close(),
+        () => undefined,
+      );
+    }
   }
 
   close(): void {

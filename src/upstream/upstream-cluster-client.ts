@@ -10,7 +10,7 @@ import type { Logger } from '../ops/log.js';
 import { ApiKey, type MetadataResponse } from '../protocol/messages.js';
 import { ZERO_UUID } from '../protocol/wire/uuid.js';
 import type { HostPort } from '../proxy/broker-map.js';
-import { addressKey, BrokerConnections } from './broker-connections.js';
+import { addressKey, BrokerConnections, type Lane } from './broker-connections.js';
 import type { UpstreamClient } from './client.js';
 import { isStaleMetadataCode, NoBrokerAnswered } from './error-class.js';
 import { MetadataCache } from './metadata-cache.js';
@@ -50,19 +50,19 @@ export class UpstreamClusterClient {
   }
 
   /** A connection to the first broker that answers (see the module comment for the order). */
-  any(): Promise<UpstreamClient> {
-    return this.firstThatAnswers(this.candidates(), (address) => this.connections.get(address));
+  any(lane?: Lane): Promise<UpstreamClient> {
+    return this.firstThatAnswers(this.candidates(), (address) => this.connections.get(address, lane));
   }
 
   /** A connection to the broker with this node id, asking Metadata once when it is not known. */
-  async broker(nodeId: number): Promise<UpstreamClient> {
+  async broker(nodeId: number, lane?: Lane): Promise<UpstreamClient> {
     let address = this.cache.broker(nodeId);
     if (!address) {
       await this.metadata([]);
       address = this.cache.broker(nodeId);
     }
     if (!address) throw new Error(`the upstream names no broker with node id ${nodeId} in its Metadata`);
-    return this.connections.get(address);
+    return this.connections.get(address, lane);
   }
 
   /**
@@ -70,9 +70,9 @@ export class UpstreamClusterClient {
    * forward admin requests (kfake, ZooKeeper-era Kafka) refuse them elsewhere with NOT_CONTROLLER.
    * Asked afresh each time: these requests are rare and the controller moves.
    */
-  async controller(): Promise<UpstreamClient> {
+  async controller(lane?: Lane): Promise<UpstreamClient> {
     const { controllerId } = await this.metadata([]);
-    return controllerId !== undefined && controllerId >= 0 ? this.broker(controllerId) : this.any();
+    return controllerId !== undefined && controllerId >= 0 ? this.broker(controllerId, lane) : this.any(lane);
   }
 
   /**

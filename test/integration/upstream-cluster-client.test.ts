@@ -185,3 +185,45 @@ test('a connection that failed or was dropped is opened again on next use', { sk
     client.close();
   }
 });
+
+test('admin requests take a lane of their own: a request held by the broker does not hold up reads', { skip }, async () => {
+  const client = clientOf(kfake.bootstrap);
+  try {
+    const meta = await client.metadata([TOPIC]);
+    const leaderId = meta.topics[0]!.partitions[0]!.leaderId;
+    const main = await client.broker(leaderId);
+    const admin = await client.broker(leaderId, 'admin');
+    assert.notEqual(main, admin, 'two connections to the same broker');
+    assert.equal(await client.broker(leaderId, 'admin'), admin, 'the lane keeps its connection');
+    // A Fetch at the log end waits on the admin lane; a ListOffsets on the main lane answers meanwhile.
+    const listEnd = () =>
+      main.request(ApiKey.ListOffsets, main.version(ApiKey.ListOffsets), {
+        replicaId: -1,
+        isolationLevel: 0,
+        topics: [{ name: TOPIC, partitions: [{ partitionIndex: 0, timestamp: -1n }] }],
+      });
+    const end = (await listEnd()).topics[0]!.partitions[0]!.offset;
+    let fetchAnswered = false;
+    const waiting = admin
+      .request(ApiKey.Fetch, admin.version(ApiKey.Fetch), {
+        replicaId: -1,
+        maxWaitMs: 5000,
+        minBytes: 1 << 30,
+        maxBytes: 1 << 20,
+        isolationLevel: 0,
+        sessionEpoch: -1,
+        topics: [{ topic: TOPIC, topicId: meta.topics[0]!.topicId, partitions: [{ partition: 0, fetchOffset: end, partitionMaxBytes: 1 << 20 }] }],
+        forgottenTopicsData: [],
+        rackId: '',
+      })
+      .then(() => (fetchAnswered = true));
+    await listEnd();
+    assert.equal(fetchAnswered, false, 'the main lane answered while the admin lane still waited');
+    await waiting;
+    client.dropBroker(leaderId);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.ok(main.closed && admin.closed, 'dropping a broker closes its connections in every lane');
+  } finally {
+    client.close();
+  }
+});

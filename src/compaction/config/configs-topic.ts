@@ -202,7 +202,7 @@ export class ConfigsTopic {
       }
     }
     try {
-      return await this.links.broker(this.leader);
+      return await this.links.broker(this.leader, 'admin');
     } catch (err) {
       this.leader = null;
       throw err;
@@ -225,7 +225,7 @@ export class ConfigsTopic {
   }
 
   private async create(): Promise<void> {
-    const client = await this.links.controller();
+    const client = await this.links.controller('admin');
     const version = apiVersion(client, ApiKey.CreateTopics, 'create topics');
     const answer = await client.request(ApiKey.CreateTopics, version, {
       topics: [
@@ -256,7 +256,7 @@ export class ConfigsTopic {
 
   /** A configs topic that loses records by age or size loses topic configs: say so loudly. */
   private async checkRetention(): Promise<void> {
-    const client = await this.links.any();
+    const client = await this.links.any('admin');
     let version: number;
     try {
       version = client.version(ApiKey.DescribeConfigs);

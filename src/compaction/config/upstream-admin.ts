@@ -24,7 +24,7 @@ async function currentTopicId(ctx: ConfigContext, topic: string): Promise<string
 
 /** retention.ms and retention.bytes as the upstream reports them; null when it cannot describe configs. */
 export async function upstreamRetentionOf(ctx: ConfigContext, topic: string): Promise<Record<string, string | null> | null> {
-  const client = await ctx.links.any();
+  const client = await ctx.links.any('admin');
   let version: number;
   try {
     version = client.version(ApiKey.DescribeConfigs);
@@ -46,7 +46,7 @@ export async function upstreamRetentionOf(ctx: ConfigContext, topic: string): Pr
 
 /** Deletes a topic the proxy created for a client but could not finish setting up. */
 export async function deleteUpstreamTopic(ctx: ConfigContext, topic: string): Promise<void> {
-  const client = await ctx.links.controller();
+  const client = await ctx.links.controller('admin');
   const version = client.version(ApiKey.DeleteTopics);
   const answer = await client.request(
     ApiKey.DeleteTopics,
@@ -81,7 +81,7 @@ export async function errorsBeforeConfigs(
   const found = new Map<string, { errorCode: number; errorMessage: string | null }>();
   if (topics.length === 0) return found;
   try {
-    const client = await ctx.links.controller();
+    const client = await ctx.links.controller('admin');
     const answer = await client.request(ApiKey.CreateTopics, client.version(ApiKey.CreateTopics), {
       topics: topics.map((t) => ({ ...t, assignments: t.assignments as CreateTopicsRequestCreatableReplicaAssignment[], configs: [] })),
       timeoutMs: ctx.requestTimeoutMs,
