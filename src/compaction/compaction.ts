@@ -1,7 +1,7 @@
 /**
  * Compaction for the proxy, assembled: the topic-config layer (which topics are compacted, kept
  * in the upstream), the engine (key index, indexer and cleaner in a worker thread), and the
- * interceptors clients meet (configs, produce guard, fetch view).
+ * filters clients meet (configs, produce guard, fetch view).
  */
 import type { Logger } from '../ops/log.js';
 import type { HostPort } from '../proxy/broker-map.js';
@@ -123,7 +123,7 @@ export async function startCompaction(opts: CompactionOptions): Promise<Compacti
   const unsubscribe = configs.view.onChange(pushPolicies);
 
   const pool = new UpstreamPartitionReads({ upstream, topicIds: opts.topicIds });
-  const interceptors = new Map<number, RequestInterceptor>(configs.interceptors);
+  const interceptors = new Map<number, RequestInterceptor>();
   interceptors.set(
     ApiKey.Produce,
     createProduceGuard({
@@ -144,7 +144,7 @@ export async function startCompaction(opts: CompactionOptions): Promise<Compacti
   });
   interceptors.set(ApiKey.Fetch, fetchView);
 
-  const filters = [...interceptors].map(([apiKey, i]) => interceptorFilter(`compaction-${apiKey}`, apiKey, i));
+  const filters = [...configs.filters, ...[...interceptors].map(([apiKey, i]) => interceptorFilter(`compaction-${apiKey}`, apiKey, i))];
   return {
     filters,
     configs,

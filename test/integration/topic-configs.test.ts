@@ -12,7 +12,6 @@ import { createTopicConfigs, CONFIGS_TOPIC, type StaticTopic, type TopicConfigs 
 import { parseHostPortList } from '../../src/config/host-port.js';
 import { createLogger, isLogLevel, setLogLevel, type Logger } from '../../src/ops/log.js';
 import { ApiKey } from '../../src/protocol/messages.js';
-import { interceptorFilter } from '../../src/proxy/interceptor.js';
 import { ProxyServer } from '../../src/proxy/server.js';
 import { TopicIds, ZERO_UUID } from '../../src/proxy/topic-ids.js';
 import { freePortRun } from '../support/kcompact.js';
@@ -68,7 +67,7 @@ async function startConfigProxy(upstream: string, opts: { dataDir?: TempDir; sta
     requestTimeoutMs: 30_000,
     log,
     topics,
-    filters: [...configs.interceptors].map(([apiKey, i]) => interceptorFilter(`config-${apiKey}`, apiKey, i)),
+    filters: configs.filters,
   });
   await server.start();
   return {

@@ -4,32 +4,26 @@
  * the upstream the rest, with segment settings and the retention the policy needs.
  */
 import { ErrorCode } from '../../protocol/errors.js';
-import type { InterceptedRequest, Interception, RequestInterceptor } from '../../proxy/interceptor.js';
-import { REPEATED_RESOURCE, repeatedTopics, runAlter, TOPIC_RESOURCE, type ResourcePlan } from './alter-flow.js';
+import { ApiKey, type AlterConfigsRequest, type AlterConfigsRequestResource as AlterConfigsResource } from '../../protocol/messages.js';
+import type { Filter, RequestContext, RequestOutcome } from '../../proxy/filter/filter.js';
+import { REPEATED_RESOURCE, repeatedTopics, routeAlter, TOPIC_RESOURCE, type ResourcePlan } from './alter-flow.js';
 import type { ConfigContext } from './config-context.js';
 import { isOwnedConfig } from './definitions.js';
 import { forwardedConfigs } from './effective-policy.js';
 import { staticTopic, storeUnavailable } from './refusals.js';
 import { validateOverrides } from './validate.js';
 
-interface AlterConfigsResource {
-  resourceType: number;
-  resourceName: string;
-  configs: { name: string; value: string | null }[];
+type AlterConfigs = typeof ApiKey.AlterConfigs;
+
+export function alterConfigsFilter(ctx: ConfigContext): Filter {
+  return {
+    name: 'config-alter-configs',
+    apis: { [ApiKey.AlterConfigs]: { onRequest: (req, chain) => onAlterConfigs(ctx, req.body, chain) } },
+  };
 }
 
-interface AlterConfigsRequest {
-  resources: AlterConfigsResource[];
-  validateOnly: boolean;
-}
-
-export function alterConfigsInterceptor(ctx: ConfigContext): RequestInterceptor {
-  return { intercept: (req) => interceptAlterConfigs(ctx, req) };
-}
-
-async function interceptAlterConfigs(ctx: ConfigContext, req: InterceptedRequest): Promise<Interception> {
-  const body = req.body<AlterConfigsRequest>();
-  if (!body.resources.some((r) => r.resourceType === TOPIC_RESOURCE)) return { forward: true };
+async function onAlterConfigs(ctx: ConfigContext, body: AlterConfigsRequest, chain: RequestContext<AlterConfigs>): Promise<RequestOutcome<AlterConfigs>> {
+  if (!body.resources.some((r) => r.resourceType === TOPIC_RESOURCE)) return chain.forward();
   await ctx.sync.sync().catch((err) => ctx.log.debug('topic config store not read before AlterConfigs', { err }));
   const repeated = repeatedTopics(body.resources);
   const plans = body.resources.map((r): ResourcePlan<AlterConfigsResource> => {
@@ -38,7 +32,12 @@ async function interceptAlterConfigs(ctx: ConfigContext, req: InterceptedRequest
     if (repeated.has(r.resourceName)) return { refused: REPEATED_RESOURCE };
     return plan(ctx, r);
   });
-  return runAlter(ctx, req, body, plans);
+  const run = routeAlter(ctx, body, plans);
+  if ('answer' in run) return chain.respond({ throttleTimeMs: 0, responses: run.answer });
+  return chain.forward({
+    body: { ...body, resources: run.forward },
+    response: async (res, back) => back.forward({ ...res.body, responses: await run.merge(res.body.responses) }),
+  });
 }
 
 function plan(ctx: ConfigContext, r: AlterConfigsResource): ResourcePlan<AlterConfigsResource> {

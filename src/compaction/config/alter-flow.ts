@@ -5,32 +5,27 @@
  * in request order.
  */
 import { ErrorCode } from '../../protocol/errors.js';
-import type { InterceptedRequest, Interception } from '../../proxy/interceptor.js';
+import type { AlterConfigsRequestResource, AlterConfigsResponseResourceResponse } from '../../protocol/messages.js';
 import type { ConfigContext } from './config-context.js';
 import type { TopicOverrides } from './effective-policy.js';
-import { requestFrame, responseBody, responseFrame } from './frames.js';
 import { storeFailed, type Refusal } from './refusals.js';
 import { topicIdFor } from './upstream-admin.js';
 
 export const TOPIC_RESOURCE = 2;
 
-export interface AlterResource {
-  resourceType: number;
-  resourceName: string;
-}
+/** What both APIs' resources have in common. */
+export type AlterResource = Pick<AlterConfigsRequestResource, 'resourceType' | 'resourceName'>;
 
-interface AlterResult {
-  errorCode: number;
-  errorMessage: string | null;
-  resourceType: number;
-  resourceName: string;
-}
-
-interface AlterResponse {
-  responses: AlterResult[];
-}
+/** A resource's answer; IncrementalAlterConfigs' has the same fields. */
+export type AlterResult = AlterConfigsResponseResourceResponse;
 
 export type ResourcePlan<R extends AlterResource> = { refused: Refusal } | { forward: R; store?: { topic: string; overrides: TopicOverrides } };
+
+/**
+ * What becomes of the request: answered here when every resource was refused, else forwarded
+ * with the resources that go on, the upstream's results then merged into the client's answer.
+ */
+export type AlterRun<R extends AlterResource> = { answer: AlterResult[] } | { forward: R[]; merge(upstream: readonly AlterResult[]): Promise<AlterResult[]> };
 
 /** Topic resources named more than once: Kafka refuses each of them. */
 export function repeatedTopics(resources: readonly AlterResource[]): Set<string> {
@@ -46,29 +41,21 @@ export function repeatedTopics(resources: readonly AlterResource[]): Set<string>
 
 export const REPEATED_RESOURCE: Refusal = { errorCode: ErrorCode.INVALID_REQUEST, errorMessage: 'Each resource must appear at most once.' };
 
-export function runAlter<R extends AlterResource>(
+export function routeAlter<R extends AlterResource>(
   ctx: ConfigContext,
-  req: InterceptedRequest,
-  body: { resources: R[]; validateOnly: boolean },
+  body: { resources: readonly R[]; validateOnly: boolean },
   plans: readonly ResourcePlan<R>[],
-): Interception {
+): AlterRun<R> {
   const forwarded = plans.flatMap((p) => ('forward' in p ? [p.forward] : []));
   const refusedResult = (r: AlterResource, refusal: Refusal): AlterResult => ({ ...refusal, resourceType: r.resourceType, resourceName: r.resourceName });
   if (forwarded.length === 0) {
-    return {
-      respond: responseFrame(req, {
-        throttleTimeMs: 0,
-        responses: plans.map((p, i) => refusedResult(body.resources[i]!, (p as { refused: Refusal }).refused)),
-      }),
-    };
+    return { answer: plans.map((p, i) => refusedResult(body.resources[i]!, (p as { refused: Refusal }).refused)) };
   }
   return {
-    forward: true,
-    frame: requestFrame(req, { ...body, resources: forwarded }),
-    response: async (frame) => {
-      const answer = responseBody<AlterResponse & Record<string, unknown>>(req, frame);
+    forward: forwarded,
+    merge: async (upstream) => {
       const queues = new Map<string, AlterResult[]>();
-      for (const r of answer.responses) {
+      for (const r of upstream) {
         const key = `${r.resourceType}:${r.resourceName}`;
         queues.set(key, [...(queues.get(key) ?? []), r]);
       }
@@ -92,7 +79,7 @@ export function runAlter<R extends AlterResource>(
         responses.push(result);
       }
       for (const rest of queues.values()) for (const r of rest) responses.push(r);
-      return responseFrame(req, { ...answer, responses });
+      return responses;
     },
   };
 }

@@ -1,4 +1,4 @@
-/** What the config-layer interceptors share. */
+/** What the config-layer filters share. */
 import type { Logger } from '../../ops/log.js';
 import type { TopicIds } from '../../proxy/topic-ids.js';
 import type { BrokerDefaults } from './broker-defaults.js';

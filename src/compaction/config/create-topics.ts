@@ -8,45 +8,23 @@
  * are what Kafka would list.
  */
 import { ErrorCode } from '../../protocol/errors.js';
-import type { InterceptedRequest, Interception, RequestInterceptor } from '../../proxy/interceptor.js';
+import {
+  ApiKey,
+  type CreateTopicsRequestCreatableTopic as CreatableTopic,
+  type CreateTopicsResponseCreatableTopicConfigs as CreatedConfig,
+  type CreateTopicsResponseCreatableTopicResult as CreatableTopicResult,
+} from '../../protocol/messages.js';
+import type { Filter, FilterRequest, RequestContext, RequestOutcome } from '../../proxy/filter/filter.js';
 import { ZERO_UUID } from '../../proxy/topic-ids.js';
 import type { ConfigContext } from './config-context.js';
 import { ConfigSource, isOwnedConfig, RETENTION_BYTES, RETENTION_MS, TOPIC_CONFIGS } from './definitions.js';
-import { createdEntry, type CreatedConfig } from './describe-entry.js';
+import { createdEntry } from './describe-entry.js';
 import { forwardedConfigs, keepsForever, type TopicOverrides } from './effective-policy.js';
-import { requestFrame, responseBody, responseFrame } from './frames.js';
 import { storeFailed, storeUnavailable, type Refusal } from './refusals.js';
 import { deleteUpstreamTopic, errorsBeforeConfigs, topicIdFor, upstreamRetentionOf } from './upstream-admin.js';
 import { validateOverrides } from './validate.js';
 
-interface CreatableTopic {
-  name: string;
-  numPartitions: number;
-  replicationFactor: number;
-  assignments: unknown[];
-  configs: { name: string; value: string | null }[];
-}
-
-interface CreateTopicsRequest {
-  topics: CreatableTopic[];
-  timeoutMs: number;
-  validateOnly: boolean;
-}
-
-interface CreatableTopicResult {
-  name: string;
-  topicId: string;
-  errorCode: number;
-  errorMessage: string | null;
-  topicConfigErrorCode: number;
-  numPartitions: number;
-  replicationFactor: number;
-  configs: CreatedConfig[] | null;
-}
-
-interface CreateTopicsResponse {
-  topics: CreatableTopicResult[];
-}
+type CreateTopics = typeof ApiKey.CreateTopics;
 
 interface Forward {
   topic: CreatableTopic;
@@ -61,12 +39,20 @@ type Plan = { refused: Refusal; configRefusal: boolean } | { forward: Forward };
 
 const CONFIGS_FIRST_VERSION = 5;
 
-export function createTopicsInterceptor(ctx: ConfigContext): RequestInterceptor {
-  return { intercept: (req) => interceptCreateTopics(ctx, req) };
+export function createTopicsFilter(ctx: ConfigContext): Filter {
+  return {
+    name: 'config-create-topics',
+    apis: { [ApiKey.CreateTopics]: { onRequest: (req, chain) => onCreateTopics(ctx, req, chain) } },
+  };
 }
 
-async function interceptCreateTopics(ctx: ConfigContext, req: InterceptedRequest): Promise<Interception> {
-  const body = req.body<CreateTopicsRequest>();
+async function onCreateTopics(
+  ctx: ConfigContext,
+  req: FilterRequest<CreateTopics>,
+  chain: RequestContext<CreateTopics>,
+): Promise<RequestOutcome<CreateTopics>> {
+  const body = req.body;
+  const version = req.apiVersion;
   await ctx.sync.sync().catch((err) => ctx.log.debug('topic config store not read before CreateTopics', { err }));
   const counts = new Map<string, number>();
   for (const t of body.topics) counts.set(t.name, (counts.get(t.name) ?? 0) + 1);
@@ -87,30 +73,27 @@ async function interceptCreateTopics(ctx: ConfigContext, req: InterceptedRequest
   for (const [name, earlier] of await errorsBeforeConfigs(ctx, refusedForConfigs)) plans.set(name, { refused: earlier, configRefusal: false });
 
   const forwards = [...plans.values()].flatMap((p) => ('forward' in p ? [p.forward] : []));
-  const assemble = (upstream: Map<string, CreatableTopicResult>): CreateTopicsResponse & Record<string, unknown> => ({
-    throttleTimeMs: 0,
-    topics: [...plans].map(([name, p]) => ('refused' in p ? refusedResult(name, p.refused) : (upstream.get(name) ?? refusedResult(name, noAnswer)))),
-  });
-  if (forwards.length === 0) return { respond: responseFrame(req, assemble(new Map())) };
+  const assemble = (upstream: Map<string, CreatableTopicResult>): CreatableTopicResult[] =>
+    [...plans].map(([name, p]) => ('refused' in p ? refusedResult(name, p.refused) : (upstream.get(name) ?? refusedResult(name, noAnswer))));
+  if (forwards.length === 0) return chain.respond({ throttleTimeMs: 0, topics: assemble(new Map()) });
 
-  return {
-    forward: true,
-    frame: requestFrame(req, { ...body, topics: forwards.map((f) => f.topic) }),
-    response: async (frame) => {
-      const answer = responseBody<CreateTopicsResponse & Record<string, unknown>>(req, frame);
+  return chain.forward({
+    body: { ...body, topics: forwards.map((f) => f.topic) },
+    response: async (res, back) => {
+      const answer = res.body;
       const byName = new Map(answer.topics.map((r) => [r.name, r]));
       await Promise.all(
         forwards.map((f) => {
           const r = byName.get(f.topic.name);
-          return r && finish(ctx, req.apiVersion, body.validateOnly, f, r);
+          return r && finish(ctx, version, body.validateOnly, f, r);
         }),
       );
-      const merged = assemble(byName);
+      const topics = assemble(byName);
       const known = new Set(plans.keys());
-      for (const r of answer.topics) if (!known.has(r.name)) merged.topics.push(r);
-      return responseFrame(req, { ...answer, topics: merged.topics });
+      for (const r of answer.topics) if (!known.has(r.name)) topics.push(r);
+      return back.forward({ ...answer, topics });
     },
-  };
+  });
 }
 
 const noAnswer: Refusal = { errorCode: ErrorCode.UNKNOWN_SERVER_ERROR, errorMessage: 'the upstream did not answer for this topic' };
@@ -218,7 +201,7 @@ async function undo(ctx: ConfigContext, topic: string): Promise<void> {
 }
 
 /** Kafka lists every topic config, sorted by name; kfake lists only the given ones, with source -1 (which Java rejects). */
-function createdConfigs(ctx: ConfigContext, f: Forward, upstream: CreatedConfig[] | null): CreatedConfig[] {
+function createdConfigs(ctx: ConfigContext, f: Forward, upstream: readonly CreatedConfig[] | null | undefined): CreatedConfig[] {
   const list = (upstream ?? [])
     .filter((c) => !isOwnedConfig(c.name))
     .map((c) => (c.configSource >= 0 ? c : { ...c, configSource: f.requested.has(c.name) ? ConfigSource.DYNAMIC_TOPIC_CONFIG : ConfigSource.DEFAULT_CONFIG }));

@@ -8,35 +8,27 @@
  * compacted topic's configs with it.
  */
 import { ErrorCode } from '../../protocol/errors.js';
-import type { InterceptedRequest, Interception, RequestInterceptor } from '../../proxy/interceptor.js';
+import {
+  ApiKey,
+  type DeleteTopicsRequest,
+  type DeleteTopicsRequestDeleteTopicState as DeleteTopicState,
+  type DeleteTopicsResponseDeletableTopicResult as DeletableTopicResult,
+} from '../../protocol/messages.js';
+import type { Filter, RequestContext, RequestOutcome } from '../../proxy/filter/filter.js';
 import type { ConfigContext } from './config-context.js';
 import { CONFIGS_TOPIC } from './configs-topic.js';
-import { requestFrame, responseBody, responseFrame } from './frames.js';
 import { configsTopicKept } from './refusals.js';
 
-interface DeleteTopicsRequest {
-  topics?: { name: string | null; topicId: string }[];
-  topicNames?: string[];
+type DeleteTopics = typeof ApiKey.DeleteTopics;
+
+export function deleteTopicsFilter(ctx: ConfigContext): Filter {
+  return {
+    name: 'config-delete-topics',
+    apis: { [ApiKey.DeleteTopics]: { onRequest: (req, chain) => onDeleteTopics(ctx, req.body, chain) } },
+  };
 }
 
-interface DeleteTopicsResult {
-  name: string | null;
-  topicId?: string;
-  errorCode: number;
-  errorMessage?: string | null;
-}
-
-interface DeleteTopicsResponse {
-  throttleTimeMs?: number;
-  responses: DeleteTopicsResult[];
-}
-
-export function deleteTopicsInterceptor(ctx: ConfigContext): RequestInterceptor {
-  return { intercept: (req) => interceptDeleteTopics(ctx, req) };
-}
-
-function interceptDeleteTopics(ctx: ConfigContext, req: InterceptedRequest): Interception {
-  const body = req.body<DeleteTopicsRequest>();
+function onDeleteTopics(ctx: ConfigContext, body: DeleteTopicsRequest, chain: RequestContext<DeleteTopics>): RequestOutcome<DeleteTopics> {
   const byId = new Map<string, string>();
   const names = body.topicNames ? [...body.topicNames] : [];
   for (const t of body.topics ?? []) {
@@ -48,26 +40,25 @@ function interceptDeleteTopics(ctx: ConfigContext, req: InterceptedRequest): Int
   const refused = refusedResults(ctx, body);
   if (refused.length > 0) {
     const rest = withoutConfigsTopic(ctx, body);
-    if (rest.topicNames?.length === 0 || rest.topics?.length === 0) return { respond: responseFrame(req, { throttleTimeMs: 0, responses: refused }) };
-    return forward(ctx, req, names, byId, requestFrame(req, rest), refused);
+    if (rest.topicNames?.length === 0 || rest.topics?.length === 0) return chain.respond({ throttleTimeMs: 0, responses: refused });
+    return forward(ctx, chain, names, byId, rest, refused);
   }
-  return forward(ctx, req, names, byId, undefined, []);
+  return forward(ctx, chain, names, byId, undefined, []);
 }
 
 function forward(
   ctx: ConfigContext,
-  req: InterceptedRequest,
+  chain: RequestContext<DeleteTopics>,
   names: string[],
   byId: Map<string, string>,
-  frame: Buffer | undefined,
-  refused: DeleteTopicsResult[],
-): Interception {
-  if (refused.length === 0 && !names.some((n) => ctx.state.entry(n)?.configs)) return { forward: true };
-  return {
-    forward: true,
-    frame,
-    response: async (frame) => {
-      const answer = responseBody<DeleteTopicsResponse>(req, frame);
+  body: DeleteTopicsRequest | undefined,
+  refused: DeletableTopicResult[],
+): RequestOutcome<DeleteTopics> {
+  if (refused.length === 0 && !names.some((n) => ctx.state.entry(n)?.configs)) return chain.forward();
+  return chain.forward({
+    body,
+    response: async (res, back) => {
+      const answer = res.body;
       for (const r of answer.responses) {
         if (r.errorCode !== ErrorCode.NONE) continue;
         const name = r.name ?? (r.topicId === undefined ? undefined : byId.get(r.topicId));
@@ -80,18 +71,18 @@ function forward(
           ctx.log.error('could not drop the stored configs of a deleted topic', { topic: name, err });
         }
       }
-      if (refused.length === 0) return frame;
-      return responseFrame(req, { ...answer, responses: [...answer.responses, ...refused] });
+      if (refused.length === 0) return back.forward();
+      return back.forward({ ...answer, responses: [...answer.responses, ...refused] });
     },
-  };
+  });
 }
 
-const namesConfigsTopic = (ctx: ConfigContext, t: { name: string | null; topicId: string }) => (t.name ?? ctx.topicIds.name(t.topicId)) === CONFIGS_TOPIC;
+const namesConfigsTopic = (ctx: ConfigContext, t: DeleteTopicState) => (t.name ?? ctx.topicIds.name(t.topicId)) === CONFIGS_TOPIC;
 
 /** A refusal for each mention of the configs topic, named as the request named it. */
-function refusedResults(ctx: ConfigContext, body: DeleteTopicsRequest): DeleteTopicsResult[] {
+function refusedResults(ctx: ConfigContext, body: DeleteTopicsRequest): DeletableTopicResult[] {
   const refusal = configsTopicKept();
-  const results: DeleteTopicsResult[] = [];
+  const results: DeletableTopicResult[] = [];
   for (const name of body.topicNames ?? []) if (name === CONFIGS_TOPIC) results.push({ name, ...refusal });
   for (const t of body.topics ?? []) if (namesConfigsTopic(ctx, t)) results.push({ name: CONFIGS_TOPIC, topicId: t.topicId, ...refusal });
   return results;

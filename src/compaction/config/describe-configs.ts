@@ -5,53 +5,39 @@
  * own setting, or the default, is shown instead.
  */
 import { ErrorCode } from '../../protocol/errors.js';
-import type { InterceptedRequest, Interception, RequestInterceptor } from '../../proxy/interceptor.js';
+import { ApiKey, type DescribeConfigsRequest, type DescribeConfigsResponseResourceResult as DescribedConfig } from '../../protocol/messages.js';
+import type { Filter, RequestContext, RequestOutcome } from '../../proxy/filter/filter.js';
 import type { ConfigContext } from './config-context.js';
 import { ConfigSource, isOwnedConfig, parseConfigValue, TOPIC_CONFIGS } from './definitions.js';
-import { describeEntry, type DescribedConfig, type DescribeOptions } from './describe-entry.js';
+import { describeEntry, type DescribeOptions } from './describe-entry.js';
 import { keepsForever, type TopicOverrides } from './effective-policy.js';
-import { responseBody, responseFrame } from './frames.js';
 
 const TOPIC_RESOURCE = 2;
 
-interface DescribeConfigsRequest {
-  resources: { resourceType: number; resourceName: string; configurationKeys: string[] | null }[];
-  includeSynonyms: boolean;
-  includeDocumentation: boolean;
+type DescribeConfigs = typeof ApiKey.DescribeConfigs;
+
+export function describeConfigsFilter(ctx: ConfigContext): Filter {
+  return {
+    name: 'config-describe-configs',
+    apis: { [ApiKey.DescribeConfigs]: { onRequest: (req, chain) => onDescribeConfigs(ctx, req.body, chain) } },
+  };
 }
 
-interface DescribeConfigsResult {
-  errorCode: number;
-  resourceType: number;
-  resourceName: string;
-  configs: DescribedConfig[];
-}
-
-interface DescribeConfigsResponse {
-  results: DescribeConfigsResult[];
-}
-
-export function describeConfigsInterceptor(ctx: ConfigContext): RequestInterceptor {
-  return { intercept: (req) => interceptDescribeConfigs(ctx, req) };
-}
-
-function interceptDescribeConfigs(ctx: ConfigContext, req: InterceptedRequest): Interception {
-  const body = req.body<DescribeConfigsRequest>();
+function onDescribeConfigs(ctx: ConfigContext, body: DescribeConfigsRequest, chain: RequestContext<DescribeConfigs>): RequestOutcome<DescribeConfigs> {
   const keys = new Map<string, string[] | null>();
   for (const r of body.resources) if (r.resourceType === TOPIC_RESOURCE && !keys.has(r.resourceName)) keys.set(r.resourceName, r.configurationKeys);
-  if (keys.size === 0) return { forward: true };
-  const opts: DescribeOptions = { includeSynonyms: body.includeSynonyms, includeDocumentation: body.includeDocumentation };
-  return {
-    forward: true,
-    response: (frame) => {
-      const answer = responseBody<DescribeConfigsResponse>(req, frame);
+  if (keys.size === 0) return chain.forward();
+  const opts: DescribeOptions = { includeSynonyms: body.includeSynonyms, includeDocumentation: body.includeDocumentation ?? false };
+  return chain.forward({
+    response: (res, back) => {
+      const answer = res.body;
       for (const result of answer.results) {
         if (result.resourceType !== TOPIC_RESOURCE || result.errorCode !== ErrorCode.NONE || !keys.has(result.resourceName)) continue;
         result.configs = mergeOwned(ctx, result.resourceName, result.configs, keys.get(result.resourceName)!, opts);
       }
-      return responseFrame(req, answer);
+      return back.forward(answer);
     },
-  };
+  });
 }
 
 /** The upstream's entries with the owned configs (those asked for) in kcompact's rendering, in the upstream's order. */

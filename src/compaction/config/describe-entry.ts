@@ -4,29 +4,12 @@
  * synonym, and synonyms and documentation when asked. A CreateTopics response (the controller's
  * KafkaConfigSchema) shows the value as it was given, no synonyms.
  */
-import type { BrokerDefaults, SynonymEntry } from './broker-defaults.js';
+import type {
+  CreateTopicsResponseCreatableTopicConfigs as CreatedConfig,
+  DescribeConfigsResponseResourceResult as DescribedConfig,
+} from '../../protocol/messages.js';
+import type { BrokerDefaults } from './broker-defaults.js';
 import { CONFIG_TYPE_ID, ConfigSource, formatConfigValue, parseConfigValue, type TopicConfigDef } from './definitions.js';
-
-/** A DescribeConfigs v1-v4 config entry (fields a version lacks are ignored when encoding). */
-export interface DescribedConfig {
-  name: string;
-  value: string | null;
-  readOnly: boolean;
-  configSource: number;
-  isSensitive: boolean;
-  synonyms: SynonymEntry[];
-  configType: number;
-  documentation: string | null;
-}
-
-/** A CreateTopics v5+ per-topic config entry. */
-export interface CreatedConfig {
-  name: string;
-  value: string | null;
-  readOnly: boolean;
-  configSource: number;
-  isSensitive: boolean;
-}
 
 export interface DescribeOptions {
   includeSynonyms: boolean;

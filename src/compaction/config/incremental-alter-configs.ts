@@ -6,41 +6,49 @@
  * change on a topic that expires data).
  */
 import { ErrorCode } from '../../protocol/errors.js';
-import type { InterceptedRequest, Interception, RequestInterceptor } from '../../proxy/interceptor.js';
-import { REPEATED_RESOURCE, repeatedTopics, runAlter, TOPIC_RESOURCE, type ResourcePlan } from './alter-flow.js';
+import {
+  ApiKey,
+  type IncrementalAlterConfigsRequest,
+  type IncrementalAlterConfigsRequestAlterableConfig as AlterableConfig,
+  type IncrementalAlterConfigsRequestAlterConfigsResource as IncrementalResource,
+} from '../../protocol/messages.js';
+import type { Filter, RequestContext, RequestOutcome } from '../../proxy/filter/filter.js';
+import { REPEATED_RESOURCE, repeatedTopics, routeAlter, TOPIC_RESOURCE, type ResourcePlan } from './alter-flow.js';
 import type { ConfigContext } from './config-context.js';
 import { isOwnedConfig } from './definitions.js';
 import { UPSTREAM_CONFIGS, upstreamConfigs } from './effective-policy.js';
-import { AlterOp, applyIncrementalOps, type AlterOperation } from './incremental-ops.js';
+import { AlterOp, applyIncrementalOps } from './incremental-ops.js';
 import { staticTopic, storeUnavailable } from './refusals.js';
 import { validateOverrides } from './validate.js';
 
-interface IncrementalResource {
-  resourceType: number;
-  resourceName: string;
-  configs: AlterOperation[];
+type IncrementalAlterConfigs = typeof ApiKey.IncrementalAlterConfigs;
+
+export function incrementalAlterConfigsFilter(ctx: ConfigContext): Filter {
+  return {
+    name: 'config-incremental-alter-configs',
+    apis: { [ApiKey.IncrementalAlterConfigs]: { onRequest: (req, chain) => onIncremental(ctx, req.body, chain) } },
+  };
 }
 
-interface IncrementalAlterConfigsRequest {
-  resources: IncrementalResource[];
-  validateOnly: boolean;
-}
-
-export function incrementalAlterConfigsInterceptor(ctx: ConfigContext): RequestInterceptor {
-  return { intercept: (req) => interceptIncremental(ctx, req) };
-}
-
-async function interceptIncremental(ctx: ConfigContext, req: InterceptedRequest): Promise<Interception> {
-  const body = req.body<IncrementalAlterConfigsRequest>();
+async function onIncremental(
+  ctx: ConfigContext,
+  body: IncrementalAlterConfigsRequest,
+  chain: RequestContext<IncrementalAlterConfigs>,
+): Promise<RequestOutcome<IncrementalAlterConfigs>> {
   const touchesOwned = (r: IncrementalResource) => r.resourceType === TOPIC_RESOURCE && r.configs.some((c) => isOwnedConfig(c.name));
-  if (!body.resources.some(touchesOwned)) return { forward: true };
+  if (!body.resources.some(touchesOwned)) return chain.forward();
   await ctx.sync.sync().catch((err) => ctx.log.debug('topic config store not read before IncrementalAlterConfigs', { err }));
   const repeated = repeatedTopics(body.resources);
   const plans = body.resources.map((r): ResourcePlan<IncrementalResource> => {
     if (r.resourceType === TOPIC_RESOURCE && repeated.has(r.resourceName)) return { refused: REPEATED_RESOURCE };
     return touchesOwned(r) ? plan(ctx, r) : { forward: r };
   });
-  return runAlter(ctx, req, body, plans);
+  const run = routeAlter(ctx, body, plans);
+  if ('answer' in run) return chain.respond({ throttleTimeMs: 0, responses: run.answer });
+  return chain.forward({
+    body: { ...body, resources: run.forward },
+    response: async (res, back) => back.forward({ ...res.body, responses: await run.merge(res.body.responses) }),
+  });
 }
 
 function plan(ctx: ConfigContext, r: IncrementalResource): ResourcePlan<IncrementalResource> {
@@ -62,7 +70,7 @@ function plan(ctx: ConfigContext, r: IncrementalResource): ResourcePlan<Incremen
   const unavailable = ctx.sync.unavailableReason;
   if (unavailable !== null) return { refused: storeUnavailable(topic, unavailable) };
 
-  const ops: AlterOperation[] = r.configs.filter((c) => !isOwnedConfig(c.name));
+  const ops: AlterableConfig[] = r.configs.filter((c) => !isOwnedConfig(c.name));
   const before = upstreamConfigs(current, ctx.defaults);
   const after = upstreamConfigs(applied.overrides, ctx.defaults);
   for (const name of UPSTREAM_CONFIGS) {

@@ -1,25 +1,24 @@
 /**
  * The topic-config layer, assembled: broker defaults, static topics, the configs topic with its
- * SQLite cache, and the interceptors for the topic admin APIs. The coordinator passes
- * `interceptors` to ProxyServer and `view` to whatever needs to know which topics are compacted.
+ * SQLite cache, and the filters for the topic admin APIs. The coordinator puts `filters` in the
+ * proxy's chain and passes `view` to whatever needs to know which topics are compacted.
  */
 import type { Logger } from '../../ops/log.js';
-import { ApiKey } from '../../protocol/messages.js';
 import type { HostPort } from '../../proxy/broker-map.js';
-import type { RequestInterceptor } from '../../proxy/interceptor.js';
+import type { Filter } from '../../proxy/filter/filter.js';
 import type { TopicIds } from '../../proxy/topic-ids.js';
 import type { TopicConfigView } from '../policy.js';
-import { alterConfigsInterceptor } from './alter-configs.js';
+import { alterConfigsFilter } from './alter-configs.js';
 import { BrokerDefaults } from './broker-defaults.js';
 import { ConfigCache } from './config-cache.js';
 import type { ConfigContext } from './config-context.js';
 import { ConfigSync } from './config-sync.js';
 import { ConfigsTopic } from './configs-topic.js';
-import { createPartitionsInterceptor } from './create-partitions.js';
-import { createTopicsInterceptor } from './create-topics.js';
-import { deleteTopicsInterceptor } from './delete-topics.js';
-import { describeConfigsInterceptor } from './describe-configs.js';
-import { incrementalAlterConfigsInterceptor } from './incremental-alter-configs.js';
+import { createPartitionsFilter } from './create-partitions.js';
+import { createTopicsFilter } from './create-topics.js';
+import { deleteTopicsFilter } from './delete-topics.js';
+import { describeConfigsFilter } from './describe-configs.js';
+import { incrementalAlterConfigsFilter } from './incremental-alter-configs.js';
 import { TopicConfigState, type StaticTopic } from './topic-config-state.js';
 import { UpstreamClusterClient } from '../../upstream/upstream-cluster-client.js';
 import type { UpstreamConnector } from '../../upstream/upstream-connector.js';
@@ -51,7 +50,8 @@ export interface TopicConfigsOptions {
 
 export interface TopicConfigs {
   view: TopicConfigView;
-  interceptors: Map<number, RequestInterceptor>;
+  /** The topic admin APIs' filters, in chain order (each hooks its own API). */
+  filters: Filter[];
   /** Settles once the configs topic has been read to its end (or the upstream proved unable to hold it). */
   caughtUp: Promise<void>;
   close(): Promise<void>;
@@ -100,13 +100,13 @@ export async function createTopicConfigs(opts: TopicConfigsOptions): Promise<Top
   sync.start();
   if (cached.nextOffset === null) await sync.caughtUp;
   const ctx: ConfigContext = { state, sync, links, defaults, topicIds: opts.topicIds, log, requestTimeoutMs };
-  const interceptors = new Map<number, RequestInterceptor>([
-    [ApiKey.CreateTopics, createTopicsInterceptor(ctx)],
-    [ApiKey.DescribeConfigs, describeConfigsInterceptor(ctx)],
-    [ApiKey.AlterConfigs, alterConfigsInterceptor(ctx)],
-    [ApiKey.IncrementalAlterConfigs, incrementalAlterConfigsInterceptor(ctx)],
-    [ApiKey.DeleteTopics, deleteTopicsInterceptor(ctx)],
-    [ApiKey.CreatePartitions, createPartitionsInterceptor()],
-  ]);
-  return { view: state, interceptors, caughtUp: sync.caughtUp, close };
+  const filters = [
+    createTopicsFilter(ctx),
+    describeConfigsFilter(ctx),
+    alterConfigsFilter(ctx),
+    incrementalAlterConfigsFilter(ctx),
+    deleteTopicsFilter(ctx),
+    createPartitionsFilter,
+  ];
+  return { view: state, filters, caughtUp: sync.caughtUp, close };
 }
