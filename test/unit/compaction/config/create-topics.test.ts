@@ -1,0 +1,276 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { createTopicsFilter } from '../../../../src/compaction/config/create-topics.js';
+import { ErrorCode } from '../../../../src/protocol/errors.js';
+import { ApiKey, type BodyInit, type CreateTopicsRequest, type CreateTopicsResponseCreatableTopicResult } from '../../../../src/protocol/messages.js';
+import { ZERO_UUID } from '../../../../src/proxy/topic-ids.js';
+import { FilterHarness, type RequestRun } from '../../../support/filter-harness.js';
+import { configFixture, type FixtureOptions } from './config-fixture.js';
+
+type CreateTopics = typeof ApiKey.CreateTopics;
+
+const ID = 'AAAAAAAAAAAAAAAAAAAAAQ';
+
+const topic = (name: string, configs: Record<string, string | null> = {}) => ({
+  name,
+  numPartitions: 1,
+  replicationFactor: 1,
+  assignments: [],
+  configs: Object.entries(configs).map(([n, value]) => ({ name: n, value })),
+});
+
+function setup(opts: FixtureOptions = {}) {
+  const fixture = configFixture(opts);
+  return { ...fixture, harness: new FilterHarness(createTopicsFilter(fixture.ctx)) };
+}
+
+async function create(harness: FilterHarness, topics: ReturnType<typeof topic>[], opts: { version?: number; validateOnly?: boolean } = {}) {
+  const body: BodyInit<CreateTopicsRequest> = { topics, timeoutMs: 30_000, validateOnly: opts.validateOnly ?? false };
+  return harness.request(ApiKey.CreateTopics, opts.version ?? 7, body);
+}
+
+function forwarded(run: RequestRun<CreateTopics>): Extract<RequestRun<CreateTopics>, { kind: 'forward' }> {
+  assert.equal(run.kind, 'forward');
+  return run as Extract<RequestRun<CreateTopics>, { kind: 'forward' }>;
+}
+
+const created = (name: string, extra: Partial<CreateTopicsResponseCreatableTopicResult> = {}): BodyInit<CreateTopicsResponseCreatableTopicResult> => ({
+  name,
+  topicId: ID,
+  errorCode: ErrorCode.NONE,
+  errorMessage: null,
+  numPartitions: 1,
+  replicationFactor: 1,
+  configs: [],
+  ...extra,
+});
+
+const configsOf = (run: { body: { configs: { name: string; value: string | null }[] }[] }) => run.body.map((t) => t.configs.map((c) => `${c.name}=${c.value}`));
+
+test('owned configs stay out of the upstream, which gets retention -1 when the policy lacks delete; they are stored once created', async () => {
+  const { harness, writes, admin } = setup();
+  const run = forwarded(
+    await create(harness, [topic('orders', { 'cleanup.policy': 'compact', 'compression.type': 'gzip', 'min.cleanable.dirty.ratio': '0.25' })]),
+  );
+  assert.equal(run.awaitsResponse, true);
+  assert.deepEqual(configsOf({ body: run.body.topics }), [['compression.type=gzip', 'retention.bytes=-1', 'retention.ms=-1']]);
+  assert.equal(writes.length, 0, 'nothing is stored before the upstream created the topic');
+
+  const answer = await run.respond({
+    throttleTimeMs: 3,
+    topics: [
+      created('orders', {
+        configs: [
+          { name: 'compression.type', value: 'gzip', readOnly: false, configSource: 1, isSensitive: false },
+          { name: 'retention.ms', value: '-1', readOnly: false, configSource: 1, isSensitive: false },
+        ],
+      }),
+    ],
+  });
+  assert.equal(answer.kind, 'forward');
+  if (answer.kind !== 'forward') return;
+  assert.deepEqual(writes, [{ topic: 'orders', stored: { topicId: ID, configs: { 'cleanup.policy': 'compact', 'min.cleanable.dirty.ratio': '0.25' } } }]);
+  assert.ok(
+    admin.some((a) => a.apiKey === ApiKey.DescribeConfigs),
+    'the retention the upstream really gave is checked',
+  );
+  assert.equal(answer.body.throttleTimeMs, 3);
+  const [result] = answer.body.topics;
+  assert.equal(result!.errorCode, ErrorCode.NONE);
+  const entries = new Map(result!.configs!.map((c) => [c.name, `${c.value}/${c.configSource}`]));
+  assert.deepEqual([...entries.keys()], [...entries.keys()].sort(), 'sorted by name, as Kafka lists them');
+  assert.equal(entries.get('compression.type'), 'gzip/1');
+  assert.equal(entries.get('cleanup.policy'), 'compact/1');
+  assert.equal(entries.get('min.cleanable.dirty.ratio'), '0.25/1');
+  assert.equal(entries.get('retention.ms'), '604800000/5', "the upstream's -1 is kcompact's doing and stays hidden");
+  assert.equal(entries.size, 1 + 9);
+});
+
+test('a topic that expires data gets its segment and retention overrides upstream, and no -1', async () => {
+  const { harness } = setup();
+  const run = forwarded(await create(harness, [topic('logs', { 'cleanup.policy': 'compact,delete', 'segment.ms': '60000', 'retention.ms': '1000' })]));
+  assert.deepEqual(configsOf({ body: run.body.topics }), [['segment.ms=60000', 'retention.ms=1000']]);
+});
+
+test('a topic without owned configs goes on as the client asked it', async () => {
+  const { harness, writes } = setup();
+  const run = forwarded(await create(harness, [topic('plain', { 'compression.type': 'lz4' })]));
+  assert.deepEqual(configsOf({ body: run.body.topics }), [['compression.type=lz4']]);
+  const answer = await run.respond({ throttleTimeMs: 0, topics: [created('plain')] });
+  assert.ok(answer.kind === 'forward' && answer.body.topics[0]!.errorCode === ErrorCode.NONE);
+  assert.deepEqual(writes, [], 'nothing to store');
+});
+
+test('a name given twice is refused INVALID_REQUEST once; the other topics go on', async () => {
+  const { harness } = setup();
+  const run = forwarded(await create(harness, [topic('dup'), topic('ok'), topic('dup', { 'cleanup.policy': 'compact' })]));
+  assert.deepEqual(
+    run.body.topics.map((t) => t.name),
+    ['ok'],
+  );
+  const answer = await run.respond({ throttleTimeMs: 0, topics: [created('ok')] });
+  assert.equal(answer.kind, 'forward');
+  if (answer.kind !== 'forward') return;
+  assert.deepEqual(
+    answer.body.topics.map((t) => [t.name, t.errorCode, t.errorMessage]),
+    [
+      ['dup', ErrorCode.INVALID_REQUEST, 'Duplicate topic name.'],
+      ['ok', ErrorCode.NONE, null],
+    ],
+  );
+
+  const alone = await create(harness, [topic('dup'), topic('dup')]);
+  assert.equal(alone.kind, 'respond', 'nothing left for the upstream: answered without it');
+  if (alone.kind !== 'respond') return;
+  assert.deepEqual(
+    alone.body.topics.map((t) => [t.name, t.errorCode, t.topicId, t.numPartitions]),
+    [['dup', ErrorCode.INVALID_REQUEST, ZERO_UUID, -1]],
+  );
+});
+
+test('an invalid owned config refuses its topic alone, while the valid ones are created', async () => {
+  const { harness, admin, writes } = setup();
+  const run = forwarded(
+    await create(harness, [
+      topic('bad', { 'min.cleanable.dirty.ratio': '2' }),
+      topic('nullish', { 'cleanup.policy': null }),
+      topic('good', { 'cleanup.policy': 'compact' }),
+    ]),
+  );
+  assert.deepEqual(
+    run.body.topics.map((t) => t.name),
+    ['good'],
+  );
+  const asked = admin.find((a) => a.apiKey === ApiKey.CreateTopics);
+  assert.ok(asked, 'the upstream is asked about errors Kafka checks before configs');
+  assert.deepEqual(asked.body, { topics: [topic('bad'), topic('nullish')], timeoutMs: 1000, validateOnly: true });
+
+  const answer = await run.respond({ throttleTimeMs: 0, topics: [created('good')] });
+  assert.equal(answer.kind, 'forward');
+  if (answer.kind !== 'forward') return;
+  const byName = new Map(answer.body.topics.map((t) => [t.name, t]));
+  assert.deepEqual([...byName.keys()], ['bad', 'nullish', 'good'], 'in request order');
+  assert.equal(byName.get('bad')!.errorCode, ErrorCode.INVALID_CONFIG);
+  assert.match(byName.get('bad')!.errorMessage!, /min\.cleanable\.dirty\.ratio/);
+  assert.equal(byName.get('nullish')!.errorCode, ErrorCode.INVALID_CONFIG);
+  assert.equal(byName.get('nullish')!.errorMessage, 'Null value not supported for topic configs: cleanup.policy');
+  assert.equal(byName.get('good')!.errorCode, ErrorCode.NONE);
+  assert.deepEqual(
+    writes.map((w) => w.topic),
+    ['good'],
+  );
+});
+
+test("the upstream's earlier error (an existing topic) wins over kcompact's config refusal", async () => {
+  const { harness } = setup({ beforeConfigErrors: { taken: { errorCode: ErrorCode.TOPIC_ALREADY_EXISTS, errorMessage: "Topic 'taken' already exists." } } });
+  const run = await create(harness, [topic('taken', { 'segment.ms': 'soon' })]);
+  assert.equal(run.kind, 'respond');
+  if (run.kind !== 'respond') return;
+  assert.deepEqual(
+    run.body.topics.map((t) => [t.errorCode, t.errorMessage]),
+    [[ErrorCode.TOPIC_ALREADY_EXISTS, "Topic 'taken' already exists."]],
+  );
+});
+
+test('validateOnly: forwarded as such, and nothing is stored', async () => {
+  const { harness, writes, admin } = setup();
+  const run = forwarded(await create(harness, [topic('dry', { 'cleanup.policy': 'compact' })], { validateOnly: true }));
+  assert.equal(run.body.validateOnly, true);
+  const answer = await run.respond({ throttleTimeMs: 0, topics: [created('dry', { topicId: ZERO_UUID })] });
+  assert.ok(answer.kind === 'forward' && answer.body.topics[0]!.errorCode === ErrorCode.NONE);
+  assert.deepEqual(writes, []);
+  assert.deepEqual(admin, []);
+});
+
+test('an upstream refusing the -1 retention is told why kcompact asked for it', async () => {
+  const { harness } = setup();
+  const run = forwarded(await create(harness, [topic('strict', { 'cleanup.policy': 'compact' })]));
+  const answer = await run.respond({
+    throttleTimeMs: 0,
+    topics: [created('strict', { topicId: ZERO_UUID, errorCode: ErrorCode.INVALID_CONFIG, errorMessage: 'retention.ms must be positive' })],
+  });
+  assert.equal(answer.kind, 'forward');
+  if (answer.kind !== 'forward') return;
+  assert.equal(answer.body.topics[0]!.errorCode, ErrorCode.INVALID_CONFIG);
+  assert.match(
+    answer.body.topics[0]!.errorMessage!,
+    /^kcompact creates topic strict with retention\.ms=-1.*the upstream refused: retention\.ms must be positive$/,
+  );
+});
+
+test('an upstream that did not keep retention at -1 gets the topic deleted again', async () => {
+  const { harness, admin, writes } = setup({ upstreamRetention: { ms: '604800000', bytes: '-1' } });
+  const run = forwarded(await create(harness, [topic('shrunk', { 'cleanup.policy': 'compact' })]));
+  const answer = await run.respond({ throttleTimeMs: 0, topics: [created('shrunk')] });
+  assert.equal(answer.kind, 'forward');
+  if (answer.kind !== 'forward') return;
+  const [r] = answer.body.topics;
+  assert.equal(r!.errorCode, ErrorCode.INVALID_CONFIG);
+  assert.match(r!.errorMessage!, /set retention\.ms=604800000 and retention\.bytes=-1 on topic shrunk .* deleted again/);
+  assert.deepEqual(
+    admin.filter((a) => a.apiKey === ApiKey.DeleteTopics).map((a) => a.body),
+    [{ topics: [{ name: 'shrunk', topicId: ZERO_UUID }], timeoutMs: 1000 }],
+  );
+  assert.deepEqual(writes, []);
+});
+
+test('a topic whose configs cannot be stored is deleted again and refused', async () => {
+  const { harness, admin } = setup({ failWrites: new Error('not the leader') });
+  const run = forwarded(await create(harness, [topic('lost', { 'cleanup.policy': 'compact' })]));
+  const answer = await run.respond({ throttleTimeMs: 0, topics: [created('lost')] });
+  assert.equal(answer.kind, 'forward');
+  if (answer.kind !== 'forward') return;
+  const [r] = answer.body.topics;
+  assert.equal(r!.errorCode, ErrorCode.UNKNOWN_SERVER_ERROR);
+  assert.match(r!.errorMessage!, /could not store the configs of topic lost .*not the leader.*the topic was deleted again/);
+  assert.equal(r!.topicId, ZERO_UUID);
+  assert.ok(admin.some((a) => a.apiKey === ApiKey.DeleteTopics));
+});
+
+test('without a usable configs topic, topics with owned configs are refused and the rest go on', async () => {
+  const { harness } = setup({ unavailable: 'the upstream has no such topic' });
+  const run = forwarded(await create(harness, [topic('wants', { 'cleanup.policy': 'compact' }), topic('plain')]));
+  assert.deepEqual(
+    run.body.topics.map((t) => t.name),
+    ['plain'],
+  );
+  const answer = await run.respond({ throttleTimeMs: 0, topics: [created('plain')] });
+  assert.equal(answer.kind, 'forward');
+  if (answer.kind !== 'forward') return;
+  assert.equal(answer.body.topics[0]!.errorCode, ErrorCode.POLICY_VIOLATION);
+  assert.match(answer.body.topics[0]!.errorMessage!, /cannot keep topic configs in the upstream \(the upstream has no such topic\); list wants among/);
+});
+
+test("a static topic is created with its configured policy's upstream configs and nothing stored", async () => {
+  const { harness, writes } = setup({ staticTopics: [{ topic: 'fixed', configs: { 'cleanup.policy': 'compact' } }] });
+  const run = forwarded(await create(harness, [topic('fixed', { 'cleanup.policy': 'delete' })]));
+  assert.deepEqual(configsOf({ body: run.body.topics }), [['retention.bytes=-1', 'retention.ms=-1']]);
+  const answer = await run.respond({ throttleTimeMs: 0, topics: [created('fixed')] });
+  assert.equal(answer.kind, 'forward');
+  if (answer.kind !== 'forward') return;
+  assert.equal(answer.body.topics[0]!.configs!.find((c) => c.name === 'cleanup.policy')!.value, 'compact');
+  assert.deepEqual(writes, []);
+});
+
+test('configs left from an earlier topic of the name are dropped when it is created without owned configs', async () => {
+  const { harness, writes, store } = setup();
+  store('again', { 'cleanup.policy': 'compact' }, 'AAAAAAAAAAAAAAAAAAAAAg');
+  const run = forwarded(await create(harness, [topic('again')]));
+  await run.respond({ throttleTimeMs: 0, topics: [created('again')] });
+  assert.deepEqual(writes, [{ topic: 'again', stored: null }]);
+});
+
+test('before v5 the answer carries no configs; a topic the upstream left out is reported', async () => {
+  const { harness } = setup();
+  const run = forwarded(await create(harness, [topic('old', { 'cleanup.policy': 'compact' }), topic('missing')], { version: 4 }));
+  const answer = await run.respond({ throttleTimeMs: 0, topics: [{ name: 'old', errorCode: ErrorCode.NONE, errorMessage: null }] });
+  assert.equal(answer.kind, 'forward');
+  if (answer.kind !== 'forward') return;
+  assert.deepEqual(
+    answer.body.topics.map((t) => [t.name, t.errorCode, t.configs]),
+    [
+      ['old', ErrorCode.NONE, undefined],
+      ['missing', ErrorCode.UNKNOWN_SERVER_ERROR, undefined],
+    ],
+  );
+});
