@@ -9,7 +9,7 @@ import type { ConfigContext } from '../../../../src/compaction/config/config-con
 import type { ConfigSync } from '../../../../src/compaction/config/config-sync.js';
 import type { StoredTopic } from '../../../../src/compaction/config/stored-topic.js';
 import { TopicConfigState, type StaticTopic } from '../../../../src/compaction/config/topic-config-state.js';
-import type { MetadataAnswer, UpstreamLinks } from '../../../../src/compaction/config/upstream-links.js';
+import type { UpstreamClusterClient } from '../../../../src/upstream/upstream-cluster-client.js';
 import { createLogger } from '../../../../src/ops/log.js';
 import { ErrorCode } from '../../../../src/protocol/errors.js';
 import {
@@ -18,6 +18,7 @@ import {
   type CreateTopicsResponse,
   type DeleteTopicsResponse,
   type DescribeConfigsResponse,
+  type MetadataResponse,
   type RequestBodies,
 } from '../../../../src/protocol/messages.js';
 import { TopicIds, ZERO_UUID } from '../../../../src/proxy/topic-ids.js';
@@ -75,7 +76,7 @@ export function configFixture(opts: FixtureOptions = {}): ConfigFixture {
     },
   };
 
-  const metadata = async (topics: readonly string[]): Promise<MetadataAnswer> => ({
+  const metadata = async (topics: readonly string[]): Promise<MetadataResponse> => ({
     brokers: [],
     controllerId: -1,
     topics: topics.map((name) => {
@@ -97,7 +98,7 @@ export function configFixture(opts: FixtureOptions = {}): ConfigFixture {
   const ctx: ConfigContext = {
     state,
     sync: sync as unknown as ConfigSync,
-    links: links as unknown as UpstreamLinks,
+    links: links as unknown as UpstreamClusterClient,
     defaults,
     topicIds,
     log,
