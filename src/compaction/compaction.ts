@@ -5,10 +5,8 @@
  */
 import type { Logger } from '../ops/log.js';
 import type { HostPort } from '../proxy/broker-map.js';
-import { interceptorFilter, type RequestInterceptor } from '../proxy/interceptor.js';
 import type { Filter } from '../proxy/filter/filter.js';
 import type { TopicIds } from '../proxy/topic-ids.js';
-import { ApiKey } from '../protocol/messages.js';
 import { createTopicConfigs, type StaticTopic, type TopicConfigs } from './config/topic-configs.js';
 import { startCompactionEngine, type CompactionEngine } from './worker/compaction-engine.js';
 import type { IndexerOptions } from './indexer/indexer.js';
@@ -56,7 +54,7 @@ export interface Compaction {
   filters: Filter[];
   configs: TopicConfigs;
   engine: CompactionEngine;
-  /** The Fetch interceptor, for its counters. */
+  /** The Fetch view, for its counters. */
   fetchView: FetchView;
   close(): Promise<void>;
 }
@@ -123,17 +121,13 @@ export async function startCompaction(opts: CompactionOptions): Promise<Compacti
   const unsubscribe = configs.view.onChange(pushPolicies);
 
   const pool = new UpstreamPartitionReads({ upstream, topicIds: opts.topicIds });
-  const interceptors = new Map<number, RequestInterceptor>();
-  interceptors.set(
-    ApiKey.Produce,
-    createProduceGuard({
-      config: configs.view,
-      topicIds: opts.topicIds,
-      log: opts.log,
-      resolveTopicIds: (ids) => pool.resolveTopicIds(ids),
-      logStartOffset: (topic, partition) => pool.logStartOffset(topic, partition),
-    }),
-  );
+  const produceGuard = createProduceGuard({
+    config: configs.view,
+    topicIds: opts.topicIds,
+    log: opts.log,
+    resolveTopicIds: (ids) => pool.resolveTopicIds(ids),
+    logStartOffset: (topic, partition) => pool.logStartOffset(topic, partition),
+  });
   const fetchView = createFetchView({
     config: configs.view,
     index: engine.index,
@@ -142,9 +136,8 @@ export async function startCompaction(opts: CompactionOptions): Promise<Compacti
     log: opts.log,
     cacheBytes: opts.viewCacheBytes,
   });
-  interceptors.set(ApiKey.Fetch, fetchView);
 
-  const filters = [...configs.filters, ...[...interceptors].map(([apiKey, i]) => interceptorFilter(`compaction-${apiKey}`, apiKey, i))];
+  const filters = [...configs.filters, produceGuard, fetchView];
   return {
     filters,
     configs,

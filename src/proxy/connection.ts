@@ -66,7 +66,7 @@ export class ProxyConnection {
   private readonly awaiting: Awaiting[] = [];
   private readonly requests: FrameReader;
   private readonly responses: FrameReader;
-  /** Requests that arrived while an asynchronous interceptor was deciding on an earlier one. */
+  /** Requests that arrived while an asynchronous filter was deciding on an earlier one. */
   private held: Buffer[] | null = null;
   /** A response is being streamed to the client: nothing else may be written until it ends. */
   private streamingToClient = false;

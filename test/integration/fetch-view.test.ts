@@ -13,7 +13,7 @@ import path from 'node:path';
 import { after, before, test, type TestContext } from 'node:test';
 import kafkajs from 'kafkajs';
 import { ApiKey } from '../../src/protocol/messages.js';
-import { interceptorFilter, type InterceptedRequest } from '../../src/proxy/interceptor.js';
+import type { Filter } from '../../src/proxy/filter/filter.js';
 import { createFetchView, type FetchView } from '../../src/compaction/fetch-view/fetch-view.js';
 import { startCompactionEngine, type CompactionEngine } from '../../src/compaction/worker/compaction-engine.js';
 import { UpstreamPartitionReads } from '../../src/compaction/fetch-view/upstream-partition-reads.js';
@@ -154,13 +154,7 @@ before(async () => {
   const index = new FakeIndex(SURVIVORS, TOTAL);
   const indexes = { partition: (t: string, p: number) => (t === TOPIC ? (p === 0 ? index : undefined) : engine.index.partition(t, p)) };
   view = createFetchView({ config, index: indexes, topicIds: topics, upstream: pool, log });
-  const observed = {
-    intercept(req: InterceptedRequest) {
-      record(req);
-      return view.intercept(req);
-    },
-  };
-  proxy = await startProxy(kafka.bootstrap, { topics, filters: [interceptorFilter('fetch-view', ApiKey.Fetch, observed)] });
+  proxy = await startProxy(kafka.bootstrap, { topics, filters: [fetchRecorder, view] });
   bootstrap = proxy.bootstrap;
 });
 
@@ -242,15 +236,22 @@ async function produceLog(address: string): Promise<void> {
   }
 }
 
-function record(req: InterceptedRequest): void {
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  const body = req.body<any>();
-  for (const t of body.topics) {
-    const topic = t.topic ?? proxy.server.topics.name(t.topicId);
-    if (topic !== TOPIC && topic !== ENGINE_TOPIC) continue;
-    for (const p of t.partitions) fetches.push({ topic, clientId: req.header.clientId, offset: Number(p.fetchOffset), at: Date.now() });
-  }
-}
+/** Records the client's fetches as they came, before the view moves their offsets. */
+const fetchRecorder: Filter = {
+  name: 'fetch-recorder',
+  apis: {
+    [ApiKey.Fetch]: {
+      onRequest: (req, ctx) => {
+        for (const t of req.body.topics) {
+          const topic = t.topic ?? proxy.server.topics.name(t.topicId ?? '');
+          if (topic !== TOPIC && topic !== ENGINE_TOPIC) continue;
+          for (const p of t.partitions) fetches.push({ topic, clientId: req.header.clientId, offset: Number(p.fetchOffset), at: Date.now() });
+        }
+        return ctx.forward();
+      },
+    },
+  },
+};
 
 interface Seen {
   offset: number;

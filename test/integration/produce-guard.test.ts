@@ -9,7 +9,6 @@ import { after, before, test } from 'node:test';
 import kafkajs from 'kafkajs';
 import { ApiKey } from '../../src/protocol/messages.js';
 import { encodeBatch } from '../../src/protocol/records/batch.js';
-import { interceptorFilter } from '../../src/proxy/interceptor.js';
 import { createProduceGuard, type ProduceGuard } from '../../src/compaction/produce-guard/produce-guard.js';
 import { UpstreamPartitionReads } from '../../src/compaction/fetch-view/upstream-partition-reads.js';
 import { UpstreamClusterClient } from '../../src/upstream/upstream-cluster-client.js';
@@ -61,7 +60,7 @@ before(async () => {
     resolveTopicIds: (unknown) => pool.resolveTopicIds(unknown),
     logStartOffset: (topic, partition) => pool.logStartOffset(topic, partition),
   });
-  proxy = await startProxy(kafka.bootstrap, { topics, filters: [interceptorFilter('produce-guard', ApiKey.Produce, guard)] });
+  proxy = await startProxy(kafka.bootstrap, { topics, filters: [guard] });
   proxyAddress = proxy.bootstrap;
   const created = await askOnce(kafka.bootstrap, ApiKey.CreateTopics, 7, {
     topics: [

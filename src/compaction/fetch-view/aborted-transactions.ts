@@ -7,7 +7,7 @@
  * entries from its transaction index; here an entry goes when its marker, found in the fetched
  * data, was removed.
  */
-import type { AbortedTransaction } from './upstream-reads.js';
+import type { FetchResponseAbortedTransaction as AbortedTransaction } from '../../protocol/messages.js';
 import type { MarkerSeen } from './visible-records.js';
 
 export function visibleAbortedTransactions(aborted: AbortedTransaction[] | null, markers: readonly MarkerSeen[]): AbortedTransaction[] | null {

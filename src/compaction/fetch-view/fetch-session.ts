@@ -8,8 +8,8 @@
  * A client still holding a session from earlier is told it is gone, and starts over with a full
  * request.
  */
-import { ApiKey, encodeResponseFrame } from '../../protocol/messages.js';
-import type { InterceptedRequest } from '../../proxy/interceptor.js';
+import type { ApiKeyOf, FetchRequest, FetchResponse } from '../../protocol/messages.js';
+import type { FilterRequest } from '../../proxy/filter/filter.js';
 import { ErrorCode } from '../../protocol/errors.js';
 
 /** The epoch of a sessionless full fetch (FetchMetadata.FINAL_EPOCH). */
@@ -19,19 +19,22 @@ const FIRST_SESSION_VERSION = 7;
 /** From v15 the replica id moved into a tagged field, so the session fields come 4 bytes earlier. */
 const FIRST_VERSION_WITHOUT_REPLICA_ID = 15;
 
-export interface SessionFields {
-  sessionId: number;
-  sessionEpoch: number;
-}
+/** What the session fields are read from: the request's frame, as it came. */
+export type FetchFrame = Pick<FilterRequest<ApiKeyOf<'Fetch'>>, 'apiVersion' | 'header' | 'frame'>;
+
+export type SessionFields = Required<Pick<FetchRequest, 'sessionId' | 'sessionEpoch'>>;
 
 /** Where sessionId sits in the frame: after replicaId (to v14), maxWaitMs, minBytes, maxBytes, isolationLevel. */
-function sessionIdPosition(req: InterceptedRequest): number {
+function sessionIdPosition(req: FetchFrame): number {
   const fixed = 4 + 4 + 4 + 1;
   return 4 + req.header.bodyOffset! + (req.apiVersion < FIRST_VERSION_WITHOUT_REPLICA_ID ? 4 : 0) + fixed;
 }
 
-/** The request's session fields, or null before v7 (no sessions). */
-export function sessionFields(req: InterceptedRequest): SessionFields | null {
+/**
+ * The request's session fields, or null before v7 (no sessions). Read from the frame: a request
+ * that is answered FETCH_SESSION_ID_NOT_FOUND, or passes untouched, need not be decoded.
+ */
+export function sessionFields(req: FetchFrame): SessionFields | null {
   if (req.apiVersion < FIRST_SESSION_VERSION) return null;
   const at = sessionIdPosition(req);
   return { sessionId: req.frame.readInt32BE(at), sessionEpoch: req.frame.readInt32BE(at + 4) };
@@ -46,8 +49,12 @@ export function isSessionless(session: SessionFields | null): boolean {
   return session === null || (session.sessionId === 0 && session.sessionEpoch === SESSIONLESS_EPOCH);
 }
 
-/** A copy of the request frame that asks for a sessionless fetch; everything else byte for byte. */
-export function sessionlessFrame(req: InterceptedRequest): Buffer {
+/**
+ * A copy of the request frame that asks for a sessionless fetch; everything else byte for byte.
+ * Patching eight bytes of a copy costs no more than the copy, where forwarding the changed body
+ * would encode every topic and partition of the request again.
+ */
+export function sessionlessFrame(req: FetchFrame): Buffer {
   const frame = Buffer.from(req.frame);
   const at = sessionIdPosition(req);
   frame.writeInt32BE(0, at);
@@ -56,11 +63,6 @@ export function sessionlessFrame(req: InterceptedRequest): Buffer {
 }
 
 /** The answer that makes a client drop its session and send a full request. */
-export function sessionNotFound(req: InterceptedRequest): Buffer {
-  return encodeResponseFrame(ApiKey.Fetch, req.apiVersion, req.correlationId, {
-    throttleTimeMs: 0,
-    errorCode: ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
-    sessionId: 0,
-    responses: [],
-  });
+export function sessionNotFound(): FetchResponse {
+  return { throttleTimeMs: 0, errorCode: ErrorCode.FETCH_SESSION_ID_NOT_FOUND, sessionId: 0, responses: [] };
 }

@@ -11,18 +11,19 @@
  * log (a megabyte by default, mostly superseded records) only for the view to drop it.
  */
 import type { Logger } from '../../ops/log.js';
-import { ApiKey, decodeResponse, encodeRequestFrame, encodeResponseFrame } from '../../protocol/messages.js';
-import { decodeResponseHeader, responseHeaderVersion } from '../../protocol/headers.js';
-import type { InterceptedRequest, Interception, RequestInterceptor } from '../../proxy/interceptor.js';
+import { ApiKey, type ApiKeyOf, type FetchRequest, type FetchRequestTopic, type FetchResponse } from '../../protocol/messages.js';
+import type { Filter, FilterRequest, FilterResponse, RequestContext, RequestOutcome, ResponseContext, ResponseOutcome } from '../../proxy/filter/filter.js';
 import type { TopicIds } from '../../proxy/topic-ids.js';
 import type { IndexView } from '../index-view.js';
 import type { TopicConfigView } from '../policy.js';
 import { EmptyAnswers } from './empty-answers.js';
-import { isIncremental, isSessionless, sessionFields, sessionlessFrame, sessionNotFound, SESSIONLESS_EPOCH } from './fetch-session.js';
+import { isIncremental, isSessionless, sessionFields, sessionlessFrame, sessionNotFound, SESSIONLESS_EPOCH, type SessionFields } from './fetch-session.js';
 import { PartitionAnswer, type PartitionTarget, type ViewCounters } from './partition-view.js';
 import { planRead } from './read-plan.js';
-import type { PartitionRecords, UpstreamReads } from './upstream-reads.js';
+import type { UpstreamReads } from './upstream-reads.js';
 import { DEFAULT_VIEW_CACHE_BYTES, ViewCache, type ViewCacheStats, type ViewedBatch } from './view-cache.js';
+
+type Fetch = ApiKeyOf<'Fetch'>;
 
 export interface FetchViewOptions {
   config: TopicConfigView;
@@ -46,50 +47,9 @@ export interface FetchViewStats extends ViewCounters {
   sessionsRefused: number;
 }
 
-export interface FetchView extends RequestInterceptor {
+export interface FetchView extends Filter {
   readonly stats: FetchViewStats;
   readonly cache: ViewCacheStats;
-}
-
-interface FetchPartitionRequest {
-  partition: number;
-  currentLeaderEpoch: number;
-  fetchOffset: bigint;
-  partitionMaxBytes: number;
-}
-
-interface FetchTopicRequest {
-  topic?: string;
-  topicId?: string;
-  partitions: FetchPartitionRequest[];
-}
-
-interface FetchRequestBody {
-  replicaId?: number;
-  replicaState?: { replicaId: number };
-  maxWaitMs: number;
-  minBytes: number;
-  maxBytes: number;
-  isolationLevel: number;
-  sessionId: number;
-  sessionEpoch: number;
-  topics: FetchTopicRequest[];
-  [field: string]: unknown;
-}
-
-interface FetchPartitionResponse extends PartitionRecords {
-  partitionIndex: number;
-}
-
-interface FetchTopicResponse {
-  topic?: string;
-  topicId?: string;
-  partitions: FetchPartitionResponse[];
-}
-
-interface FetchResponseBody {
-  responses: FetchTopicResponse[];
-  [field: string]: unknown;
 }
 
 const FIRST_TOPIC_ID_VERSION = 13;
@@ -101,7 +61,6 @@ const READ_UNCOMMITTED = 0;
  * after heavy reads, and the reads got faster, not slower (docs/performance.md).
  */
 const MAX_VIEWED_RESPONSE_BYTES = 8 << 20;
-const FORWARD: Interception = { forward: true };
 
 const targetKey = (topicKey: string, partition: number) => `${topicKey}\u0000${partition}`;
 
@@ -129,8 +88,9 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
     corruptBatches: 0,
   };
 
-  const topicKey = (t: { topic?: string; topicId?: string }, byId: boolean) => (byId ? (t.topicId ?? '') : (t.topic ?? ''));
-  const topicName = (t: { topic?: string; topicId?: string }, byId: boolean) => (byId ? opts.topicIds.name(t.topicId ?? '') : t.topic);
+  type NamedTopic = Pick<FetchRequestTopic, 'topic' | 'topicId'>;
+  const topicKey = (t: NamedTopic, byId: boolean) => (byId ? (t.topicId ?? '') : (t.topic ?? ''));
+  const topicName = (t: NamedTopic, byId: boolean) => (byId ? opts.topicIds.name(t.topicId ?? '') : t.topic);
 
   /**
    * Plans each compacted partition's read, moving its fetch offset in the body, and asking for no
@@ -138,7 +98,7 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
    * min bytes, as they would in Kafka's cleaned log, so the upstream does not wait for more. A
    * request with anything to filter asks for at most MAX_VIEWED_RESPONSE_BYTES.
    */
-  function plan(req: InterceptedRequest, body: FetchRequestBody, byId: boolean): { targets: Map<string, PartitionTarget>; changed: boolean } {
+  function plan(req: FilterRequest<Fetch>, body: FetchRequest, byId: boolean): { targets: Map<string, PartitionTarget>; changed: boolean } {
     const targets = new Map<string, PartitionTarget>();
     let changed = false;
     let cachedBytes = 0;
@@ -177,7 +137,7 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
           clientOffset,
           plan: read,
           cached,
-          currentLeaderEpoch: p.currentLeaderEpoch,
+          currentLeaderEpoch: p.currentLeaderEpoch ?? -1,
           partitionMaxBytes,
           isolationLevel: body.isolationLevel,
           answerKey,
@@ -192,41 +152,40 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
     return { targets, changed };
   }
 
-  function view(req: InterceptedRequest, body: FetchRequestBody, byId: boolean): Interception {
-    const session = sessionFields(req);
+  function view(
+    req: FilterRequest<Fetch>,
+    ctx: RequestContext<Fetch>,
+    body: FetchRequest,
+    byId: boolean,
+    session: SessionFields | null,
+  ): RequestOutcome<Fetch> {
     const { targets, changed } = plan(req, body, byId);
     const sessionless = isSessionless(session);
-    if (targets.size === 0) return sessionless ? FORWARD : { forward: true, frame: sessionlessFrame(req) };
+    // The frame is patched, not the body encoded again (fetch-session.ts): the request is otherwise unchanged.
+    if (targets.size === 0) return sessionless ? ctx.forward() : ctx.forward({ frame: sessionlessFrame(req) });
     stats.viewedRequests++;
-    const started = clock();
-    let frame: Buffer | undefined;
+    const deadline = clock() + body.maxWaitMs;
+    const response = (res: FilterResponse<Fetch>, rctx: ResponseContext<Fetch>) => filterResponse(body, byId, targets, res, rctx, deadline);
     if (changed) {
       if (session) {
         body.sessionId = 0;
         body.sessionEpoch = SESSIONLESS_EPOCH;
       }
-      const { apiKey, apiVersion, correlationId } = req;
-      frame = encodeRequestFrame({ apiKey, apiVersion, correlationId, clientId: req.header.clientId, unknownTags: req.header.unknownTags }, body);
-    } else if (!sessionless) {
-      frame = sessionlessFrame(req);
+      return ctx.forward({ body, response });
     }
-    return {
-      forward: true,
-      frame,
-      response: (upstream) => filterResponse(req, body, byId, targets, upstream, started + body.maxWaitMs),
-    };
+    if (!sessionless) return ctx.forward({ frame: sessionlessFrame(req), response });
+    return ctx.forward({ response });
   }
 
   async function filterResponse(
-    req: InterceptedRequest,
-    request: FetchRequestBody,
+    request: FetchRequest,
     byId: boolean,
     targets: Map<string, PartitionTarget>,
-    frame: Buffer,
+    res: FilterResponse<Fetch>,
+    ctx: ResponseContext<Fetch>,
     deadline: number,
-  ): Promise<Buffer> {
-    const header = decodeResponseHeader(frame.subarray(4), responseHeaderVersion(ApiKey.Fetch, req.apiVersion));
-    const body = decodeResponse<FetchResponseBody>(ApiKey.Fetch, req.apiVersion, frame, 4 + header.bodyOffset);
+  ): Promise<ResponseOutcome<Fetch>> {
+    const body: FetchResponse = res.body;
     const viewed: PartitionAnswer[] = [];
     let otherBytes = 0;
     let before = 0;
@@ -265,35 +224,38 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
         });
     }
     // A consumer reading past the cleaner's horizon gets the upstream's frame itself.
-    if (!changed) return frame;
-    return encodeResponseFrame(ApiKey.Fetch, req.apiVersion, req.correlationId, body);
+    return changed ? ctx.forward(body) : ctx.forward();
+  }
+
+  function onRequest(req: FilterRequest<Fetch>, ctx: RequestContext<Fetch>): RequestOutcome<Fetch> | Promise<RequestOutcome<Fetch>> {
+    stats.requests++;
+    // Without compacted topics nothing is filtered, and sessions may live.
+    if (opts.config.compactedTopics().length === 0) return ctx.forward();
+    const session = sessionFields(req);
+    if (isIncremental(session)) {
+      stats.sessionsRefused++;
+      return ctx.respond(sessionNotFound());
+    }
+    const body = req.body;
+    if ((body.replicaState?.replicaId ?? body.replicaId ?? -1) >= 0) return ctx.forward();
+    const byId = req.apiVersion >= FIRST_TOPIC_ID_VERSION;
+    const unknown = byId ? body.topics.map((t) => t.topicId ?? '').filter((id) => opts.topicIds.name(id) === undefined) : [];
+    if (unknown.length === 0) return view(req, ctx, body, byId, session);
+    return opts.upstream.resolveTopicIds(unknown).then(
+      () => view(req, ctx, body, byId, session),
+      (err) => {
+        log.warn('cannot resolve topic ids of a Fetch request; ids still unknown are not filtered', { err });
+        return view(req, ctx, body, byId, session);
+      },
+    );
   }
 
   return {
+    name: 'fetch-view',
+    apis: { [ApiKey.Fetch]: { onRequest } },
     stats,
     get cache() {
       return cache.stats;
-    },
-    intercept(req: InterceptedRequest): Interception | Promise<Interception> {
-      stats.requests++;
-      // Without compacted topics nothing is filtered, and sessions may live.
-      if (opts.config.compactedTopics().length === 0) return FORWARD;
-      if (isIncremental(sessionFields(req))) {
-        stats.sessionsRefused++;
-        return { respond: sessionNotFound(req) };
-      }
-      const body = req.body<FetchRequestBody>();
-      if ((body.replicaState?.replicaId ?? body.replicaId ?? -1) >= 0) return FORWARD;
-      const byId = req.apiVersion >= FIRST_TOPIC_ID_VERSION;
-      const unknown = byId ? body.topics.map((t) => t.topicId ?? '').filter((id) => opts.topicIds.name(id) === undefined) : [];
-      if (unknown.length === 0) return view(req, body, byId);
-      return opts.upstream.resolveTopicIds(unknown).then(
-        () => view(req, body, byId),
-        (err) => {
-          log.warn('cannot resolve topic ids of a Fetch request; ids still unknown are not filtered', { err });
-          return view(req, body, byId);
-        },
-      );
     },
   };
 }

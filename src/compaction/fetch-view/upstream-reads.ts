@@ -2,7 +2,7 @@
  * What the fetch view asks of the upstream beyond forwarding the client's own request: reading
  * on past a stretch of removed records on the proxy's own connection, and learning topic ids.
  */
-import type { FetchResponseAbortedTransaction } from '../../protocol/messages.js';
+import type { FetchResponseAbortedTransaction, FetchResponsePartitionData } from '../../protocol/messages.js';
 
 export interface PartitionRead {
   topic: string;
@@ -16,15 +16,11 @@ export interface PartitionRead {
 
 export type AbortedTransaction = FetchResponseAbortedTransaction;
 
-/** One partition of a Fetch answer, as the upstream gave it. */
-export interface PartitionRecords {
-  errorCode: number;
-  highWatermark: bigint;
-  lastStableOffset: bigint;
-  logStartOffset: bigint;
-  abortedTransactions: AbortedTransaction[] | null;
-  records: Buffer | null;
-}
+/** One partition of a Fetch answer, as the upstream gave it: what the view reads and changes. */
+export type PartitionRecords = Pick<
+  FetchResponsePartitionData,
+  'errorCode' | 'highWatermark' | 'lastStableOffset' | 'logStartOffset' | 'abortedTransactions' | 'records'
+>;
 
 /** A partition read on the proxy's own connection, in memory that goes back for later reads. */
 export interface UpstreamRead extends PartitionRecords {

@@ -5,13 +5,22 @@
  * the upstream and the rejections are merged into its answer, in the request's order.
  */
 import type { Logger } from '../../ops/log.js';
-import { ApiKey, decodeResponse, encodeRequestFrame, encodeResponseFrame } from '../../protocol/messages.js';
-import { decodeResponseHeader, responseHeaderVersion } from '../../protocol/headers.js';
-import type { InterceptedRequest, Interception, RequestInterceptor } from '../../proxy/interceptor.js';
+import {
+  ApiKey,
+  type ApiKeyOf,
+  type ProduceRequest,
+  type ProduceRequestTopicProduceData,
+  type ProduceResponse,
+  type ProduceResponsePartitionProduceResponse,
+  type ProduceResponseTopicProduceResponse,
+} from '../../protocol/messages.js';
+import type { Filter, FilterRequest, RequestContext, RequestOutcome } from '../../proxy/filter/filter.js';
 import type { TopicIds } from '../../proxy/topic-ids.js';
 import type { TopicConfigView } from '../policy.js';
 import { checkKeys } from './keyless-records.js';
-import { keylessRejection, type PartitionProduceResponse } from './rejection.js';
+import { keylessRejection } from './rejection.js';
+
+type Produce = ApiKeyOf<'Produce'>;
 
 export interface ProduceGuardOptions {
   config: TopicConfigView;
@@ -32,52 +41,24 @@ export interface ProduceGuardStats {
   keylessRecords: number;
 }
 
-export interface ProduceGuard extends RequestInterceptor {
+export interface ProduceGuard extends Filter {
   readonly stats: ProduceGuardStats;
-}
-
-interface ProducePartition {
-  index: number;
-  records: Buffer | null;
-}
-
-interface ProduceTopic {
-  name?: string;
-  topicId?: string;
-  partitionData: ProducePartition[];
-}
-
-interface ProduceRequestBody {
-  topicData: ProduceTopic[];
-  [field: string]: unknown;
-}
-
-interface ProduceTopicResponse {
-  name?: string;
-  topicId?: string;
-  partitionResponses: PartitionProduceResponse[];
-}
-
-interface ProduceResponseBody {
-  responses: ProduceTopicResponse[];
-  [field: string]: unknown;
 }
 
 const FIRST_TOPIC_ID_VERSION = 13;
 const FIRST_LOG_START_VERSION = 5;
-const FORWARD: Interception = { forward: true };
 
 /** Rejected partitions by topic key (name, or id from v13), then by partition index. */
-type Rejections = Map<string, Map<number, PartitionProduceResponse>>;
+type Rejections = Map<string, Map<number, ProduceResponsePartitionProduceResponse>>;
 
 export function createProduceGuard(opts: ProduceGuardOptions): ProduceGuard {
   const stats: ProduceGuardStats = { rejectedBatches: 0, keylessRecords: 0 };
   const log = opts.log.child({ component: 'produce-guard' });
 
-  const topicKey = (t: ProduceTopic, byId: boolean): string => (byId ? (t.topicId ?? '') : (t.name ?? ''));
-  const topicName = (t: ProduceTopic, byId: boolean): string | undefined => (byId ? opts.topicIds.name(t.topicId ?? '') : t.name);
+  const topicKey = (t: ProduceRequestTopicProduceData, byId: boolean): string => (byId ? (t.topicId ?? '') : (t.name ?? ''));
+  const topicName = (t: ProduceRequestTopicProduceData, byId: boolean): string | undefined => (byId ? opts.topicIds.name(t.topicId ?? '') : t.name);
 
-  async function rejections(req: InterceptedRequest, body: ProduceRequestBody, byId: boolean): Promise<Rejections> {
+  async function rejections(req: FilterRequest<Produce>, body: ProduceRequest, byId: boolean): Promise<Rejections> {
     const found: Rejections = new Map();
     const lookups: Promise<void>[] = [];
     for (const topic of body.topicData) {
@@ -88,7 +69,7 @@ export function createProduceGuard(opts: ProduceGuardOptions): ProduceGuard {
         if (check.judge !== 'proxy' || check.keyless.length === 0) continue;
         const rejection = keylessRejection(name, p.index, check.keyless, -1n);
         const key = topicKey(topic, byId);
-        const byPartition = found.get(key) ?? new Map<number, PartitionProduceResponse>();
+        const byPartition = found.get(key) ?? new Map<number, ProduceResponsePartitionProduceResponse>();
         byPartition.set(p.index, rejection);
         found.set(key, byPartition);
         stats.rejectedBatches++;
@@ -107,41 +88,33 @@ export function createProduceGuard(opts: ProduceGuardOptions): ProduceGuard {
     return found;
   }
 
-  async function guard(req: InterceptedRequest, body: ProduceRequestBody, byId: boolean): Promise<Interception> {
+  async function guard(req: FilterRequest<Produce>, ctx: RequestContext<Produce>, body: ProduceRequest, byId: boolean): Promise<RequestOutcome<Produce>> {
     const rejected = await rejections(req, body, byId);
-    if (rejected.size === 0) return FORWARD;
+    if (rejected.size === 0) return ctx.forward();
     const remaining = body.topicData
       .map((t) => ({ ...t, partitionData: t.partitionData.filter((p) => !rejected.get(topicKey(t, byId))?.has(p.index)) }))
       .filter((t) => t.partitionData.length > 0);
     if (!req.expectsResponse) {
       // Kafka appends an acks=0 request's valid partitions and closes the connection over the rest.
       const reason = 'acks=0 Produce holds records without a key for a compacted topic';
-      if (remaining.length === 0) return { close: reason };
-      return { forward: true, frame: reencode(req, { ...body, topicData: remaining }), closeAfter: reason };
+      if (remaining.length === 0) return ctx.close(reason);
+      return ctx.forward({ body: { ...body, topicData: remaining }, closeAfter: reason });
     }
-    if (remaining.length === 0) {
-      const answer = merge(body, { responses: [], throttleTimeMs: 0 }, rejected, byId);
-      return { respond: encodeResponseFrame(ApiKey.Produce, req.apiVersion, req.correlationId, answer) };
-    }
-    return {
-      forward: true,
-      frame: reencode(req, { ...body, topicData: remaining }),
-      response: (upstream) => {
-        const header = decodeResponseHeader(upstream.subarray(4), responseHeaderVersion(ApiKey.Produce, req.apiVersion));
-        const answer = decodeResponse<ProduceResponseBody>(ApiKey.Produce, req.apiVersion, upstream, 4 + header.bodyOffset);
-        return encodeResponseFrame(ApiKey.Produce, req.apiVersion, req.correlationId, merge(body, answer, rejected, byId));
-      },
-    };
+    if (remaining.length === 0) return ctx.respond(merge(body, { responses: [], throttleTimeMs: 0 }, rejected, byId));
+    return ctx.forward({
+      body: { ...body, topicData: remaining },
+      response: (res, rctx) => rctx.forward(merge(body, res.body, rejected, byId)),
+    });
   }
 
   /**
    * The upstream's answer with the rejections added, topics and partitions in request order.
    * (Kafka lists partitions in the order of a hash map of its own; clients match them by name.)
    */
-  function merge(request: ProduceRequestBody, answer: ProduceResponseBody, rejected: Rejections, byId: boolean): ProduceResponseBody {
-    const upstreamTopics = new Map<string, ProduceTopicResponse>();
+  function merge(request: ProduceRequest, answer: ProduceResponse, rejected: Rejections, byId: boolean): ProduceResponse {
+    const upstreamTopics = new Map<string, ProduceResponseTopicProduceResponse>();
     for (const t of answer.responses) upstreamTopics.set(byId ? (t.topicId ?? '') : (t.name ?? ''), t);
-    const responses: ProduceTopicResponse[] = [];
+    const responses: ProduceResponseTopicProduceResponse[] = [];
     for (const t of request.topicData) {
       const key = topicKey(t, byId);
       const ours = rejected.get(key);
@@ -151,7 +124,7 @@ export function createProduceGuard(opts: ProduceGuardOptions): ProduceGuard {
         if (theirs) responses.push(theirs);
         continue;
       }
-      const partitions: PartitionProduceResponse[] = [];
+      const partitions: ProduceResponsePartitionProduceResponse[] = [];
       for (const p of t.partitionData) {
         const answered = ours.get(p.index) ?? theirs?.partitionResponses.find((r) => r.index === p.index);
         if (answered) partitions.push(answered);
@@ -163,35 +136,28 @@ export function createProduceGuard(opts: ProduceGuardOptions): ProduceGuard {
     return { ...answer, responses };
   }
 
-  return {
-    stats,
-    intercept(req: InterceptedRequest): Interception | Promise<Interception> {
-      if (opts.config.compactedTopics().length === 0) return FORWARD;
-      const body = req.body<ProduceRequestBody>();
-      const byId = req.apiVersion >= FIRST_TOPIC_ID_VERSION;
-      const unknownIds: string[] = [];
-      let guarded = false;
-      for (const t of body.topicData) {
-        const name = topicName(t, byId);
-        if (name === undefined) unknownIds.push(t.topicId ?? '');
-        else if (opts.config.compacted(name)) guarded = true;
-      }
-      if (!guarded && (unknownIds.length === 0 || !opts.resolveTopicIds)) return FORWARD;
-      if (unknownIds.length === 0 || !opts.resolveTopicIds) return guard(req, body, byId);
-      return opts.resolveTopicIds(unknownIds).then(
-        () => guard(req, body, byId),
-        (err) => {
-          log.warn('cannot resolve topic ids of a Produce request; ids still unknown pass unguarded', { err });
-          return guard(req, body, byId);
-        },
-      );
-    },
-  };
-}
+  function onRequest(req: FilterRequest<Produce>, ctx: RequestContext<Produce>): RequestOutcome<Produce> | Promise<RequestOutcome<Produce>> {
+    // Without compacted topics the request is not even decoded: the produce path sees every byte.
+    if (opts.config.compactedTopics().length === 0) return ctx.forward();
+    const body = req.body;
+    const byId = req.apiVersion >= FIRST_TOPIC_ID_VERSION;
+    const unknownIds: string[] = [];
+    let guarded = false;
+    for (const t of body.topicData) {
+      const name = topicName(t, byId);
+      if (name === undefined) unknownIds.push(t.topicId ?? '');
+      else if (opts.config.compacted(name)) guarded = true;
+    }
+    if (!guarded && (unknownIds.length === 0 || !opts.resolveTopicIds)) return ctx.forward();
+    if (unknownIds.length === 0 || !opts.resolveTopicIds) return guard(req, ctx, body, byId);
+    return opts.resolveTopicIds(unknownIds).then(
+      () => guard(req, ctx, body, byId),
+      (err) => {
+        log.warn('cannot resolve topic ids of a Produce request; ids still unknown pass unguarded', { err });
+        return guard(req, ctx, body, byId);
+      },
+    );
+  }
 
-function reencode(req: InterceptedRequest, body: ProduceRequestBody): Buffer {
-  return encodeRequestFrame(
-    { apiKey: req.apiKey, apiVersion: req.apiVersion, correlationId: req.correlationId, clientId: req.header.clientId, unknownTags: req.header.unknownTags },
-    body,
-  );
+  return { name: 'produce-guard', stats, apis: { [ApiKey.Produce]: { onRequest } } };
 }

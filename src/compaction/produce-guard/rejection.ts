@@ -4,22 +4,7 @@
  * one record error per keyless record, and from Produce v8 a summary naming the first three.
  */
 import { ErrorCode } from '../../protocol/errors.js';
-
-export interface RecordError {
-  batchIndex: number;
-  batchIndexErrorMessage: string | null;
-}
-
-export interface PartitionProduceResponse {
-  index: number;
-  errorCode: number;
-  baseOffset: bigint;
-  logAppendTimeMs: bigint;
-  logStartOffset: bigint;
-  recordErrors: RecordError[];
-  errorMessage: string | null;
-  [field: string]: unknown;
-}
+import type { ProduceResponseBatchIndexAndErrorMessage, ProduceResponsePartitionProduceResponse } from '../../protocol/messages.js';
 
 /** Kafka shows at most this many record errors in the summary message. */
 const SUMMARY_ERRORS = 3;
@@ -29,7 +14,7 @@ export function keylessRecordMessage(topic: string, partition: number): string {
 }
 
 /** Java's List<RecordError>.toString() inside InvalidRecordException's message. */
-function summary(errors: RecordError[]): string {
+function summary(errors: ProduceResponseBatchIndexAndErrorMessage[]): string {
   const shown = errors.slice(0, SUMMARY_ERRORS).map((e) => `RecordError(batchIndex=${e.batchIndex}, message='${e.batchIndexErrorMessage}')`);
   return (
     `One or more records have been rejected due to ${errors.length} record errors in total, ` +
@@ -37,7 +22,12 @@ function summary(errors: RecordError[]): string {
   );
 }
 
-export function keylessRejection(topic: string, partition: number, keyless: readonly number[], logStartOffset: bigint): PartitionProduceResponse {
+export function keylessRejection(
+  topic: string,
+  partition: number,
+  keyless: readonly number[],
+  logStartOffset: bigint,
+): ProduceResponsePartitionProduceResponse {
   const message = keylessRecordMessage(topic, partition);
   const recordErrors = keyless.map((batchIndex) => ({ batchIndex, batchIndexErrorMessage: message }));
   return {

@@ -1,17 +1,27 @@
 /**
  * Test doubles for the fetch view: a partition log of real v2 batches served the way Kafka's
  * broker serves it (from the batch holding the fetch offset, cut at the byte limit, at least one
- * batch), an index view over a declared survivor set, a topic config view, and a harness that runs
- * Fetch requests through an interceptor and this fake upstream.
+ * batch), an index view over a declared survivor set, a topic config view, and a round trip that
+ * runs a Fetch through the view (in a FilterHarness) and this fake upstream.
  */
 import { Attributes, decodeRecords, encodeBatch, iterateBatches, verifyCrc, type RecordInput } from '../../../../src/protocol/records/batch.js';
-import { ApiKey, decodeRequest, decodeResponse, encodeRequestFrame, encodeResponseFrame } from '../../../../src/protocol/messages.js';
-import { decodeRequestHeader, decodeResponseHeader, responseHeaderVersion } from '../../../../src/protocol/headers.js';
-import { interceptedRequest, type Interception, type RequestInterceptor } from '../../../../src/proxy/interceptor.js';
+import {
+  ApiKey,
+  type ApiKeyOf,
+  type BodyInit,
+  type FetchRequest,
+  type FetchResponse,
+  type FetchResponseAbortedTransaction,
+  encodeRequestFrame,
+} from '../../../../src/protocol/messages.js';
+import type { Filter } from '../../../../src/proxy/filter/filter.js';
 import type { IndexView, PartitionIndexView } from '../../../../src/compaction/index-view.js';
 import type { TopicConfigView, TopicPolicy } from '../../../../src/compaction/policy.js';
-import type { AbortedTransaction, PartitionRead, PartitionRecords, UpstreamRead, UpstreamReads } from '../../../../src/compaction/fetch-view/upstream-reads.js';
+import type { PartitionRead, PartitionRecords, UpstreamRead, UpstreamReads } from '../../../../src/compaction/fetch-view/upstream-reads.js';
 import { createLogger } from '../../../../src/ops/log.js';
+import { FilterHarness, type RequestRun } from '../../../support/filter-harness.js';
+
+type Fetch = ApiKeyOf<'Fetch'>;
 
 export const log = createLogger({ component: 'test' });
 
@@ -102,7 +112,7 @@ export class FakeLog {
   }
 
   /** What Kafka lists for a fetch: aborted transactions overlapping [offset, end). */
-  abortedFrom(offset: number): AbortedTransaction[] {
+  abortedFrom(offset: number): FetchResponseAbortedTransaction[] {
     return this.aborted.filter((t) => t.markerOffset >= offset).map((t) => ({ producerId: t.producerId, firstOffset: t.firstOffset }));
   }
 }
@@ -178,7 +188,8 @@ export class FakeUpstream implements UpstreamReads {
   released = 0;
   /** How many reads had been given back when each read was made. */
   releasedAtRead: number[] = [];
-  forwarded: Record<string, any>[] = []; // eslint-disable-line @typescript-eslint/no-explicit-any
+  /** The Fetch requests the upstream received, as it read them. */
+  forwarded: FetchRequest[] = [];
   resolved: string[][] = [];
 
   constructor(
@@ -231,22 +242,17 @@ export class FakeUpstream implements UpstreamReads {
     this.onResolve?.(ids);
   }
 
-  /** Answers a forwarded Fetch request frame as a broker would. */
-  answer(frame: Buffer): Buffer {
-    const header = decodeRequestHeader(frame.subarray(4));
-    const v = header.apiVersion;
-    const body = decodeRequest<any>(ApiKey.Fetch, v, frame, 4 + header.bodyOffset!); // eslint-disable-line @typescript-eslint/no-explicit-any
+  /** Answers a forwarded Fetch request as a broker would. */
+  answer(body: FetchRequest, version: number): BodyInit<FetchResponse> {
     this.forwarded.push(body);
-    let left = body.maxBytes as number;
+    let left = body.maxBytes;
     let first = true;
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
-    const responses = body.topics.map((t: any) => {
-      const name = v >= 13 ? (this.ids[t.topicId] ?? '?') : t.topic;
+    const responses = body.topics.map((t) => {
+      const name = version >= 13 ? (this.ids[t.topicId ?? ''] ?? '?') : (t.topic ?? '?');
       return {
         topic: t.topic,
         topicId: t.topicId,
-        // eslint-disable-next-line @typescript-eslint/no-explicit-any
-        partitions: t.partitions.map((p: any) => {
+        partitions: t.partitions.map((p) => {
           const data = this.partitionData(
             name,
             p.partition,
@@ -262,7 +268,7 @@ export class FakeUpstream implements UpstreamReads {
         }),
       };
     });
-    return encodeResponseFrame(ApiKey.Fetch, v, header.correlationId, { throttleTimeMs: 0, errorCode: 0, sessionId: 0, responses });
+    return { throttleTimeMs: 0, errorCode: 0, sessionId: 0, responses };
   }
 }
 
@@ -279,64 +285,78 @@ export interface FetchSpec {
 }
 
 export interface RoundTrip {
-  decision: Interception;
-  /** The body the upstream received, when forwarded. */
-  forwarded?: any; // eslint-disable-line @typescript-eslint/no-explicit-any
-  /** The upstream's response frame and what the client received. */
-  upstreamFrame?: Buffer;
+  /** What the view did with the request. */
+  run: RequestRun<Fetch>;
+  /** The request the upstream received (throws when the view answered it itself). */
+  readonly forwarded: FetchRequest;
+  /** What the client received. */
+  response: FetchResponse;
   clientFrame: Buffer;
-  response: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+  /** Whether the client got other bytes than the upstream answered (false when answered by the view). */
+  responseChanged: boolean;
 }
 
 let correlation = 1;
+
+export function fetchBody(spec: FetchSpec): BodyInit<FetchRequest> {
+  return {
+    replicaId: -1,
+    maxWaitMs: spec.maxWaitMs ?? 500,
+    minBytes: spec.minBytes ?? 1,
+    maxBytes: spec.maxBytes ?? 50 * 1024 * 1024,
+    isolationLevel: spec.isolationLevel ?? 0,
+    sessionId: spec.sessionId ?? 0,
+    sessionEpoch: spec.sessionEpoch ?? -1,
+    topics: spec.topics.map((t) => ({
+      topic: t.topic,
+      topicId: t.topicId,
+      partitions: t.partitions.map((p) => ({
+        partition: p.partition,
+        currentLeaderEpoch: -1,
+        fetchOffset: BigInt(p.fetchOffset),
+        lastFetchedEpoch: -1,
+        logStartOffset: -1n,
+        partitionMaxBytes: p.partitionMaxBytes ?? 1024 * 1024,
+      })),
+    })),
+    forgottenTopicsData: [],
+    rackId: '',
+  };
+}
 
 export function fetchFrame(spec: FetchSpec): Buffer {
   const version = spec.version ?? 12;
   return encodeRequestFrame(
     { apiKey: ApiKey.Fetch, apiVersion: version, correlationId: correlation++, clientId: spec.clientId ?? 'test-client' },
-    {
-      replicaId: -1,
-      maxWaitMs: spec.maxWaitMs ?? 500,
-      minBytes: spec.minBytes ?? 1,
-      maxBytes: spec.maxBytes ?? 50 * 1024 * 1024,
-      isolationLevel: spec.isolationLevel ?? 0,
-      sessionId: spec.sessionId ?? 0,
-      sessionEpoch: spec.sessionEpoch ?? -1,
-      topics: spec.topics.map((t) => ({
-        topic: t.topic,
-        topicId: t.topicId,
-        partitions: t.partitions.map((p) => ({
-          partition: p.partition,
-          currentLeaderEpoch: -1,
-          fetchOffset: BigInt(p.fetchOffset),
-          lastFetchedEpoch: -1,
-          logStartOffset: -1n,
-          partitionMaxBytes: p.partitionMaxBytes ?? 1024 * 1024,
-        })),
-      })),
-      forgottenTopicsData: [],
-      rackId: '',
-    },
+    fetchBody(spec),
   );
 }
 
-/** One Fetch through the interceptor and the fake upstream, as the proxy's connection runs it. */
-export async function roundTrip(view: RequestInterceptor, upstream: FakeUpstream, spec: FetchSpec): Promise<RoundTrip> {
-  const frame = fetchFrame(spec);
-  const header = decodeRequestHeader(frame.subarray(4));
-  const decision = await view.intercept(interceptedRequest(frame, header, true));
-  const version = header.apiVersion;
-  const decodeClient = (f: Buffer) => {
-    const h = decodeResponseHeader(f.subarray(4), responseHeaderVersion(ApiKey.Fetch, version));
-    return decodeResponse<any>(ApiKey.Fetch, version, f, 4 + h.bodyOffset); // eslint-disable-line @typescript-eslint/no-explicit-any
-  };
-  if ('respond' in decision) return { decision, clientFrame: decision.respond, response: decodeClient(decision.respond) };
-  if ('close' in decision) throw new Error(`interceptor closed the connection: ${decision.close}`);
-  const sent = decision.frame ?? frame;
-  const upstreamFrame = upstream.answer(sent);
-  const forwarded = upstream.forwarded[upstream.forwarded.length - 1];
-  const clientFrame = decision.response ? await decision.response(upstreamFrame) : upstreamFrame;
-  return { decision, forwarded, upstreamFrame, clientFrame, response: decodeClient(clientFrame) };
+/**
+ * One Fetch through the view and the fake upstream, as the proxy's connection runs it. The view
+ * plans the request before this returns its promise, as it does before the connection reads on.
+ */
+export async function roundTrip(view: Filter, upstream: FakeUpstream, spec: FetchSpec): Promise<RoundTrip> {
+  const harness = new FilterHarness(view);
+  const run = await harness.request(ApiKey.Fetch, spec.version ?? 12, fetchBody(spec), {
+    correlationId: correlation++,
+    clientId: spec.clientId ?? 'test-client',
+  });
+  if (run.kind === 'close') throw new Error(`the view closed the connection: ${run.reason}`);
+  if (run.kind === 'respond') {
+    return {
+      run,
+      get forwarded(): FetchRequest {
+        throw new Error('the view answered the request itself: nothing was forwarded');
+      },
+      response: run.body,
+      clientFrame: run.frame,
+      responseChanged: false,
+    };
+  }
+  const client = await run.respond(upstream.answer(run.body, run.upstreamVersion));
+  if (client.kind === 'close') throw new Error(`the view closed the connection: ${client.reason}`);
+  return { run, forwarded: run.body, response: client.body, clientFrame: client.frame, responseChanged: client.changed };
 }
 
 export interface SeenRecord {

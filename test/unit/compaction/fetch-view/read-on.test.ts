@@ -42,7 +42,7 @@ describe('reading on past one upstream window', () => {
     const seen: SeenRecord[] = [];
     while (position < b.logs['c-0']!.end) {
       const { response } = await roundTrip(b.view, b.upstream, spec(position, {}, limit));
-      const records: Buffer = response.responses[0].partitions[0].records;
+      const records: Buffer = response.responses[0].partitions[0].records!;
       const out = await readBatches(records);
       assertOrdered(out, position, `fetch at ${position}`);
       assert.ok(records.length <= limit, `${records.length} bytes for a limit of ${limit}`);
@@ -72,7 +72,7 @@ describe('reading on past one upstream window', () => {
     // The client's own read reaches past the horizon: it goes as it is, with room to spare.
     const reached = await setup([1500]);
     const first = await roundTrip(reached.view, reached.upstream, spec(0, {}, limit));
-    const records: Buffer = first.response.responses[0].partitions[0].records;
+    const records: Buffer = first.response.responses[0].partitions[0].records!;
     const offsets = (await readBatches(records)).records.map((r) => r.offset);
     assert.deepEqual(reached.upstream.reads, []);
     assert.equal(offsets[0], 1500);
@@ -93,7 +93,7 @@ describe('reading on past one upstream window', () => {
       out.records.slice(0, 3).map((r) => r.offset),
       [5, 1500, horizon],
     );
-    assert.ok(response.responses[0].partitions[0].records.length <= limit);
+    assert.ok(response.responses[0].partitions[0].records!.length <= limit);
   });
 
   test('stops at the client’s max wait; with nothing for the client yet, one read comes even past it', async () => {
@@ -161,8 +161,8 @@ describe('reading on past one upstream window', () => {
         { topic: 'c', topicId: TOPIC_ID, partitions: [{ partition: 0, fetchOffset: 0 }] },
       ],
     });
-    const plain: Buffer = response.responses[0].partitions[0].records;
-    const c: Buffer = response.responses[1].partitions[0].records;
+    const plain: Buffer = response.responses[0].partitions[0].records!;
+    const c: Buffer = response.responses[1].partitions[0].records!;
     assert.ok(plain.equals(b.logs['plain-0']!.read(0, 1 << 20, true)));
     assert.ok(plain.length + c.length <= maxBytes, `${plain.length} + ${c.length} bytes for a max of ${maxBytes}`);
     const out = await readBatches(c);
@@ -182,12 +182,12 @@ describe('reading on past one upstream window', () => {
       });
     const roomy = await setup();
     const whole = await roundTrip(roomy.view, roomy.upstream, spec(0));
-    const [survivor, empty] = iterateBatches(whole.response.responses[0].partitions[0].records).batches;
+    const [survivor, empty] = iterateBatches(whole.response.responses[0].partitions[0].records!).batches;
     assert.equal(empty!.recordCount, 0, 'with room, the same answer ends in the empty batch');
     const limit = survivor!.bytes.length + 30;
     const tight = await setup();
     const { response } = await roundTrip(tight.view, tight.upstream, spec(0, {}, limit));
-    const records: Buffer = response.responses[0].partitions[0].records;
+    const records: Buffer = response.responses[0].partitions[0].records!;
     assert.ok(records.length <= limit, `${records.length} bytes for a limit of ${limit}`);
     assert.deepEqual(
       (await readBatches(records)).batches.map((x) => [x.base, x.last, x.count]),
@@ -274,7 +274,7 @@ describe('reading on past one upstream window', () => {
       const positions = [0, 1500, 3000, 4500];
       const results = await Promise.all(positions.map((position) => roundTrip(b.view, b.upstream, spec(position, {}, limit))));
       for (const [i, { response }] of results.entries()) {
-        const records: Buffer = response.responses[0].partitions[0].records;
+        const records: Buffer = response.responses[0].partitions[0].records!;
         assert.ok(records.length > 64 * 1024 && records.length <= limit, `${round}: ${records.length} bytes at ${positions[i]}`);
         const offsets = (await readBatches(records)).records.map((r) => r.offset).filter((o) => o >= positions[i]!);
         assert.ok(offsets.length > 200, `${round}: ${offsets.length} records at ${positions[i]}`);
@@ -299,7 +299,7 @@ describe('reading on past one upstream window', () => {
     let position = 0;
     for (;;) {
       const { response } = await roundTrip(b.view, b.upstream, spec(position, {}, limit));
-      const records: Buffer = response.responses[0].partitions[0].records;
+      const records: Buffer = response.responses[0].partitions[0].records!;
       assert.ok(records.length <= limit, `${records.length} bytes at ${position} for a limit of ${limit}`);
       if (records.includes(bad.bytes)) {
         assert.ok(records.equals(b.logs['c-0']!.read(bad.base, limit, true)), 'the upstream’s own read, unfiltered');

@@ -220,7 +220,7 @@ async function readToEnd(b: Bed, from: number, end: number, isolationLevel: numb
     const p = (await roundTrip(b.view, b.upstream, spec)).response.responses[0].partitions[0];
     assert.equal(p.highWatermark, BigInt(end), what);
     const out = await readBatches(p.records);
-    if ((p.records?.length ?? 0) > limit) assert.equal(out.batches.length, 1, `${what}: ${p.records.length} bytes over the limit of ${limit}`);
+    if ((p.records?.length ?? 0) > limit) assert.equal(out.batches.length, 1, `${what}: ${p.records!.length} bytes over the limit of ${limit}`);
     seen.push(...out.records.filter((r) => r.offset >= position));
     const last = out.batches[out.batches.length - 1];
     assert.ok(last && last.last + 1 > position, `${what}: the fetch at ${position} moves the reader on`);
@@ -293,9 +293,9 @@ describe('reads served from the view cache', () => {
     assert.equal(p.partitionMaxBytes, 0, 'no records asked of the upstream');
     assert.equal(p.fetchOffset, 7n, 'from the first survivor, as before');
     const answer = warm.response.responses[0].partitions[0];
-    assert.equal(warm.forwarded.minBytes, 10_000 - answer.records.length, 'what the cache brings counts towards min bytes');
+    assert.equal(warm.forwarded.minBytes, 10_000 - answer.records!.length, 'what the cache brings counts towards min bytes');
     assert.deepEqual((await readBatches(answer.records)).records, seen.records, 'the same records as the read of the upstream');
-    assert.ok(answer.records.length <= 4000);
+    assert.ok(answer.records!.length <= 4000);
     assert.equal((await fetch()).forwarded.minBytes, 0, 'a client waiting for one byte lets the upstream answer at once');
 
     await b.logs['c-0']!.append({ count: 20 });

@@ -3,10 +3,11 @@ import { describe, test } from 'node:test';
 import { createProduceGuard } from '../../../../src/compaction/produce-guard/produce-guard.js';
 import { checkKeys } from '../../../../src/compaction/produce-guard/keyless-records.js';
 import { keylessRejection } from '../../../../src/compaction/produce-guard/rejection.js';
-import { ApiKey, decodeRequest, decodeResponse, encodeRequestFrame, encodeResponseFrame } from '../../../../src/protocol/messages.js';
-import { decodeRequestHeader, decodeResponseHeader, responseHeaderVersion } from '../../../../src/protocol/headers.js';
+import { ApiKey, encodeRequestFrame, type BodyInit, type ProduceRequest, type ProduceResponse } from '../../../../src/protocol/messages.js';
+import { decodeRequestHeader } from '../../../../src/protocol/headers.js';
 import { Attributes, BATCH_HEADER_SIZE, encodeBatch, type BatchFields } from '../../../../src/protocol/records/batch.js';
-import { interceptedRequest, type Interception } from '../../../../src/proxy/interceptor.js';
+import { FilterChain } from '../../../../src/proxy/filter/filter-chain.js';
+import { FilterHarness } from '../../../support/filter-harness.js';
 import { crc32c } from '../../../../src/protocol/records/crc32c.js';
 import { TopicIds } from '../../../../src/proxy/topic-ids.js';
 import { configView, log } from '../fetch-view/fake-log.js';
@@ -108,17 +109,14 @@ interface Partition {
   records: Buffer;
 }
 
-function produceFrame(version: number, topics: { name: string; partitions: Partition[] }[], acks = -1): Buffer {
+function produceBody(topics: { name: string; partitions: Partition[] }[], acks = -1): BodyInit<ProduceRequest> {
   const ids: Record<string, string> = { cmp: TOPIC_ID, plain: PLAIN_ID };
-  return encodeRequestFrame(
-    { apiKey: ApiKey.Produce, apiVersion: version, correlationId: 41, clientId: 'producer-1' },
-    {
-      transactionalId: null,
-      acks,
-      timeoutMs: 1000,
-      topicData: topics.map((t) => ({ name: t.name, topicId: ids[t.name], partitionData: t.partitions.map((p) => ({ index: p.index, records: p.records })) })),
-    },
-  );
+  return {
+    transactionalId: null,
+    acks,
+    timeoutMs: 1000,
+    topicData: topics.map((t) => ({ name: t.name, topicId: ids[t.name], partitionData: t.partitions.map((p) => ({ index: p.index, records: p.records })) })),
+  };
 }
 
 function guardFor(compacted: string[], topicIds = knownIds()) {
@@ -132,29 +130,22 @@ function knownIds(): TopicIds {
   return ids;
 }
 
-async function intercept(guard: ReturnType<typeof guardFor>, frame: Buffer, expectsResponse = true): Promise<Interception> {
-  return guard.intercept(interceptedRequest(frame, decodeRequestHeader(frame.subarray(4)), expectsResponse));
-}
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-function decodeProduceResponse(version: number, frame: Buffer): any {
-  const h = decodeResponseHeader(frame.subarray(4), responseHeaderVersion(ApiKey.Produce, version));
-  assert.equal(h.correlationId, 41);
-  return decodeResponse(ApiKey.Produce, version, frame, 4 + h.bodyOffset);
+/** A Produce from a client, acks=0 when `acks` is 0 (nobody reads an answer then). */
+function produce(guard: ReturnType<typeof guardFor>, version: number, topics: { name: string; partitions: Partition[] }[], acks = -1) {
+  return new FilterHarness(guard).request(ApiKey.Produce, version, produceBody(topics, acks), {
+    correlationId: 41,
+    clientId: 'producer-1',
+    expectsResponse: acks !== 0,
+  });
 }
 
 /** The upstream's answer to whatever was forwarded: every partition appended at offset 10. */
-function upstreamAnswer(version: number, frame: Buffer): Buffer {
-  const header = decodeRequestHeader(frame.subarray(4));
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  const body = decodeRequest<any>(ApiKey.Produce, version, frame, 4 + header.bodyOffset!);
-  return encodeResponseFrame(ApiKey.Produce, version, header.correlationId, {
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
-    responses: body.topicData.map((t: any) => ({
+function upstreamAnswer(forwarded: ProduceRequest): BodyInit<ProduceResponse> {
+  return {
+    responses: forwarded.topicData.map((t) => ({
       name: t.name,
       topicId: t.topicId,
-      // eslint-disable-next-line @typescript-eslint/no-explicit-any
-      partitionResponses: t.partitionData.map((p: any) => ({
+      partitionResponses: t.partitionData.map((p) => ({
         index: p.index,
         errorCode: 0,
         baseOffset: 10n,
@@ -165,8 +156,10 @@ function upstreamAnswer(version: number, frame: Buffer): Buffer {
       })),
     })),
     throttleTimeMs: 3,
-  });
+  };
 }
+
+const partitionsOf = (body: ProduceRequest) => body.topicData.map((t) => t.partitionData.map((p) => p.index));
 
 describe('produce guard', () => {
   for (const version of [3, 5, 7, 8, 9, 12, 13]) {
@@ -174,7 +167,7 @@ describe('produce guard', () => {
       const guard = guardFor(['cmp']);
       const keyed = await batch(['a', 'b']);
       const keyless = await batch([null, 'x', null, null], 3);
-      const frame = produceFrame(version, [
+      const run = await produce(guard, version, [
         {
           name: 'cmp',
           partitions: [
@@ -185,31 +178,28 @@ describe('produce guard', () => {
         },
         { name: 'plain', partitions: [{ index: 0, records: keyless }] },
       ]);
-      const decision = await intercept(guard, frame);
-      assert.ok('forward' in decision && decision.frame && decision.response);
-      const sent = decodeRequest<any>(ApiKey.Produce, version, decision.frame, 4 + decodeRequestHeader(decision.frame.subarray(4)).bodyOffset!); // eslint-disable-line @typescript-eslint/no-explicit-any
-      assert.deepEqual(
-        sent.topicData.map((t: any) => t.partitionData.map((p: any) => p.index)), // eslint-disable-line @typescript-eslint/no-explicit-any
-        [[0, 2], [0]],
-      );
-      const answer = decodeProduceResponse(version, await decision.response(upstreamAnswer(version, decision.frame)));
+      assert.ok(run.kind === 'forward' && run.changed && run.awaitsResponse && run.closeAfter === undefined);
+      assert.deepEqual(partitionsOf(run.body), [[0, 2], [0]]);
+      assert.ok(run.body.topicData[0]!.partitionData[0]!.records!.equals(keyed), 'the records go on as they came');
+      const client = await run.respond(upstreamAnswer(run.body));
+      assert.ok(client.kind === 'forward' && client.changed);
+      const answer = client.body;
       const byId = version >= 13;
       assert.deepEqual(
-        // eslint-disable-next-line @typescript-eslint/no-explicit-any
-        answer.responses.map((t: any) => (byId ? t.topicId : t.name)),
+        answer.responses.map((t) => (byId ? t.topicId : t.name)),
         byId ? [TOPIC_ID, PLAIN_ID] : ['cmp', 'plain'],
       );
-      const [p0, p1, p2] = answer.responses[0].partitionResponses;
-      assert.deepEqual([p0.index, p0.errorCode, p0.baseOffset], [0, 0, 10n]);
-      assert.deepEqual([p2.index, p2.errorCode, p2.baseOffset], [2, 0, 10n]);
-      assert.deepEqual([p1.index, p1.errorCode, p1.baseOffset, p1.logAppendTimeMs], [1, 87, -1n, -1n]);
-      if (version >= 5) assert.equal(p1.logStartOffset, 101n);
+      const [p0, p1, p2] = answer.responses[0]!.partitionResponses;
+      assert.deepEqual([p0!.index, p0!.errorCode, p0!.baseOffset], [0, 0, 10n]);
+      assert.deepEqual([p2!.index, p2!.errorCode, p2!.baseOffset], [2, 0, 10n]);
+      assert.deepEqual([p1!.index, p1!.errorCode, p1!.baseOffset, p1!.logAppendTimeMs], [1, 87, -1n, -1n]);
+      if (version >= 5) assert.equal(p1!.logStartOffset, 101n);
       if (version >= 8) {
         assert.deepEqual(
-          p1.recordErrors,
+          p1!.recordErrors,
           [0, 2, 3].map((batchIndex) => ({ batchIndex, batchIndexErrorMessage: KAFKA_MESSAGE })),
         );
-        assert.equal(p1.errorMessage, KAFKA_SUMMARY);
+        assert.equal(p1!.errorMessage, KAFKA_SUMMARY);
       }
       assert.equal(answer.throttleTimeMs, 3);
       assert.deepEqual(guard.stats, { rejectedBatches: 1, keylessRecords: 3 });
@@ -218,65 +208,62 @@ describe('produce guard', () => {
 
   test('a request left with nothing to forward is answered by the proxy', async () => {
     const guard = guardFor(['cmp']);
-    const frame = produceFrame(9, [{ name: 'cmp', partitions: [{ index: 1, records: await batch([null, 'x', null, null], 4) }] }]);
-    const decision = await intercept(guard, frame);
-    assert.ok('respond' in decision);
-    const answer = decodeProduceResponse(9, decision.respond);
-    assert.deepEqual(answer.responses[0].partitionResponses[0], keylessRejection('cmp', 1, [0, 2, 3], 101n));
+    const run = await produce(guard, 9, [{ name: 'cmp', partitions: [{ index: 1, records: await batch([null, 'x', null, null], 4) }] }]);
+    assert.equal(run.kind, 'respond');
+    if (run.kind !== 'respond') return;
+    assert.equal(run.frame.readInt32BE(4), 41, 'the correlation id');
+    assert.equal(run.body.throttleTimeMs, 0);
+    assert.deepEqual(run.body.responses[0]!.partitionResponses[0], keylessRejection('cmp', 1, [0, 2, 3], 101n));
   });
 
   test('acks=0 with a keyless record closes the connection, as Kafka does', async () => {
     const guard = guardFor(['cmp']);
-    const decision = await intercept(guard, produceFrame(9, [{ name: 'cmp', partitions: [{ index: 0, records: await batch([null]) }] }], 0), false);
-    assert.ok('close' in decision);
+    const closed = await produce(guard, 9, [{ name: 'cmp', partitions: [{ index: 0, records: await batch([null]) }] }], 0);
+    assert.equal(closed.kind, 'close');
     // Kafka appends the valid partitions of an acks=0 request before closing over the rest.
-    const mixed = await intercept(
+    const mixed = await produce(
       guard,
-      produceFrame(
-        9,
-        [
-          {
-            name: 'cmp',
-            partitions: [
-              { index: 0, records: await batch([null]) },
-              { index: 1, records: await batch(['k']) },
-            ],
-          },
-        ],
-        0,
-      ),
-      false,
-    );
-    assert.ok('forward' in mixed && mixed.closeAfter !== undefined && mixed.frame !== undefined);
-    const forwarded = decodeRequest<{ topicData: { partitionData: { index: number }[] }[] }>(
-      ApiKey.Produce,
       9,
-      mixed.frame,
-      4 + decodeRequestHeader(mixed.frame.subarray(4)).bodyOffset!,
+      [
+        {
+          name: 'cmp',
+          partitions: [
+            { index: 0, records: await batch([null]) },
+            { index: 1, records: await batch(['k']) },
+          ],
+        },
+      ],
+      0,
     );
-    assert.deepEqual(
-      forwarded.topicData.map((t) => t.partitionData.map((p) => p.index)),
-      [[1]],
-    );
+    assert.ok(mixed.kind === 'forward' && mixed.closeAfter !== undefined && !mixed.awaitsResponse);
+    assert.deepEqual(partitionsOf(mixed.body), [[1]]);
+    assert.equal(mixed.body.acks, 0);
+    const keyed = await produce(guard, 9, [{ name: 'cmp', partitions: [{ index: 0, records: await batch(['k']) }] }], 0);
+    assert.ok(keyed.kind === 'forward' && !keyed.changed && keyed.closeAfter === undefined, 'nothing to refuse: the connection stays');
   });
 
   test('keyed records, other topics and unguarded stores pass untouched', async () => {
     const guard = guardFor(['cmp']);
-    assert.deepEqual(await intercept(guard, produceFrame(9, [{ name: 'cmp', partitions: [{ index: 0, records: await batch(['', 'k'], 2) }] }])), {
-      forward: true,
-    });
-    assert.deepEqual(await intercept(guard, produceFrame(9, [{ name: 'plain', partitions: [{ index: 0, records: await batch([null]) }] }])), { forward: true });
-    const none = guardFor([]);
-    const frame = produceFrame(9, [{ name: 'cmp', partitions: [{ index: 0, records: await batch([null]) }] }]);
-    const req = interceptedRequest(frame, decodeRequestHeader(frame.subarray(4)), true);
-    let decoded = false;
-    const body = req.body.bind(req);
-    req.body = <T extends object>() => {
-      decoded = true;
-      return body<T>();
-    };
-    assert.deepEqual(none.intercept(req), { forward: true });
-    assert.equal(decoded, false, 'no compacted topic at all: the request is not even decoded');
+    for (const run of [
+      await produce(guard, 9, [{ name: 'cmp', partitions: [{ index: 0, records: await batch(['', 'k'], 2) }] }]),
+      await produce(guard, 9, [{ name: 'plain', partitions: [{ index: 0, records: await batch([null]) }] }]),
+      await produce(guardFor([]), 9, [{ name: 'cmp', partitions: [{ index: 0, records: await batch([null]) }] }]),
+    ])
+      assert.ok(run.kind === 'forward' && !run.changed && !run.awaitsResponse && run.closeAfter === undefined);
+    assert.deepEqual(guard.stats, { rejectedBatches: 0, keylessRecords: 0 });
+  });
+
+  test('with no compacted topic at all a Produce is not even decoded', async () => {
+    const frame = encodeRequestFrame(
+      { apiKey: ApiKey.Produce, apiVersion: 9, correlationId: 41, clientId: 'producer-1' },
+      produceBody([{ name: 'cmp', partitions: [{ index: 0, records: await batch([null]) }] }]),
+    );
+    // A body cut short: decoding it would fail the request.
+    const cut = Buffer.from(frame.subarray(0, frame.length - 20));
+    cut.writeInt32BE(cut.length - 4, 0);
+    const routed = await new FilterChain([guardFor([])]).request(cut, decodeRequestHeader(cut.subarray(4)), true);
+    assert.ok(routed.kind === 'forward' && routed.frame === cut);
+    await assert.rejects(async () => new FilterChain([guardFor(['other'])]).request(cut, decodeRequestHeader(cut.subarray(4)), true), /produce-guard/);
   });
 
   test('Produce v13 with a topic id the proxy does not know yet resolves it first', async () => {
@@ -291,11 +278,36 @@ describe('produce guard', () => {
         ids.learn('cmp', TOPIC_ID);
       },
     });
-    const decision = await intercept(guard, produceFrame(13, [{ name: 'cmp', partitions: [{ index: 0, records: await batch([null]) }] }]));
+    const run = await produce(guard, 13, [{ name: 'cmp', partitions: [{ index: 0, records: await batch([null]) }] }]);
     assert.deepEqual(resolved, [[TOPIC_ID]]);
-    assert.ok('respond' in decision);
-    const answer = decodeProduceResponse(13, decision.respond);
-    assert.equal(answer.responses[0].topicId, TOPIC_ID);
-    assert.equal(answer.responses[0].partitionResponses[0].logStartOffset, -1n, 'no log start lookup configured');
+    assert.equal(run.kind, 'respond');
+    if (run.kind !== 'respond') return;
+    assert.equal(run.body.responses[0]!.topicId, TOPIC_ID);
+    assert.equal(run.body.responses[0]!.name, undefined, 'v13 names topics by id alone');
+    assert.equal(run.body.responses[0]!.partitionResponses[0]!.logStartOffset, -1n, 'no log start lookup configured');
+  });
+
+  test('Produce v13: a keyed topic id passes, a keyless one beside another topic is merged by id', async () => {
+    const guard = guardFor(['cmp']);
+    const keyed = await produce(guard, 13, [{ name: 'cmp', partitions: [{ index: 0, records: await batch(['k']) }] }]);
+    assert.ok(keyed.kind === 'forward' && !keyed.changed);
+    const run = await produce(guard, 13, [
+      { name: 'plain', partitions: [{ index: 3, records: await batch([null]) }] },
+      { name: 'cmp', partitions: [{ index: 0, records: await batch([null]) }] },
+    ]);
+    assert.ok(run.kind === 'forward' && run.awaitsResponse);
+    assert.deepEqual(
+      run.body.topicData.map((t) => [t.topicId, t.partitionData.map((p) => p.index)]),
+      [[PLAIN_ID, [3]]],
+    );
+    const client = await run.respond(upstreamAnswer(run.body));
+    assert.ok(client.kind === 'forward');
+    assert.deepEqual(
+      client.body.responses.map((t) => [t.topicId, t.partitionResponses.map((p) => [p.index, p.errorCode])]),
+      [
+        [PLAIN_ID, [[3, 0]]],
+        [TOPIC_ID, [[0, 87]]],
+      ],
+    );
   });
 });
