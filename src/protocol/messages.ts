@@ -117,18 +117,17 @@ function encode(direction: Direction, apiKey: number, version: number, body: obj
  * Decodes a request body (no header, no size prefix) from buf[offset, end), which it must
  * fill exactly. Bytes and records fields are views into buf, not copies. With a literal api
  * key (ApiKey.Fetch) the body is typed by the generated interface (FetchRequest); with any
- * other number it is a Struct, or the T the caller names. The values are checked against the
- * schema, not against T: T only names the caller's view of the body.
+ * other number it is a Struct.
  */
 export function decodeRequest<K extends ApiKeyNumber>(apiKey: K, version: number, buf: Buffer, offset?: number, end?: number): RequestBodies[K];
-export function decodeRequest<T extends object = Struct>(apiKey: number, version: number, buf: Buffer, offset?: number, end?: number): T;
+export function decodeRequest(apiKey: number, version: number, buf: Buffer, offset?: number, end?: number): Struct;
 export function decodeRequest(apiKey: number, version: number, buf: Buffer, offset?: number, end?: number): Struct {
   return decode('request', apiKey, version, buf, offset, end);
 }
 
 /** Decodes a response body; see decodeRequest. */
 export function decodeResponse<K extends ApiKeyNumber>(apiKey: K, version: number, buf: Buffer, offset?: number, end?: number): ResponseBodies[K];
-export function decodeResponse<T extends object = Struct>(apiKey: number, version: number, buf: Buffer, offset?: number, end?: number): T;
+export function decodeResponse(apiKey: number, version: number, buf: Buffer, offset?: number, end?: number): Struct;
 export function decodeResponse(apiKey: number, version: number, buf: Buffer, offset?: number, end?: number): Struct {
   return decode('response', apiKey, version, buf, offset, end);
 }

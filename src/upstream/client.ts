@@ -227,7 +227,7 @@ export class UpstreamClient {
         call.apiKey === ApiKey.ApiVersions
           ? // A v0 body where the broker did not know the version asked: the fields all versions share.
             (decodeApiVersionsResponse(frame, offset, call.version).body as ResponseBodies[ApiKeyNumber])
-          : decodeResponse<ResponseBodies[ApiKeyNumber]>(call.apiKey, call.version, frame, offset),
+          : (decodeResponse(call.apiKey, call.version, frame, offset) as ResponseBodies[ApiKeyNumber]),
       );
     } catch (err) {
       call.reject(err as Error);

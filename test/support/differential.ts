@@ -12,6 +12,7 @@
  * store clean (Kafka's cleaner on its own, kcompact's clean-now hook), round after round. Kafka
  * decides how many rounds it takes (until a round changes nothing); kcompact gets as many.
  */
+import { ConfigResourceType } from '../../src/protocol/config-resource.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ApiKey } from '../../src/protocol/messages.js';
@@ -207,7 +208,7 @@ export interface ObserveOptions {
   log?: (line: string) => void;
 }
 
-const TOPIC_RESOURCE = 2;
+const TOPIC_RESOURCE = ConfigResourceType.TOPIC;
 /** Beyond segment.ms and delete.retention.ms, so clocks and timer slack cannot make a round early. */
 const ROUND_MARGIN_MS = 400;
 const MIN_ROUNDS = 2;

@@ -100,7 +100,7 @@ export class FilterHarness {
     const continuations = routed.continuations;
     return {
       kind: 'forward',
-      body: decodeRequest(apiKey as number, routed.upstreamVersion, routed.frame, 4 + header.bodyOffset!) as RequestBodies[K],
+      body: decodeRequest(apiKey, routed.upstreamVersion, routed.frame, 4 + header.bodyOffset!),
       changed: !routed.frame.equals(original),
       frame: routed.frame,
       upstreamVersion: routed.upstreamVersion,
@@ -132,5 +132,5 @@ export class FilterHarness {
 
 function readResponse<K extends ApiKeyNumber>(apiKey: K, version: number, frame: Buffer): ResponseBodies[K] {
   const header = decodeResponseHeader(frame.subarray(4), responseHeaderVersion(apiKey, version));
-  return decodeResponse(apiKey as number, version, frame, 4 + header.bodyOffset) as ResponseBodies[K];
+  return decodeResponse(apiKey, version, frame, 4 + header.bodyOffset);
 }

@@ -4,9 +4,10 @@
  * the upstream the rest, with segment settings and the retention the policy needs.
  */
 import { ErrorCode } from '../../protocol/errors.js';
+import { ConfigResourceType } from '../../protocol/config-resource.js';
 import { ApiKey, type AlterConfigsRequest, type AlterConfigsRequestResource as AlterConfigsResource } from '../../protocol/messages.js';
-import type { Filter, RequestContext, RequestOutcome } from '../../proxy/filter/filter.js';
-import { REPEATED_RESOURCE, repeatedTopics, routeAlter, TOPIC_RESOURCE, type ResourcePlan } from './alter-flow.js';
+import { requestFilter, type Filter, type RequestContext, type RequestOutcome } from '../../proxy/filter/filter.js';
+import { REPEATED_RESOURCE, repeatedTopics, routeAlter, type ResourcePlan } from './alter-flow.js';
 import type { ConfigContext } from './config-context.js';
 import { isOwnedConfig } from './definitions.js';
 import { forwardedConfigs } from './effective-policy.js';
@@ -16,18 +17,15 @@ import { validateOverrides } from './validate.js';
 type AlterConfigs = typeof ApiKey.AlterConfigs;
 
 export function alterConfigsFilter(ctx: ConfigContext): Filter {
-  return {
-    name: 'config-alter-configs',
-    apis: { [ApiKey.AlterConfigs]: { onRequest: (req, chain) => onAlterConfigs(ctx, req.body, chain) } },
-  };
+  return requestFilter('config-alter-configs', ApiKey.AlterConfigs, (req, chain) => onAlterConfigs(ctx, req.body, chain));
 }
 
 async function onAlterConfigs(ctx: ConfigContext, body: AlterConfigsRequest, chain: RequestContext<AlterConfigs>): Promise<RequestOutcome<AlterConfigs>> {
-  if (!body.resources.some((r) => r.resourceType === TOPIC_RESOURCE)) return chain.forward();
+  if (!body.resources.some((r) => r.resourceType === ConfigResourceType.TOPIC)) return chain.forward();
   await ctx.sync.sync().catch((err) => ctx.log.debug('topic config store not read before AlterConfigs', { err }));
   const repeated = repeatedTopics(body.resources);
   const plans = body.resources.map((r): ResourcePlan<AlterConfigsResource> => {
-    if (r.resourceType !== TOPIC_RESOURCE) return { forward: r };
+    if (r.resourceType !== ConfigResourceType.TOPIC) return { forward: r };
     // Kafka 4.4 never answers an AlterConfigs naming a topic twice; refusing it is kinder.
     if (repeated.has(r.resourceName)) return { refused: REPEATED_RESOURCE };
     return plan(ctx, r);

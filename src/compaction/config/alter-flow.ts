@@ -5,13 +5,12 @@
  * in request order.
  */
 import { ErrorCode } from '../../protocol/errors.js';
+import { ConfigResourceType } from '../../protocol/config-resource.js';
 import type { AlterConfigsRequestResource, AlterConfigsResponseResourceResponse } from '../../protocol/messages.js';
 import type { ConfigContext } from './config-context.js';
 import type { TopicOverrides } from './effective-policy.js';
 import { storeFailed, type Refusal } from './refusals.js';
 import { topicIdFor } from './upstream-admin.js';
-
-export const TOPIC_RESOURCE = 2;
 
 /** What both APIs' resources have in common. */
 export type AlterResource = Pick<AlterConfigsRequestResource, 'resourceType' | 'resourceName'>;
@@ -32,7 +31,7 @@ export function repeatedTopics(resources: readonly AlterResource[]): Set<string>
   const seen = new Set<string>();
   const repeated = new Set<string>();
   for (const r of resources) {
-    if (r.resourceType !== TOPIC_RESOURCE) continue;
+    if (r.resourceType !== ConfigResourceType.TOPIC) continue;
     if (seen.has(r.resourceName)) repeated.add(r.resourceName);
     seen.add(r.resourceName);
   }

@@ -4,6 +4,7 @@
  * everyone's, which is how a topic made compact through one replica is compact through all.
  */
 import type { Logger } from '../../ops/log.js';
+import { ConfigResourceType } from '../../protocol/config-resource.js';
 import { ErrorCode, ProtocolError } from '../../protocol/errors.js';
 import { ApiKey } from '../../protocol/messages.js';
 import { decodeRecords, encodeBatch, iterateBatches } from '../../protocol/records/batch.js';
@@ -49,7 +50,6 @@ const APPEND_BACKOFF = { baseMs: 100, maxMs: 1_000 };
 /** Polling for the leader of the configs topic just created. */
 const CREATED_LEADER_POLL_MS = 100;
 /** The resource type of a topic in DescribeConfigs. */
-const TOPIC_RESOURCE = 2;
 /** Answers to creating the configs topic that will not change by asking again. */
 const REFUSALS = new Set<number>([
   ErrorCode.INVALID_CONFIG,
@@ -264,7 +264,7 @@ export class ConfigsTopic {
       return;
     }
     const answer = await client.request(ApiKey.DescribeConfigs, version, {
-      resources: [{ resourceType: TOPIC_RESOURCE, resourceName: this.topic, configurationKeys: ['retention.ms', 'retention.bytes'] }],
+      resources: [{ resourceType: ConfigResourceType.TOPIC, resourceName: this.topic, configurationKeys: ['retention.ms', 'retention.bytes'] }],
       includeSynonyms: false,
       includeDocumentation: false,
     });

@@ -14,7 +14,7 @@ import {
   type CreateTopicsResponseCreatableTopicConfigs as CreatedConfig,
   type CreateTopicsResponseCreatableTopicResult as CreatableTopicResult,
 } from '../../protocol/messages.js';
-import type { Filter, FilterRequest, RequestContext, RequestOutcome } from '../../proxy/filter/filter.js';
+import { requestFilter, type Filter, type FilterRequest, type RequestContext, type RequestOutcome } from '../../proxy/filter/filter.js';
 import { ZERO_UUID } from '../../proxy/topic-ids.js';
 import type { ConfigContext } from './config-context.js';
 import { ConfigSource, isOwnedConfig, RETENTION_BYTES, RETENTION_MS, TOPIC_CONFIGS } from './definitions.js';
@@ -40,10 +40,7 @@ type Plan = { refused: Refusal; configRefusal: boolean } | { forward: Forward };
 const CONFIGS_FIRST_VERSION = 5;
 
 export function createTopicsFilter(ctx: ConfigContext): Filter {
-  return {
-    name: 'config-create-topics',
-    apis: { [ApiKey.CreateTopics]: { onRequest: (req, chain) => onCreateTopics(ctx, req, chain) } },
-  };
+  return requestFilter('config-create-topics', ApiKey.CreateTopics, (req, chain) => onCreateTopics(ctx, req, chain));
 }
 
 async function onCreateTopics(

@@ -14,7 +14,7 @@ import {
   type DeleteTopicsRequestDeleteTopicState as DeleteTopicState,
   type DeleteTopicsResponseDeletableTopicResult as DeletableTopicResult,
 } from '../../protocol/messages.js';
-import type { Filter, RequestContext, RequestOutcome } from '../../proxy/filter/filter.js';
+import { requestFilter, type Filter, type RequestContext, type RequestOutcome } from '../../proxy/filter/filter.js';
 import type { ConfigContext } from './config-context.js';
 import { CONFIGS_TOPIC } from './configs-topic.js';
 import { configsTopicKept } from './refusals.js';
@@ -22,10 +22,7 @@ import { configsTopicKept } from './refusals.js';
 type DeleteTopics = typeof ApiKey.DeleteTopics;
 
 export function deleteTopicsFilter(ctx: ConfigContext): Filter {
-  return {
-    name: 'config-delete-topics',
-    apis: { [ApiKey.DeleteTopics]: { onRequest: (req, chain) => onDeleteTopics(ctx, req.body, chain) } },
-  };
+  return requestFilter('config-delete-topics', ApiKey.DeleteTopics, (req, chain) => onDeleteTopics(ctx, req.body, chain));
 }
 
 function onDeleteTopics(ctx: ConfigContext, body: DeleteTopicsRequest, chain: RequestContext<DeleteTopics>): RequestOutcome<DeleteTopics> {

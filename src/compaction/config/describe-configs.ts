@@ -5,34 +5,30 @@
  * own setting, or the default, is shown instead.
  */
 import { ErrorCode } from '../../protocol/errors.js';
+import { ConfigResourceType } from '../../protocol/config-resource.js';
 import { ApiKey, type DescribeConfigsRequest, type DescribeConfigsResponseResourceResult as DescribedConfig } from '../../protocol/messages.js';
-import type { Filter, RequestContext, RequestOutcome } from '../../proxy/filter/filter.js';
+import { requestFilter, type Filter, type RequestContext, type RequestOutcome } from '../../proxy/filter/filter.js';
 import type { ConfigContext } from './config-context.js';
 import { ConfigSource, isOwnedConfig, parseConfigValue, TOPIC_CONFIGS } from './definitions.js';
 import { describeEntry, type DescribeOptions } from './describe-entry.js';
 import { keepsForever, type TopicOverrides } from './effective-policy.js';
 
-const TOPIC_RESOURCE = 2;
-
 type DescribeConfigs = typeof ApiKey.DescribeConfigs;
 
 export function describeConfigsFilter(ctx: ConfigContext): Filter {
-  return {
-    name: 'config-describe-configs',
-    apis: { [ApiKey.DescribeConfigs]: { onRequest: (req, chain) => onDescribeConfigs(ctx, req.body, chain) } },
-  };
+  return requestFilter('config-describe-configs', ApiKey.DescribeConfigs, (req, chain) => onDescribeConfigs(ctx, req.body, chain));
 }
 
 function onDescribeConfigs(ctx: ConfigContext, body: DescribeConfigsRequest, chain: RequestContext<DescribeConfigs>): RequestOutcome<DescribeConfigs> {
   const keys = new Map<string, string[] | null>();
-  for (const r of body.resources) if (r.resourceType === TOPIC_RESOURCE && !keys.has(r.resourceName)) keys.set(r.resourceName, r.configurationKeys);
+  for (const r of body.resources) if (r.resourceType === ConfigResourceType.TOPIC && !keys.has(r.resourceName)) keys.set(r.resourceName, r.configurationKeys);
   if (keys.size === 0) return chain.forward();
   const opts: DescribeOptions = { includeSynonyms: body.includeSynonyms, includeDocumentation: body.includeDocumentation ?? false };
   return chain.forward({
     response: (res, back) => {
       const answer = res.body;
       for (const result of answer.results) {
-        if (result.resourceType !== TOPIC_RESOURCE || result.errorCode !== ErrorCode.NONE || !keys.has(result.resourceName)) continue;
+        if (result.resourceType !== ConfigResourceType.TOPIC || result.errorCode !== ErrorCode.NONE || !keys.has(result.resourceName)) continue;
         result.configs = mergeOwned(ctx, result.resourceName, result.configs, keys.get(result.resourceName)!, opts);
       }
       return back.forward(answer);

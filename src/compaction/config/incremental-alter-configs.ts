@@ -6,14 +6,15 @@
  * change on a topic that expires data).
  */
 import { ErrorCode } from '../../protocol/errors.js';
+import { ConfigResourceType } from '../../protocol/config-resource.js';
 import {
   ApiKey,
   type IncrementalAlterConfigsRequest,
   type IncrementalAlterConfigsRequestAlterableConfig as AlterableConfig,
   type IncrementalAlterConfigsRequestAlterConfigsResource as IncrementalResource,
 } from '../../protocol/messages.js';
-import type { Filter, RequestContext, RequestOutcome } from '../../proxy/filter/filter.js';
-import { REPEATED_RESOURCE, repeatedTopics, routeAlter, TOPIC_RESOURCE, type ResourcePlan } from './alter-flow.js';
+import { requestFilter, type Filter, type RequestContext, type RequestOutcome } from '../../proxy/filter/filter.js';
+import { REPEATED_RESOURCE, repeatedTopics, routeAlter, type ResourcePlan } from './alter-flow.js';
 import type { ConfigContext } from './config-context.js';
 import { isOwnedConfig } from './definitions.js';
 import { UPSTREAM_CONFIGS, upstreamConfigs } from './effective-policy.js';
@@ -24,10 +25,7 @@ import { validateOverrides } from './validate.js';
 type IncrementalAlterConfigs = typeof ApiKey.IncrementalAlterConfigs;
 
 export function incrementalAlterConfigsFilter(ctx: ConfigContext): Filter {
-  return {
-    name: 'config-incremental-alter-configs',
-    apis: { [ApiKey.IncrementalAlterConfigs]: { onRequest: (req, chain) => onIncremental(ctx, req.body, chain) } },
-  };
+  return requestFilter('config-incremental-alter-configs', ApiKey.IncrementalAlterConfigs, (req, chain) => onIncremental(ctx, req.body, chain));
 }
 
 async function onIncremental(
@@ -35,12 +33,12 @@ async function onIncremental(
   body: IncrementalAlterConfigsRequest,
   chain: RequestContext<IncrementalAlterConfigs>,
 ): Promise<RequestOutcome<IncrementalAlterConfigs>> {
-  const touchesOwned = (r: IncrementalResource) => r.resourceType === TOPIC_RESOURCE && r.configs.some((c) => isOwnedConfig(c.name));
+  const touchesOwned = (r: IncrementalResource) => r.resourceType === ConfigResourceType.TOPIC && r.configs.some((c) => isOwnedConfig(c.name));
   if (!body.resources.some(touchesOwned)) return chain.forward();
   await ctx.sync.sync().catch((err) => ctx.log.debug('topic config store not read before IncrementalAlterConfigs', { err }));
   const repeated = repeatedTopics(body.resources);
   const plans = body.resources.map((r): ResourcePlan<IncrementalResource> => {
-    if (r.resourceType === TOPIC_RESOURCE && repeated.has(r.resourceName)) return { refused: REPEATED_RESOURCE };
+    if (r.resourceType === ConfigResourceType.TOPIC && repeated.has(r.resourceName)) return { refused: REPEATED_RESOURCE };
     return touchesOwned(r) ? plan(ctx, r) : { forward: r };
   });
   const run = routeAlter(ctx, body, plans);

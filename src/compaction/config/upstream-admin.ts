@@ -4,6 +4,7 @@
  * topic it could not finish, and asking which errors the upstream would give before configs.
  */
 import { ErrorCode, ProtocolError } from '../../protocol/errors.js';
+import { ConfigResourceType } from '../../protocol/config-resource.js';
 import { ApiKey, type CreateTopicsRequestCreatableReplicaAssignment } from '../../protocol/messages.js';
 import { UpstreamError } from '../../upstream/error-class.js';
 import { ZERO_UUID } from '../../proxy/topic-ids.js';
@@ -11,7 +12,6 @@ import type { ConfigContext } from './config-context.js';
 import { RETENTION_BYTES, RETENTION_MS } from './definitions.js';
 
 /** The resource type of a topic in DescribeConfigs. */
-const TOPIC_RESOURCE = 2;
 
 /** The topic's id in the upstream now (learned into the proxy's ids), or undefined when it has none. */
 async function currentTopicId(ctx: ConfigContext, topic: string): Promise<string | undefined> {
@@ -33,7 +33,7 @@ export async function upstreamRetentionOf(ctx: ConfigContext, topic: string): Pr
     throw err;
   }
   const answer = await client.request(ApiKey.DescribeConfigs, version, {
-    resources: [{ resourceType: TOPIC_RESOURCE, resourceName: topic, configurationKeys: [RETENTION_MS, RETENTION_BYTES] }],
+    resources: [{ resourceType: ConfigResourceType.TOPIC, resourceName: topic, configurationKeys: [RETENTION_MS, RETENTION_BYTES] }],
     includeSynonyms: false,
     includeDocumentation: false,
   });

@@ -126,3 +126,8 @@ export interface Filter {
   readonly name: string;
   readonly apis: FilterHooks;
 }
+
+/** A filter with one request hook on one API: the shape of most features' filters. */
+export function requestFilter<K extends ApiKeyNumber>(name: string, apiKey: K, onRequest: NonNullable<ApiHooks<K>['onRequest']>): Filter {
+  return { name, apis: { [apiKey]: { onRequest } } as FilterHooks };
+}

@@ -39,11 +39,11 @@ export function typedDecoders(buf: Buffer, someKey: number): void {
   const asNumber: number = response.responses[0]!.partitions[0]!.highWatermark;
   void [records, highWatermark, asNumber];
 
-  // A key that is not a literal gives a Struct, or the type the caller names.
+  // A key that is not a literal gives a Struct; a caller cannot name a body type of its own.
   const _untyped = decodeResponse(someKey, 0, buf);
   assertType<Equal<typeof _untyped, Struct>>();
-  const _named = decodeResponse<{ errorCode: number }>(ApiKey.Fetch, 16, buf);
-  assertType<Equal<typeof _named, { errorCode: number }>>();
+  // @ts-expect-error no hand-written body types
+  decodeResponse<{ errorCode: number }>(ApiKey.Fetch, 16, buf);
   assertType<Equal<ApiKeyOf<'Fetch'>, 1>>();
 }
 
