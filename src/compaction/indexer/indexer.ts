@@ -29,6 +29,9 @@ import { backoffMs } from '../../upstream/backoff.js';
 import { isStaleMetadataCode, UpstreamError } from '../../upstream/error-class.js';
 import type { UpstreamClusterClient } from '../../upstream/upstream-cluster-client.js';
 
+/** What the indexer asks of the upstream cluster client; its unit tests give a scripted one. */
+export type IndexerUpstream = Pick<UpstreamClusterClient, 'metadata' | 'broker' | 'dropBroker'>;
+
 const READ_COMMITTED = 1;
 /** Fetch v13 names topics by id only. */
 const FETCH_TOPIC_IDS_VERSION = 13;
@@ -114,7 +117,7 @@ export class Indexer {
   private readonly identities: KeyIdentities;
 
   constructor(
-    private readonly cluster: UpstreamClusterClient,
+    private readonly cluster: IndexerUpstream,
     private readonly registry: StoreRegistry,
     private readonly log: Logger,
     options: IndexerOptions = {},
