@@ -341,7 +341,12 @@ export class Indexer {
     let rotation = 0;
     while (this.running) {
       const mine = this.tailsOf(nodeId);
-      if (mine.length === 0) return;
+      if (mine.length === 0) {
+        // Leaves the map now, not in ensureLoop's finally: a partition handed to this broker
+        // before that ran would only wake this ending loop and wait for the next metadata round.
+        if (this.loops.get(nodeId)?.wake === wake) this.loops.delete(nodeId);
+        return;
+      }
       const now = Date.now();
       const ready = mine.filter((t) => !t.busy && t.retryAt <= now && this.opened(t));
       if (ready.length === 0) {
