@@ -6,6 +6,7 @@
  * topic starts over, and transactions are indexed with aborted data and markers flagged.
  */
 import { DEFAULT_POLICY } from '../support/default-policy.js';
+import { capturingLogger } from '../support/capturing-logger.js';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { test, type TestContext } from 'node:test';
@@ -33,20 +34,6 @@ interface IndexRow {
   offset: number;
   key: Buffer | null;
   flags: number;
-}
-
-/** A logger that keeps warnings and errors for assertions and prints nothing. */
-function capturingLogger(lines: string[]): Logger {
-  const keep = (level: string) => (msg: string, fields?: Record<string, unknown>) => void lines.push(`${level} ${msg} ${JSON.stringify(fields ?? {})}`);
-  const logger: Logger = {
-    debug: () => {},
-    info: keep('info'),
-    warn: keep('warn'),
-    error: keep('error'),
-    child: () => logger,
-    enabled: (level) => level !== 'debug',
-  };
-  return logger;
 }
 
 function startEngine(bootstrap: string, dataDir: string, log: Logger): Promise<CompactionEngine> {

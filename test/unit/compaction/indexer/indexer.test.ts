@@ -6,6 +6,7 @@
  * or go. Every wait polls for an outcome with a deadline; backoffs and long polls are short.
  */
 import assert from 'node:assert/strict';
+import { capturingLogger } from '../../../support/capturing-logger.js';
 import fs from 'node:fs';
 import { describe, it, type TestContext } from 'node:test';
 import { DEFAULT_POLICY } from '../../../support/default-policy.js';
@@ -15,7 +16,6 @@ import { keyDigest } from '../../../../src/compaction/index/key-digest.js';
 import { RecordFlag } from '../../../../src/compaction/index/record-flags.js';
 import { StoreRegistry } from '../../../../src/compaction/index/store-registry.js';
 import type { PartitionStore } from '../../../../src/compaction/index/partition-store.js';
-import type { Logger } from '../../../../src/ops/log.js';
 import { ErrorCode } from '../../../../src/protocol/errors.js';
 import { ApiKey } from '../../../../src/protocol/messages.js';
 import { dataBatch } from './batch-builder.js';
@@ -47,20 +47,6 @@ interface Bed {
   stop(): Promise<void>;
   /** Opens the data dir (its existing indexes first) and starts an indexer over it. */
   start(): void;
-}
-
-function capturingLogger(lines: string[]): Logger {
-  const keep = (level: string) => (msg: string, fields?: Record<string, unknown>) =>
-    void lines.push(`${level} ${msg} ${JSON.stringify(fields ?? {}, (_k, v: unknown) => (v instanceof Error ? v.message : v))}`);
-  const logger: Logger = {
-    debug: () => {},
-    info: keep('info'),
-    warn: keep('warn'),
-    error: keep('error'),
-    child: () => logger,
-    enabled: (level) => level !== 'debug',
-  };
-  return logger;
 }
 
 function policies(...topics: string[]) {
