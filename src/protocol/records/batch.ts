@@ -9,6 +9,8 @@ export {
   decodeRecordKeys,
   decodeRecords,
   parseRecords,
+  RecordScan,
+  scanRecordAt,
   scanRecordKeys,
   type DecodedRecord,
   type RecordHeader,

@@ -54,7 +54,7 @@ function corrupt(why: string): CorruptRecordError {
 }
 
 /** The fields of the record just read, reused across records so the walk allocates nothing. */
-class RecordScan {
+export class RecordScan {
   start = 0;
   end = 0;
   attributes = 0;
@@ -64,6 +64,9 @@ class RecordScan {
   keyLength = -1;
   valueLength = -1;
   valueStart = 0;
+  headerCount = 0;
+  /** Where the headers start (they run to `end`). */
+  headersStart = 0;
 }
 
 /** Reads one record at c.pos into s, collecting its headers when `headers` is given. */
@@ -88,6 +91,8 @@ function readRecord(c: Cursor, s: RecordScan, headers: RecordHeader[] | null): v
   const headerCount = c.varint();
   // Each header takes at least two bytes (two length varints).
   if (headerCount < 0 || headerCount > (end - c.pos) / 2) throw corrupt(`bad header count ${headerCount}`);
+  s.headerCount = headerCount;
+  s.headersStart = c.pos;
   const buf = c.buf;
   for (let i = 0; i < headerCount; i++) {
     const keyLength = readBytesLength(c, 'header key');
@@ -105,6 +110,16 @@ function readRecord(c: Cursor, s: RecordScan, headers: RecordHeader[] | null): v
   if (c.pos !== end) throw corrupt(`length says ${bodyLength} bytes but the fields end ${end - c.pos} bytes early`);
   s.end = end;
   c.limit = payloadEnd;
+}
+
+/**
+ * Reads the layout of the record at `pos` of a payload into `s` (headers checked, not collected)
+ * and returns where the next record starts.
+ */
+export function scanRecordAt(payload: Buffer, pos: number, s: RecordScan): number {
+  const c = new Cursor(payload, pos, payload.length);
+  readRecord(c, s, null);
+  return s.end;
 }
 
 /** A length varint (-1 = null) whose bytes must fit before the record's end. */
