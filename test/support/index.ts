@@ -3,7 +3,15 @@
  * clients, all on loopback. See test/peers/README.md.
  */
 export { freePort, freePorts } from './ports.js';
-export { startKafka, kafkaServerProperties, type KafkaOptions, type KafkaCompaction, type RunningKafka } from './kafka.js';
+export {
+  startKafka,
+  kafkaServerProperties,
+  DEFAULT_RETENTION_CAP_MS,
+  RETENTION_CAP_PROPERTY,
+  type KafkaOptions,
+  type KafkaCompaction,
+  type RunningKafka,
+} from './kafka.js';
 export { startKfake, type KfakeOptions, type KfakeBroker, type RunningKfake } from './kfake.js';
 export { javaTool, javaToolOk, javaArgs, jvmArgs, javaBin, KAFKA_MAIN_CLASSES, type KafkaTool, type JavaToolResult } from './java.js';
 export {

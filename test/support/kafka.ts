@@ -1,6 +1,15 @@
 /**
  * A real Apache Kafka 4.4 broker (KRaft, one node acting as broker and controller) in a temp dir
- * on fresh loopback ports, from the jars that install.sh collects.
+ * on fresh loopback ports, from the jars that install.sh collects. Three kinds of store:
+ * - 'off': a store without compaction (the cleaner is off, topics keep what Kafka's defaults keep);
+ * - 'reference': Kafka's own cleaner, tuned to act within a second or so;
+ * - 'capped': a store that caps retention, as OCI Streaming (at most 7 days) and Event Hubs do.
+ *   The cleaner is off, the broker default retention is the cap, and RetentionCapPolicy
+ *   (test/peers/java/src) refuses any topic asking retention.ms=-1 or more than the cap, at
+ *   creation or later, with POLICY_VIOLATION. Segments roll and retention runs often, so records
+ *   are really gone soon after the cap: what survives only survives if someone writes it again.
+ *   Kafka applies time retention only under cleanup.policy=delete, so a topic given compact (or
+ *   an empty policy) directly escapes the cap; kcompact never forwards cleanup.policy upstream.
  */
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -8,14 +17,20 @@ import path from 'node:path';
 // kafkajs is CommonJS: Node's ESM loader sees only its default export as a value.
 import kafkajs from 'kafkajs';
 import { javaArgs, javaBin, KAFKA_MAIN_CLASSES, javaToolOk } from './java.js';
+import { javaClassesDir } from './paths.js';
 import { freePorts } from './ports.js';
 import { makeTempDir, pollUntil, startBackground, tail } from './processes.js';
 
-export type KafkaCompaction = 'off' | 'reference';
+export type KafkaCompaction = 'off' | 'reference' | 'capped';
 
 export interface KafkaOptions {
-  /** 'off': an upstream that lacks compaction; 'reference': Kafka's own cleaner, tuned to run quickly. */
+  /**
+   * 'off': an upstream that lacks compaction; 'reference': Kafka's own cleaner, tuned to run
+   * quickly; 'capped': no compaction and retention capped at `retentionCapMs`.
+   */
   compaction: KafkaCompaction;
+  /** The 'capped' store's longest retention (DEFAULT_RETENTION_CAP_MS unless set); only for 'capped'. */
+  retentionCapMs?: number;
   /** Extra or overriding server.properties entries. */
   properties?: Record<string, string | number>;
   /** The broker's JVM heap (512 MiB unless set). */
@@ -63,6 +78,54 @@ const REFERENCE_CLEANER = {
   'log.retention.check.interval.ms': 1000,
 };
 
+/** A cap short enough for a test to watch records expire, long enough to produce and read them first. */
+export const DEFAULT_RETENTION_CAP_MS = 10_000;
+
+/** The broker property RetentionCapPolicy reads its cap from (custom keys reach a policy's configure()). */
+export const RETENTION_CAP_PROPERTY = 'kcompact.test.retention.cap.ms';
+const RETENTION_CAP_POLICY = 'RetentionCapPolicy';
+
+/**
+ * The 'capped' store. Retention deletes only whole segments, judged by their newest record, and
+ * Kafka rolls a segment only on an append once log.roll.ms has passed (log.segment.bytes cannot
+ * go below 1 MiB): rolling at half the cap keeps a record from outliving the cap by more than
+ * half of it while writes go on. An idle log is no shelter either, since retention rolls the
+ * active segment itself once all of it is due. log.initial.task.delay.ms is 30 s by default,
+ * which would hold the first retention check back that long after every start.
+ */
+function cappedStore(capMs: number): Record<string, string | number> {
+  return {
+    'log.cleaner.enable': 'false',
+    [RETENTION_CAP_PROPERTY]: capMs,
+    'log.retention.ms': capMs,
+    'log.roll.ms': Math.max(1, Math.floor(capMs / 2)),
+    'log.retention.check.interval.ms': 1000,
+    'log.segment.delete.delay.ms': 100,
+    'log.initial.task.delay.ms': 0,
+    'create.topic.policy.class.name': RETENTION_CAP_POLICY,
+    'alter.config.policy.class.name': RETENTION_CAP_POLICY,
+  };
+}
+
+function storeProperties(compaction: KafkaCompaction, retentionCapMs: number | undefined): Record<string, string | number> {
+  if (retentionCapMs !== undefined && compaction !== 'capped') throw new Error(`retentionCapMs is only for the 'capped' store, not '${compaction}'`);
+  if (compaction === 'reference') return REFERENCE_CLEANER;
+  if (compaction === 'off') return { 'log.cleaner.enable': 'false' };
+  const cap = retentionCapMs ?? DEFAULT_RETENTION_CAP_MS;
+  if (!Number.isSafeInteger(cap) || cap <= 0) throw new Error(`retentionCapMs must be a positive whole number of ms, not ${cap}`);
+  return cappedStore(cap);
+}
+
+/**
+ * The shared class dir may predate the policy (install.sh recompiles only when run): say so,
+ * rather than leave a broker dying of ClassNotFoundException at startup.
+ */
+function requireCapPolicyClass(): void {
+  if (!fs.existsSync(path.join(javaClassesDir, `${RETENTION_CAP_POLICY}.class`))) {
+    throw new Error(`${RETENTION_CAP_POLICY} is not compiled in ${javaClassesDir}: run bash test/peers/install.sh`);
+  }
+}
+
 export interface ExtraListener {
   /** Listener name, e.g. RELAY. */
   name: string;
@@ -83,6 +146,7 @@ export function kafkaServerProperties(opts: {
   controllerPort: number;
   logDir: string;
   compaction: KafkaCompaction;
+  retentionCapMs?: number;
   properties?: Record<string, string | number>;
   extraListeners?: ExtraListener[];
 }): string {
@@ -109,7 +173,7 @@ export function kafkaServerProperties(opts: {
     'transaction.state.log.num.partitions': 1,
     'share.coordinator.state.topic.num.partitions': 1,
     'group.initial.rebalance.delay.ms': 0,
-    ...(opts.compaction === 'reference' ? REFERENCE_CLEANER : { 'log.cleaner.enable': 'false' }),
+    ...storeProperties(opts.compaction, opts.retentionCapMs),
     ...opts.properties,
   };
   return (
@@ -149,6 +213,7 @@ async function brokerServes(bootstrap: string): Promise<true | undefined> {
 }
 
 export async function startKafka(opts: KafkaOptions): Promise<RunningKafka> {
+  if (opts.compaction === 'capped') requireCapPolicyClass();
   const temp = makeTempDir('kcompact-kafka-');
   const dir = temp.path;
   const [port, controllerPort] = await freePorts(2);
@@ -161,6 +226,7 @@ export async function startKafka(opts: KafkaOptions): Promise<RunningKafka> {
       controllerPort,
       logDir: path.join(dir, 'data'),
       compaction: opts.compaction,
+      retentionCapMs: opts.retentionCapMs,
       properties: opts.properties,
       extraListeners: opts.extraListeners,
     }),
