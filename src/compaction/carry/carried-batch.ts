@@ -12,7 +12,16 @@
 import { Attributes, encodeBatch, TimestampType, type BatchFields, type BatchHeader } from '../../protocol/records/batch.js';
 import { RecordScan, scanRecordAt } from '../../protocol/records/record-decode.js';
 import { Cursor, sizeOfVarint, sizeOfVarlong, writeVarint, writeVarlong } from '../../protocol/records/varint.js';
-import { CARRY_HEADER_KEY, CarryFormatError, copyValueSize, emptyOrigin, readCopyValue, writeCopyValue, type CopyOrigin } from './carry-record.js';
+import {
+  CARRY_HEADER_KEY,
+  CarryFormatError,
+  type CarryKind,
+  copyValueSize,
+  emptyOrigin,
+  readCopyValue,
+  writeCopyValue,
+  type CopyOrigin,
+} from './carry-record.js';
 
 /** A growable buffer that records are written into, reused from batch to batch. */
 class RecordBytes {
@@ -175,18 +184,28 @@ export function markerBatch(value: Buffer, now: number): Promise<Buffer> {
   );
 }
 
-/** One carried copy read from a batch payload: its origin and parts, and where the next record starts. */
+/** One carried copy read from a batch payload: its origin and parts, its own offset delta, where the next record starts. */
 export interface CarriedCopy {
   origin: CopyOrigin;
   parts: RecordParts;
+  delta: number;
+  next: number;
+}
+
+/** Where a carry record's carry header value lies, which kind it is, its own offset delta, where the next record starts. */
+export interface CarryValue {
+  kind: CarryKind;
+  valueStart: number;
+  valueEnd: number;
+  delta: number;
   next: number;
 }
 
 /**
- * Reads the copy at `pos` of a carry batch's payload into `into` (reused by the caller across
- * records); throws CarryFormatError when the record is not a copy.
+ * Reads the record at `pos` of a carry batch's payload (its layout into `scan`) and finds its
+ * carry header; throws CarryFormatError when it has none: a carry batch holds carry records only.
  */
-export function readCopyAt(payload: Buffer, pos: number, into: CarriedCopy, scan = new RecordScan()): CarriedCopy {
+export function carryValueAt(payload: Buffer, pos: number, scan: RecordScan): CarryValue {
   const next = scanRecordAt(payload, pos, scan);
   if (scan.headerCount < 1) throw new CarryFormatError(`a record of a carry batch without the carry header`);
   const c = new Cursor(payload, scan.headersStart, scan.end);
@@ -196,19 +215,32 @@ export function readCopyAt(payload: Buffer, pos: number, into: CarriedCopy, scan
   }
   c.pos += keyLength;
   const valueLength = c.varint();
-  if (valueLength < 0 || c.pos + valueLength > scan.end) throw new CarryFormatError('a carry header without a value');
-  readCopyValue(payload, c.pos, c.pos + valueLength, into.origin);
-  c.pos += valueLength;
+  if (valueLength < 2 || c.pos + valueLength > scan.end) throw new CarryFormatError('a carry header without a value');
+  return { kind: payload[c.pos]! as CarryKind, valueStart: c.pos, valueEnd: c.pos + valueLength, delta: scan.offsetDelta, next };
+}
+
+/**
+ * Reads the copy at `pos` of a carry batch's payload into `into` (reused by the caller across
+ * records); throws CarryFormatError when the record is not a copy.
+ */
+export function readCopyAt(payload: Buffer, pos: number, into: CarriedCopy, scan = new RecordScan()): CarriedCopy {
+  return copyOf(payload, carryValueAt(payload, pos, scan), scan, into);
+}
+
+/** The copy whose carry value `v` and layout `scan` carryValueAt just read. */
+export function copyOf(payload: Buffer, v: CarryValue, scan: RecordScan, into: CarriedCopy): CarriedCopy {
+  readCopyValue(payload, v.valueStart, v.valueEnd, into.origin);
   const p = into.parts;
   p.payload = payload;
   p.keyStart = scan.keyStart;
   p.keyLength = scan.keyLength;
   p.valueStart = scan.valueStart;
   p.valueLength = scan.valueLength;
-  p.headersStart = c.pos;
+  p.headersStart = v.valueEnd;
   p.headersEnd = scan.end;
   p.headerCount = scan.headerCount - 1;
-  into.next = next;
+  into.delta = v.delta;
+  into.next = v.next;
   return into;
 }
 
@@ -216,6 +248,7 @@ export function emptyCopy(): CarriedCopy {
   return {
     origin: emptyOrigin(),
     parts: { payload: Buffer.alloc(0), keyStart: 0, keyLength: -1, valueStart: 0, valueLength: -1, headersStart: 0, headersEnd: 0, headerCount: 0 },
+    delta: 0,
     next: 0,
   };
 }

@@ -12,9 +12,10 @@
  * mirror is read back from the file, so it always says what was committed.
  */
 import type Database from 'better-sqlite3';
+import { applyCopy, prunePass } from './carried-rows.js';
 import { KEY_DIGEST_BYTES } from './key-digest.js';
 import { RecordFlag } from './record-flags.js';
-import type { RowBuffer } from './row-buffer.js';
+import type { CarryEvent, RowBuffer } from './row-buffer.js';
 import { PENDING_RECORDS, PENDING_TERM } from './schema.js';
 import { appendToSegment, type RollPolicy, type Segment } from './segment-roller.js';
 import { INSERT_CHUNK, INSERT_COLUMNS, IndexFileError, TopicIndex } from './topic-index.js';
@@ -49,7 +50,22 @@ export interface UpstreamPosition {
   highWatermark: number;
 }
 
-const PARTITION_TABLES = ['records', 'keys', 'segments', 'open_txns', 'checkpoint'] as const;
+/** What the carry passes seen in the store said (docs/carrying.md); -1 where nothing yet. */
+export interface CarryState {
+  /** The compacted topic's own log start (what ListOffsets EARLIEST answers), from the last pass start. */
+  topicStart: number;
+  /** A pass seen starting and not yet ending: its start marker's offset and its release end. */
+  openPass: number;
+  openRelease: number;
+  /** The last pass seen whole: its start and end markers' offsets and its release end. */
+  pass: number;
+  passEnd: number;
+  passRelease: number;
+}
+
+const NO_CARRY: CarryState = { topicStart: -1, openPass: -1, openRelease: -1, pass: -1, passEnd: -1, passRelease: -1 };
+
+const PARTITION_TABLES = ['records', 'keys', 'segments', 'open_txns', 'carry', 'checkpoint'] as const;
 
 /**
  * Returns why the partition's tables cannot be trusted, or null: something indexed at or past
@@ -88,6 +104,7 @@ function hasCheckpoint(db: Database.Database, partition: number): boolean {
 function startEmpty(db: Database.Database, partition: number): void {
   for (const table of PARTITION_TABLES) db.prepare(`DELETE FROM ${table} WHERE partition = ?`).run(partition);
   db.prepare(`INSERT INTO checkpoint VALUES (?, '', 0, 0, 0, 0, 0, 0, 0, '')`).run(partition);
+  db.prepare('INSERT INTO carry VALUES (?, -1, -1, -1, -1, -1, -1)').run(partition);
 }
 
 export interface OpenResult {
@@ -98,6 +115,7 @@ export interface OpenResult {
 
 export class PartitionStore {
   private cp!: Checkpoint;
+  private carryState: CarryState = NO_CARRY;
   private identity!: string;
   private readonly segmentList: Segment[] = [];
   /** Producer id → first offset of its transaction still open at nextOffset. */
@@ -182,6 +200,11 @@ export class PartitionStore {
       lastCleanMs: row.last_clean_ms as number,
     };
     this.identity = row.key_identity as string;
+    const carry = db.prepare('SELECT topic_start, open_pass, open_release, pass, pass_end, pass_release FROM carry WHERE partition = ?').raw().get(p) as
+      number[] | undefined;
+    this.carryState = carry
+      ? { topicStart: carry[0]!, openPass: carry[1]!, openRelease: carry[2]!, pass: carry[3]!, passEnd: carry[4]!, passRelease: carry[5]! }
+      : NO_CARRY;
     const segments = (db.prepare('SELECT base, rolling_ts, max_ts, bytes FROM segments WHERE partition = ? ORDER BY base').raw().all(p) as number[][]).map(
       ([base, rollingTimestamp, maxTimestamp, bytes]) => ({ base: base!, rollingTimestamp: rollingTimestamp!, maxTimestamp: maxTimestamp!, bytes: bytes! }),
     );
@@ -218,6 +241,24 @@ export class PartitionStore {
 
   get checkpoint(): Readonly<Checkpoint> {
     return this.cp;
+  }
+
+  /** What the carry passes seen in the store said. */
+  get carry(): Readonly<CarryState> {
+    return this.carryState;
+  }
+
+  /** The topic's own log start: the last pass start's word, else the store's. */
+  get topicStart(): number {
+    return this.carryState.topicStart >= 0 ? this.carryState.topicStart : this.cp.logStartOffset;
+  }
+
+  private updateCarry(change: Partial<CarryState>): void {
+    const next = { ...this.carryState, ...change };
+    this.db
+      .prepare('UPDATE carry SET topic_start = ?, open_pass = ?, open_release = ?, pass = ?, pass_end = ?, pass_release = ? WHERE partition = ?')
+      .run(next.topicStart, next.openPass, next.openRelease, next.pass, next.passEnd, next.passRelease, this.partition);
+    this.carryState = next;
   }
 
   /** The virtual segments in offset order; the last one is the active segment. */
@@ -271,17 +312,43 @@ export class PartitionStore {
    */
   ingest(rows: RowBuffer, position: UpstreamPosition, roll: RollPolicy, transactionsChanged: boolean): void {
     this.write(() => {
-      this.insertRows(rows);
+      if (rows.copies === 0) this.insertRows(rows, 0, rows.length);
+      else this.insertWithCopies(rows);
+      for (const e of rows.events) this.carryEvent(e);
       this.rollSegments(rows, roll);
       if (transactionsChanged) this.saveOpenTransactions();
       this.updateCheckpoint(position);
     });
   }
 
-  private insertRows(rows: RowBuffer): void {
-    const { keyStage, keyViews, chunkParams, oneParams, insertChunk, insertOne } = this.index;
+  /** Rows read at their own offsets are inserted in runs; each copy applies on its own (carried-rows.ts). */
+  private insertWithCopies(rows: RowBuffer): void {
     const n = rows.length;
-    let i = 0;
+    for (let i = 0; i < n;) {
+      let j = i;
+      while (j < n && rows.phys[j]! < 0) j++;
+      if (j > i) this.insertRows(rows, i, j);
+      for (; j < n && rows.phys[j]! >= 0; j++) this.rows += applyCopy(this.db, this.partition, rows, j, this.cp.firstDirty);
+      i = j;
+    }
+  }
+
+  private carryEvent(e: CarryEvent): void {
+    if (e.kind === 'start') {
+      this.updateCarry({ openPass: e.at, openRelease: e.releaseEnd, topicStart: Math.max(this.carryState.topicStart, e.topicStart) });
+      return;
+    }
+    this.rows -= prunePass(this.db, this.partition, e.pass, e.releaseEnd, this.cp.firstDirty);
+    const firstDirty = Math.max(this.cp.firstDirty, e.releaseEnd);
+    this.updateCheckpoint({ firstDirty, cleanBytes: this.bytesBelow(firstDirty) });
+    const open = this.carryState.openPass === e.pass ? { openPass: -1, openRelease: -1 } : {};
+    this.updateCarry({ ...open, pass: e.pass, passEnd: e.at, passRelease: e.releaseEnd });
+  }
+
+  private insertRows(rows: RowBuffer, from: number, to: number): void {
+    const { keyStage, keyViews, chunkParams, oneParams, insertChunk, insertOne } = this.index;
+    const n = to;
+    let i = from;
     for (; i + INSERT_CHUNK <= n; i += INSERT_CHUNK) {
       rows.keys.copy(keyStage, 0, i * KEY_DIGEST_BYTES, (i + INSERT_CHUNK) * KEY_DIGEST_BYTES);
       for (let j = 0; j < INSERT_CHUNK; j++) this.fillRow(chunkParams, j * INSERT_COLUMNS, rows, i + j, keyViews[j]!);
@@ -292,7 +359,7 @@ export class PartitionStore {
       this.fillRow(oneParams, 0, rows, i, keyViews[0]!);
       insertOne.run(oneParams);
     }
-    this.rows += n;
+    this.rows += to - from;
   }
 
   private fillRow(params: unknown[], at: number, rows: RowBuffer, i: number, key: Buffer): void {
@@ -334,41 +401,49 @@ export class PartitionStore {
   }
 
   /**
-   * The upstream's log start moved to `start`: forget everything below it. Segments that end at
-   * or before it go; the one it falls in stays (Kafka's log start may sit inside a segment).
-   * Returns whether rows in the cleaned part went, which changes the survivors.
+   * The upstream's log start moved to `start`: forget what the store no longer holds, the rows
+   * whose bytes were below it (a row whose carried copy is at or past it stays). With `topic`
+   * the compacted topic's own log start moves there (compact,delete retention): every row below
+   * it goes. Segments that end at or before it go; the one it falls in stays (Kafka's log start
+   * may sit inside a segment). Returns whether rows in the cleaned part went, which changes the
+   * survivors.
    */
-  dropBelow(start: number): boolean {
-    if (start <= this.cp.logStartOffset) return false;
+  dropBelow(start: number, topic = false): boolean {
+    if (start <= this.cp.logStartOffset && !(topic && start > this.topicStart)) return false;
     const before = this.cp.firstDirty;
     const p = this.partition;
+    const gone = topic ? 'offset < ?' : 'offset < ? AND (phys IS NULL OR phys < ?)';
+    const args = topic ? [start] : [start, start];
     let cleanedChanged = false;
     this.write(() => {
       cleanedChanged =
         start > before ||
-        (this.db.prepare('SELECT EXISTS (SELECT 1 FROM records WHERE partition = ? AND offset < ?)').pluck().get(p, Math.min(start, before)) as number) === 1;
+        (this.db
+          .prepare(`SELECT EXISTS (SELECT 1 FROM records WHERE partition = ? AND ${gone} AND offset < ?)`)
+          .pluck()
+          .get(p, ...args, before) as number) === 1;
       // By key (the primary key), for the keys of the rows going only: no scan of every key.
       this.db
-        .prepare(
-          'DELETE FROM keys WHERE partition = ? AND key IN (SELECT key FROM records WHERE partition = ? AND offset < ? AND key IS NOT NULL) AND offset < ?',
-        )
-        .run(p, p, start, start);
-      this.rows -= this.db.prepare('DELETE FROM records WHERE partition = ? AND offset < ?').run(p, start).changes;
-      let gone = 0;
-      while (gone + 1 < this.segmentList.length && this.segmentList[gone + 1]!.base <= start) gone++;
-      if (gone > 0) {
-        this.db.prepare('DELETE FROM segments WHERE partition = ? AND base < ?').run(p, this.segmentList[gone]!.base);
-        this.segmentList.splice(0, gone);
+        .prepare(`DELETE FROM keys WHERE partition = ? AND key IN (SELECT key FROM records WHERE partition = ? AND ${gone} AND key IS NOT NULL) AND offset < ?`)
+        .run(p, p, ...args, start);
+      this.rows -= this.db.prepare(`DELETE FROM records WHERE partition = ? AND ${gone}`).run(p, ...args).changes;
+      const physical = Math.max(start, this.cp.logStartOffset);
+      let segmentsGone = 0;
+      while (segmentsGone + 1 < this.segmentList.length && this.segmentList[segmentsGone + 1]!.base <= physical) segmentsGone++;
+      if (segmentsGone > 0) {
+        this.db.prepare('DELETE FROM segments WHERE partition = ? AND base < ?').run(p, this.segmentList[segmentsGone]!.base);
+        this.segmentList.splice(0, segmentsGone);
       }
-      for (const [pid, first] of this.openTransactions) if (first < start) this.openTransactions.set(pid, start);
+      for (const [pid, first] of this.openTransactions) if (first < physical) this.openTransactions.set(pid, physical);
       this.saveOpenTransactions();
       const firstDirty = Math.max(before, start);
       this.updateCheckpoint({
-        logStartOffset: start,
-        nextOffset: Math.max(this.cp.nextOffset, start),
+        logStartOffset: physical,
+        nextOffset: Math.max(this.cp.nextOffset, physical),
         firstDirty,
         cleanBytes: this.bytesBelow(firstDirty),
       });
+      if (topic && this.carryState.topicStart >= 0) this.updateCarry({ topicStart: Math.max(this.carryState.topicStart, start) });
     });
     this.index.vacuumIfWorthIt();
     return cleanedChanged;

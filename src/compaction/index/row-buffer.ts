@@ -1,5 +1,9 @@
 import { KEY_DIGEST_BYTES } from './key-digest.js';
 
+/** A carry pass's marker met in the log (docs/carrying.md): its own offset and what it says. */
+export type CarryEvent =
+  { kind: 'start'; at: number; releaseEnd: number; topicStart: number } | { kind: 'end'; at: number; pass: number; copies: number; releaseEnd: number };
+
 /**
  * The rows of one ingest, column by column, so that tailing a partition allocates per fetch
  * rather than per record, and the batches they came in (the unit of virtual segment rolling).
@@ -24,6 +28,17 @@ export class RowBuffer {
   producerIds: Float64Array;
   /** For markers: the first offset of the transaction they end; -1 otherwise. */
   txnFirsts: Float64Array;
+  /**
+   * For a carried copy: where the copy is in the store (the row's offset is its original's);
+   * -1 for a record read at its own offset.
+   */
+  phys: Float64Array;
+  /** A copied tombstone's delete horizon; -1 otherwise. */
+  horizons: Float64Array;
+  /** How many rows are carried copies. */
+  copies = 0;
+  /** Carry pass markers, in log order. */
+  readonly events: CarryEvent[] = [];
 
   constructor(capacity = 1024) {
     this.offsets = new Float64Array(capacity);
@@ -34,11 +49,15 @@ export class RowBuffer {
     this.keys = Buffer.alloc(capacity * KEY_DIGEST_BYTES);
     this.producerIds = new Float64Array(capacity);
     this.txnFirsts = new Float64Array(capacity);
+    this.phys = new Float64Array(capacity);
+    this.horizons = new Float64Array(capacity);
   }
 
   clear(): void {
     this.length = 0;
     this.batchCount = 0;
+    this.copies = 0;
+    this.events.length = 0;
   }
 
   pushBatch(first: number, last: number, bytes: number, maxTimestamp: number): void {
@@ -60,6 +79,17 @@ export class RowBuffer {
     this.hasKey[i] = 0;
     this.producerIds[i] = -1;
     this.txnFirsts[i] = -1;
+    this.phys[i] = -1;
+    this.horizons[i] = -1;
+    return i;
+  }
+
+  /** Appends the row of a carried copy at `phys` of a record at `offset`; callers fill in its key. */
+  pushCopy(offset: number, phys: number, timestamp: number, size: number, flags: number, horizon: number): number {
+    const i = this.push(offset, timestamp, size, flags);
+    this.phys[i] = phys;
+    this.horizons[i] = horizon;
+    this.copies++;
     return i;
   }
 
@@ -80,6 +110,8 @@ export class RowBuffer {
     this.sizes = f64(this.sizes);
     this.producerIds = f64(this.producerIds);
     this.txnFirsts = f64(this.txnFirsts);
+    this.phys = f64(this.phys);
+    this.horizons = f64(this.horizons);
     this.flags = u8(this.flags);
     this.hasKey = u8(this.hasKey);
     const keys = Buffer.alloc(n * KEY_DIGEST_BYTES);

@@ -12,14 +12,16 @@
  * records    one row per offset still held: key digest (NULL when keyless), RecordFlag bits,
  *            timestamp, bytes it takes in the log, producer id (transactional rows), first
  *            offset of the transaction (markers), delete horizon (tombstones and markers, once a
- *            clean has set it). Keyed by (partition, offset), so range scans and appends are
- *            B-tree order.
+ *            clean has set it), and where the record's bytes are in the store: NULL at its own
+ *            offset, else the offset of its latest carried copy (docs/carrying.md). Keyed by
+ *            (partition, offset), so range scans and appends are B-tree order.
  * keys       for the cleaned part of each partition, the one offset each key kept (the
  *            cleaner's map of what a newer record in the dirty part supersedes).
  * segments   the virtual segments (segment-roller.ts).
  * open_txns  per producer with a transaction in progress at the indexed end, its first offset.
+ * carry      one row per partition: what the carry passes seen in the store said (PartitionStore.carry).
  */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 
 export const CREATE_SCHEMA = `
 CREATE TABLE meta (
@@ -49,6 +51,7 @@ CREATE TABLE records (
   pid INTEGER,
   txn_first INTEGER,
   horizon INTEGER,
+  phys INTEGER,
   PRIMARY KEY (partition, offset)
 ) WITHOUT ROWID;
 CREATE INDEX records_pending ON records(partition, offset) WHERE flags & 3 <> 0;
@@ -62,6 +65,15 @@ CREATE TABLE segments (
   PRIMARY KEY (partition, base)
 ) WITHOUT ROWID;
 CREATE TABLE open_txns (partition INTEGER NOT NULL, pid INTEGER NOT NULL, first_offset INTEGER NOT NULL, PRIMARY KEY (partition, pid)) WITHOUT ROWID;
+CREATE TABLE carry (
+  partition INTEGER PRIMARY KEY,
+  topic_start INTEGER NOT NULL,
+  open_pass INTEGER NOT NULL,
+  open_release INTEGER NOT NULL,
+  pass INTEGER NOT NULL,
+  pass_end INTEGER NOT NULL,
+  pass_release INTEGER NOT NULL
+);
 `;
 
 /** The partial index above, as a WHERE term: queries must repeat it word for word to use it. */

@@ -19,10 +19,13 @@ import {
   CorruptRecordError,
   batchPayload,
   iterateBatches,
+  RecordScan,
   scanRecordKeys,
   verifyCrc,
   type BatchHeader,
 } from '../../protocol/records/batch.js';
+import { carryValueAt, copyOf, emptyCopy } from '../carry/carried-batch.js';
+import { CarryFormatError, CarryKind, carryKindAt, readPassEnd, readPassStart } from '../carry/carry-record.js';
 import { KEY_DIGEST_BYTES } from '../index/key-digest.js';
 import { EXACT_BYTES, type KeyDigester } from '../key-identity/key-digesters.js';
 import { RecordFlag } from '../index/record-flags.js';
@@ -69,17 +72,25 @@ export async function collectRows(
     if (stableEnd >= 0 && last >= stableEnd) break;
     if (!verifyCrc(records, batch)) throw new CorruptRecordError(`record batch at offset ${base} fails its CRC check`);
     const first = Math.max(base, next);
-    out.pushBatch(first, last, batch.end - batch.start, Number(batch.maxTimestamp));
     const producerId = Number(batch.producerId);
     while (nextAborted < pending.length && pending[nextAborted]!.firstOffset <= last) {
       abortedProducers.add(pending[nextAborted++]!.producerId);
     }
+    const payload = batch.isControl || batch.recordCount === 0 ? null : await payloadOf(records, batch);
+    if (payload && producerId < 0 && carryKindAt(payload, 0) !== CarryKind.None) {
+      // kcompact's own: its bytes are the survivors' (counted by their rows), not dirty log.
+      out.pushBatch(first, last, 0, Number(batch.maxTimestamp));
+      addCarried(batch, first, payload, out, digester);
+      next = last + 1;
+      continue;
+    }
+    out.pushBatch(first, last, batch.end - batch.start, Number(batch.maxTimestamp));
     if (batch.isControl) {
       if (await addMarker(records, batch, first, producerId, open, out)) {
         abortedProducers.delete(producerId);
         transactionsChanged = true;
       }
-    } else if (batch.recordCount > 0) {
+    } else if (payload) {
       let flags = 0;
       if (batch.isTransactional) {
         flags |= RecordFlag.Transactional;
@@ -89,7 +100,7 @@ export async function collectRows(
           transactionsChanged = true;
         }
       }
-      await addData(records, batch, first, flags, batch.isTransactional ? producerId : -1, out, digester);
+      addData(payload, batch, first, flags, batch.isTransactional ? producerId : -1, out, digester);
     }
     next = last + 1;
   }
@@ -106,16 +117,7 @@ async function payloadOf(records: Buffer, batch: BatchHeader): Promise<Buffer> {
  * in proportion to its encoded length, so that the sizes of a batch's records add up to the
  * batch (compressed or not) and a partly reaped batch counts the bytes it would still take.
  */
-async function addData(
-  records: Buffer,
-  batch: BatchHeader,
-  first: number,
-  flags: number,
-  producerId: number,
-  out: RowBuffer,
-  digester: KeyDigester,
-): Promise<void> {
-  const payload = await payloadOf(records, batch);
+function addData(payload: Buffer, batch: BatchHeader, first: number, flags: number, producerId: number, out: RowBuffer, digester: KeyDigester): void {
   const keys = scanRecordKeys(payload, batch);
   const base = Number(batch.baseOffset);
   const bytes = batch.end - batch.start;
@@ -133,6 +135,39 @@ async function addData(
       out.hasKey[i] = 1;
     }
     out.producerIds[i] = producerId;
+  }
+}
+
+/**
+ * Adds a carry batch (docs/carrying.md): each copy becomes the row of its original, at the
+ * original's offset and timestamp, with where the copy is; pass markers become events.
+ */
+function addCarried(batch: BatchHeader, first: number, payload: Buffer, out: RowBuffer, digester: KeyDigester): void {
+  const base = Number(batch.baseOffset);
+  const bytes = batch.end - batch.start;
+  const scale = payload.length > 0 ? bytes / payload.length : 0;
+  const scan = new RecordScan();
+  const copy = emptyCopy();
+  let given = 0;
+  for (let pos = 0; pos < payload.length;) {
+    const v = carryValueAt(payload, pos, scan);
+    const at = base + v.delta;
+    const share = Math.round(v.next * scale) - given;
+    given += share;
+    pos = v.next;
+    if (at < first) continue;
+    if (v.kind === CarryKind.PassStart) {
+      out.events.push({ kind: 'start', at, ...readPassStart(payload, v.valueStart, v.valueEnd) });
+    } else if (v.kind === CarryKind.PassEnd) {
+      out.events.push({ kind: 'end', at, ...readPassEnd(payload, v.valueStart, v.valueEnd) });
+    } else {
+      const { origin, parts } = copyOf(payload, v, scan, copy);
+      if (parts.keyLength < 0) throw new CarryFormatError(`a carried copy at offset ${at} without a key`);
+      const tombstone = parts.valueLength < 0;
+      const i = out.pushCopy(origin.offset, at, origin.timestamp, share, tombstone ? RecordFlag.Tombstone : 0, tombstone ? origin.horizon : -1);
+      digester.digestInto(payload.subarray(parts.keyStart, parts.keyStart + parts.keyLength), out.keys, i * KEY_DIGEST_BYTES);
+      out.hasKey[i] = 1;
+    }
   }
 }
 
