@@ -114,6 +114,7 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
     maxFrameBytes: config.maxFrameBytes,
     requestTimeoutMs: config.requestTimeoutMs,
     cleanerBackoffMs: config.cleanerBackoffMs,
+    carry: config.carry,
     staticTopics: config.topics,
     brokerConfigs: config.brokerConfigs,
     keyIdentity: config.keyIdentity,

@@ -13,6 +13,7 @@ import type { IndexerOptions } from './indexer/indexer.js';
 import type { KeyIdentityRules } from './key-identity/key-identity-rules.js';
 import { createProduceGuard } from './produce-guard/produce-guard.js';
 import { createFetchView, type FetchView } from './fetch-view/fetch-view.js';
+import { createListOffsetsView } from './offsets/list-offsets-view.js';
 import { UpstreamPartitionReads } from './fetch-view/upstream-partition-reads.js';
 import type { TopicPolicy } from './policy.js';
 import type { UpstreamConnector } from '../upstream/upstream-connector.js';
@@ -27,6 +28,8 @@ export interface CompactionOptions {
   requestTimeoutMs: number;
   /** Pause between cleaner rounds (Kafka's log.cleaner.backoff.ms). */
   cleanerBackoffMs: number;
+  /** Whether this replica carries survivors forward (docs/carrying.md). */
+  carry?: boolean;
   /** Topics compacted by kcompact's own configuration (for stores without admin APIs). */
   staticTopics?: readonly StaticTopic[];
   /** Broker-level defaults by Kafka's broker config names (log.cleanup.policy, log.cleaner.delete.retention.ms, ...). */
@@ -96,6 +99,7 @@ export async function startCompaction(opts: CompactionOptions): Promise<Compacti
       dataDir: opts.dataDir,
       log: opts.log,
       cleanerBackoffMs: opts.cleanerBackoffMs,
+      carry: opts.carry ?? false,
       maxFrameBytes: opts.maxFrameBytes,
       requestTimeoutMs: opts.requestTimeoutMs,
       indexer: opts.indexer,
@@ -137,7 +141,8 @@ export async function startCompaction(opts: CompactionOptions): Promise<Compacti
     cacheBytes: opts.viewCacheBytes,
   });
 
-  const filters = [...configs.filters, produceGuard, fetchView];
+  const listOffsetsView = createListOffsetsView({ config: configs.view, index: engine.index });
+  const filters = [...configs.filters, produceGuard, fetchView, listOffsetsView];
   return {
     filters,
     configs,

@@ -1,3 +1,5 @@
+import type { CarriedSnapshot } from './index/survivor-set.js';
+
 /**
  * What the fetch view reads from the key index of one partition. Offsets are plain numbers:
  * exact below 2^53, which no real log reaches.
@@ -13,6 +15,8 @@ export interface PartitionIndexView {
   survivors(from: number, to: number): Float64Array;
   /** The first surviving offset >= offset, or cleanedUpTo() when none remains below it. */
   nextVisible(offset: number): number;
+  /** Where the records are in the store, once a carry pass has moved some (docs/carrying.md). */
+  carried(): CarriedSnapshot | undefined;
 }
 
 export interface IndexView {

@@ -130,6 +130,13 @@ const DECLARATIONS = {
     parse: integer(10, 86_400_000),
     default: 15_000,
   }),
+  carry: setting({
+    arg: 'true|false',
+    description:
+      'carry survivors forward in the store after each clean and let the old range go (physical compaction); on in exactly one replica per store until replicas elect a carrier',
+    parse: boolean,
+    default: false,
+  }),
   viewCacheBytes: setting({
     arg: 'BYTES',
     description: 'memory for compacted batches already read, so reading a compacted topic again skips its superseded records upstream; 0 turns it off',

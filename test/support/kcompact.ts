@@ -90,6 +90,8 @@ export async function startCompactingProxy(
     schemaRegistryUrl?: string;
     /** Filters to run before compaction's (a test's observers). */
     filters?: readonly Filter[];
+    /** Whether this proxy carries survivors forward (the carry setting). */
+    carry?: boolean;
   } = {},
 ): Promise<RunningCompactingProxy> {
   const level = process.env.KCOMPACT_TEST_LOG_LEVEL ?? 'warn';
@@ -105,6 +107,7 @@ export async function startCompactingProxy(
     maxFrameBytes: opts.maxFrameBytes ?? 100 * 1024 * 1024,
     requestTimeoutMs: 10_000,
     cleanerBackoffMs: opts.cleanerBackoffMs ?? 3_600_000,
+    carry: opts.carry ?? false,
     staticTopics: opts.staticTopics,
     brokerConfigs: opts.brokerDefaults,
     configPollIntervalMs: 200,

@@ -286,6 +286,11 @@ export class RestoredBatches {
     return this.batches.length + (this.open ? 1 : 0);
   }
 
+  /** Whether a copy of `o` goes into the batch being rebuilt (a byte budget may only stop between batches). */
+  continues(o: CopyOrigin): boolean {
+    return this.open && sameBatch(this.group, o);
+  }
+
   async add(copy: CarriedCopy): Promise<void> {
     const o = copy.origin;
     if (this.open && !sameBatch(this.group, o)) await this.close();

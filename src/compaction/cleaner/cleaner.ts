@@ -13,6 +13,7 @@
  * store without DeleteRecords.
  */
 import type { Logger } from '../../ops/log.js';
+import type { Carrier, CarryOutcome } from '../carry/carrier.js';
 import type { TopicPolicy } from '../policy.js';
 import type { PartitionStore } from '../index/partition-store.js';
 import type { Segment } from '../index/segment-roller.js';
@@ -39,6 +40,7 @@ export interface RetentionApplied {
 
 export interface CleanReport {
   cleaned: PartitionCleaned[];
+  carried: CarryOutcome[];
   retention: RetentionApplied[];
   /** Partitions whose clean failed in this run. */
   failed: { topic: string; partition: number; error: string }[];
@@ -66,6 +68,8 @@ export interface CleanerDeps {
   log: Logger;
   backoffMs: number;
   clock?: () => number;
+  /** Carries each cleaned partition's survivors forward in the store (docs/carrying.md), when this replica does. */
+  carrier?: Carrier;
 }
 
 function idOf(store: PartitionStore): string {
@@ -142,7 +146,7 @@ export class Cleaner {
   /** Cleans every indexed partition of `topic` (all compacted topics when omitted) now. */
   compactNow(topic?: string): Promise<CleanReport> {
     return this.exclusive(async () => {
-      const report: CleanReport = { cleaned: [], retention: [], failed: [] };
+      const report: CleanReport = { cleaned: [], carried: [], retention: [], failed: [] };
       const policies = this.deps.policies();
       for (const store of [...this.deps.registry.all()]) {
         const policy = policies.get(store.id.topic);
@@ -155,6 +159,7 @@ export class Cleaner {
           await yieldToLoop();
           if (end === undefined || end >= range.firstUncleanable || !store.db.open) break;
         }
+        await this.carry(store, report);
       }
       await this.applyRetention(report, topic);
       return report;
@@ -183,7 +188,7 @@ export class Cleaner {
   }
 
   private async round(): Promise<CleanReport> {
-    const report: CleanReport = { cleaned: [], retention: [], failed: [] };
+    const report: CleanReport = { cleaned: [], carried: [], retention: [], failed: [] };
     this.stats.lastRunMs = this.now();
     this.stats.maxCleanTimeMs = 0;
     let first = true;
@@ -194,6 +199,7 @@ export class Cleaner {
       first = false;
       if (!next) break;
       if (this.cleanOne(next.store, next.range, next.policy, report) === undefined) failed.add(idOf(next.store));
+      else await this.carry(next.store, report);
       await yieldToLoop();
     }
     await this.applyRetention(report);
@@ -255,6 +261,20 @@ export class Cleaner {
         this.deps.log.error('cleaning failed; partition marked uncleanable', { topic, partition, err });
       }
       return undefined;
+    }
+  }
+
+  /** A pass after a clean, where this replica carries; a pass that fails is tried after the next clean. */
+  private async carry(store: PartitionStore, report: CleanReport): Promise<void> {
+    const carrier = this.deps.carrier;
+    if (!carrier || !store.db.open || !carrier.due(store)) return;
+    const { topic, partition } = store.id;
+    try {
+      const outcome = await carrier.carry(store);
+      if (outcome) report.carried.push(outcome);
+    } catch (err) {
+      report.failed.push({ topic, partition, error: (err as Error).message });
+      this.deps.log.warn('carrying survivors forward failed; the next clean tries again (nothing was let go)', { topic, partition, err });
     }
   }
 

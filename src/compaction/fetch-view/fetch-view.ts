@@ -112,6 +112,27 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
         const clientOffset = Number(p.fetchOffset);
         const partitionMaxBytes = p.partitionMaxBytes;
         const answerKey = EmptyAnswers.key(req.header.clientId, name, p.partition, clientOffset);
+        const carried = view.carried();
+        if (carried && clientOffset < carried.physicalStart && clientOffset >= carried.topicStart) {
+          // Below the store's log start the copies answer (carried-records.ts): the upstream is asked for its offsets only.
+          p.fetchOffset = BigInt(carried.physicalStart);
+          p.partitionMaxBytes = 0;
+          changed = true;
+          filtered = true;
+          targets.set(targetKey(topicKey(t, byId), p.partition), {
+            topic: name,
+            partition: p.partition,
+            view,
+            clientOffset,
+            plan: { fetchOffset: carried.physicalStart },
+            carried,
+            currentLeaderEpoch: p.currentLeaderEpoch ?? -1,
+            partitionMaxBytes,
+            isolationLevel: body.isolationLevel,
+            answerKey,
+          });
+          continue;
+        }
         const read = planRead(view, clientOffset, answers.recall(answerKey));
         if (read.fetchOffset !== clientOffset) {
           p.fetchOffset = BigInt(read.fetchOffset);
@@ -137,6 +158,7 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
           clientOffset,
           plan: read,
           cached,
+          ...(carried && { carried }),
           currentLeaderEpoch: p.currentLeaderEpoch ?? -1,
           partitionMaxBytes,
           isolationLevel: body.isolationLevel,
@@ -193,7 +215,7 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
       for (const p of t.partitions) {
         const target = targets.get(targetKey(topicKey(t, byId), p.partitionIndex));
         if (target) {
-          const answer = await PartitionAnswer.start(target, p, stats, request.maxBytes - before, cache);
+          const answer = await PartitionAnswer.start(target, p, stats, request.maxBytes - before, cache, opts.upstream);
           viewed.push(answer);
           before += answer.size;
         } else {
@@ -213,9 +235,10 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
     }
     let changed = false;
     for (const answer of viewed) {
-      const { records, abortedTransactions } = answer.data;
+      const { records, abortedTransactions, logStartOffset } = answer.data;
       answer.data.records = await answer.finish(answers);
-      if (answer.data.records !== records || answer.data.abortedTransactions !== abortedTransactions) changed = true;
+      if (answer.data.records !== records || answer.data.abortedTransactions !== abortedTransactions || answer.data.logStartOffset !== logStartOffset)
+        changed = true;
       if (answer.corrupt)
         log.warn('a fetched batch could not be read; passed on unfiltered', {
           topic: answer.target.topic,

@@ -16,6 +16,8 @@ import { nextReadable, type ReadPlan } from './read-plan.js';
 import { rawBytesFor } from './read-size.js';
 import type { PartitionRecords, UpstreamReads } from './upstream-reads.js';
 import type { ViewCache, ViewedBatch } from './view-cache.js';
+import type { CarriedSnapshot } from '../index/survivor-set.js';
+import { carriedRecords } from './carried-records.js';
 import { cachedRecords, visibleRecords, type BatchesWalked, type Budget, type MarkerSeen, type VisibleRecords, type Visibility } from './visible-records.js';
 
 const READ_UNCOMMITTED = 0;
@@ -29,6 +31,8 @@ export interface PartitionTarget {
   plan: ReadPlan;
   /** The view cache's batches from the planned fetch offset, when it held them at planning. */
   cached?: readonly ViewedBatch[];
+  /** Where a carried partition's records are; set when the client's offset is below the store's log start, the copies answer. */
+  carried?: CarriedSnapshot;
   currentLeaderEpoch: number;
   partitionMaxBytes: number;
   isolationLevel: number;
@@ -85,11 +89,15 @@ export class PartitionAnswer {
     counters: ViewCounters,
     responseRoom: number,
     cache: ViewCache,
+    upstream: UpstreamReads,
   ): Promise<PartitionAnswer> {
     const answer = new PartitionAnswer(target, data, counters, cache);
     if (data.errorCode !== 0) return answer;
     const budget = { maxBytes: Math.min(target.partitionMaxBytes, responseRoom), oneAnyway: true };
-    if (target.cached && target.plan.fetchOffset < Number(answer.limit())) {
+    if (target.carried && target.clientOffset < target.carried.physicalStart) {
+      answer.changed = true;
+      answer.add(await answer.fromCopies(upstream, target.clientOffset, budget));
+    } else if (target.cached && target.plan.fetchOffset < Number(answer.limit())) {
       answer.changed = true;
       answer.add(cachedRecords(target.cached, budget), true);
     } else {
@@ -149,9 +157,15 @@ export class PartitionAnswer {
       const room = Math.min(this.target.partitionMaxBytes, maxBytes - others) - this.recordBytes;
       if (room <= 0 && !alone) return;
       reads++;
-      const { view } = this.target;
-      const fetchOffset = nextReadable(view, this.end + 1, true);
+      const { view, carried } = this.target;
       const budget = { maxBytes: room, oneAnyway: alone };
+      if (carried && this.end + 1 < carried.physicalStart) {
+        const seen = await this.fromCopies(upstream, this.end + 1, budget);
+        if (seen.end <= this.end) return;
+        this.add(seen);
+        continue;
+      }
+      const fetchOffset = nextReadable(view, this.end + 1, true);
       const cached =
         this.target.isolationLevel === READ_UNCOMMITTED
           ? this.cache.from(this.target.topic, this.target.partition, view, fetchOffset, this.target.clientOffset, budget)
@@ -194,6 +208,17 @@ export class PartitionAnswer {
     }
   }
 
+  /**
+   * The records from `from` below the store's log start, from the last whole pass's copies; when
+   * none survive there, an empty batch up to the store's log start moves the client on.
+   */
+  private async fromCopies(upstream: UpstreamReads, from: number, budget: Budget): Promise<VisibleRecords> {
+    const { topic, partition, view, carried } = this.target;
+    const seen = await carriedRecords(upstream, { topic, partition, view, carried: carried! }, from, budget);
+    if (seen.batches.length === 0 && seen.end >= from) seen.trailingEmpty = await emptyBatch(from, seen.end);
+    return seen;
+  }
+
   /** The view of upstream records, whose batches below the horizon go to the view cache. */
   private async view(records: Buffer | null, budget: Budget): Promise<VisibleRecords> {
     const { topic, partition, view, clientOffset } = this.target;
@@ -206,6 +231,9 @@ export class PartitionAnswer {
 
   /** The records the client gets; remembers (or forgets) an answer that left it where it was. */
   async finish(answers: EmptyAnswers): Promise<Buffer | null> {
+    // A carried partition's log start is the topic's own, not the store's.
+    const carried = this.target.view.carried();
+    if (carried && this.data.errorCode === 0) this.data.logStartOffset = BigInt(carried.topicStart);
     if (this.failed) return this.data.records;
     if (this.corrupt === null) this.data.abortedTransactions = visibleAbortedTransactions(this.data.abortedTransactions, this.markers);
     const { plan, clientOffset, answerKey } = this.target;

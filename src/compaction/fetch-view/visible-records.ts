@@ -16,6 +16,7 @@
  */
 import { batchPayload, CorruptRecordError, iterateBatches, rebuildBatch, type BatchHeader, type RecordSpan } from '../../protocol/records/batch.js';
 import { Cursor } from '../../protocol/records/varint.js';
+import { CarryKind, carryKindAt } from '../carry/carry-record.js';
 import type { ViewedBatch } from './view-cache.js';
 
 export interface Visibility {
@@ -181,6 +182,11 @@ async function viewBatch(records: Buffer, batch: BatchHeader, visibility: Visibi
   const base = Number(batch.baseOffset);
   const last = lastOffset(batch);
   const horizon = visibility.cleanedUpTo;
+  // kcompact's own carry records are never a client's, wherever they are; below the horizon no
+  // survivor sits at their offsets, so only batches reaching past it need a look.
+  if (last >= horizon && (await isCarried(records, batch))) {
+    return { bytes: await rebuildBatch(batch, NO_BYTES, NO_SPANS), kept: 0, progress: 0, rebuilt: true };
+  }
   if (base >= horizon) return untouched(records, batch, from);
   const survivors = visibility.survivors(base, Math.min(last + 1, horizon));
   if (last < horizon) {
@@ -194,6 +200,15 @@ async function viewBatch(records: Buffer, batch: BatchHeader, visibility: Visibi
     (last < horizon && contiguous(batch) && byPosition(payload, starts, survivors, base, from)) || byOffset(payload, starts, survivors, base, horizon, from);
   const bytes = await rebuildBatch(batch, payload, kept, CRC_CHECKED);
   return { bytes, kept: kept.length, progress: kept.length, rebuilt: bytes !== batch.bytes };
+}
+
+/**
+ * Whether the batch is one kcompact wrote itself (carried copies or a pass marker): only batches
+ * without a producer can be, since carry passes write none, and their first record says so.
+ */
+async function isCarried(records: Buffer, batch: BatchHeader): Promise<boolean> {
+  if (batch.producerId >= 0n || batch.isControl || batch.recordCount === 0) return false;
+  return carryKindAt(await batchPayload(records, batch), 0) !== CarryKind.None;
 }
 
 function emptyResult(): VisibleRecords {

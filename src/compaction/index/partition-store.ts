@@ -16,6 +16,7 @@ import { applyCopy, prunePass } from './carried-rows.js';
 import { KEY_DIGEST_BYTES } from './key-digest.js';
 import { RecordFlag } from './record-flags.js';
 import type { CarryEvent, RowBuffer } from './row-buffer.js';
+import type { CarriedSnapshot } from './survivor-set.js';
 import { PENDING_RECORDS, PENDING_TERM } from './schema.js';
 import { appendToSegment, type RollPolicy, type Segment } from './segment-roller.js';
 import { INSERT_CHUNK, INSERT_COLUMNS, IndexFileError, TopicIndex } from './topic-index.js';
@@ -64,6 +65,9 @@ export interface CarryState {
 }
 
 const NO_CARRY: CarryState = { topicStart: -1, openPass: -1, openRelease: -1, pass: -1, passEnd: -1, passRelease: -1 };
+
+/** One row in so many marks where its copy is, in a carried snapshot. */
+const MARK_EVERY = 256;
 
 const PARTITION_TABLES = ['records', 'keys', 'segments', 'open_txns', 'carry', 'checkpoint'] as const;
 
@@ -478,6 +482,36 @@ export class PartitionStore {
       .pluck()
       .iterate(this.partition, end) as IterableIterator<number>;
     for (const offset of offsets) visit(offset);
+  }
+
+  /**
+   * Up to `limit` rows at or after `from` and below `end` that a carry pass copies (every row
+   * but markers), ascending: offset, where the bytes are (null: at the offset), delete horizon.
+   */
+  carriedRows(from: number, end: number, limit: number): [number, number | null, number | null][] {
+    return this.db
+      .prepare(
+        `SELECT offset, phys, horizon FROM records WHERE partition = ? AND offset >= ? AND offset < ? AND flags & ${RecordFlag.Control} = 0 ORDER BY offset LIMIT ?`,
+      )
+      .raw()
+      .all(this.partition, from, end, limit) as [number, number | null, number | null][];
+  }
+
+  /**
+   * Where the carried records are, for the fetch view; undefined before any pass was seen whole.
+   * The marks sample the rows whose copy is in that pass, one in MARK_EVERY.
+   */
+  carriedSnapshot(): CarriedSnapshot | undefined {
+    const c = this.carryState;
+    if (c.pass < 0) return undefined;
+    const marks: number[] = [];
+    const rows = this.db
+      .prepare('SELECT offset, phys FROM records WHERE partition = ? AND phys >= ? AND phys <= ? ORDER BY offset')
+      .raw()
+      .iterate(this.partition, c.pass, c.passEnd) as IterableIterator<[number, number]>;
+    let i = 0;
+    for (const [offset, phys] of rows) if (i++ % MARK_EVERY === 0) marks.push(offset, phys);
+    return { physicalStart: this.cp.logStartOffset, topicStart: this.topicStart, copiesFrom: c.pass, copiesTo: c.passEnd, marks: Float64Array.from(marks) };
   }
 
   /** Tombstones still held in the cleaned part, waiting for their delete horizon. */

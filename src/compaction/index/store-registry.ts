@@ -147,7 +147,9 @@ export class StoreRegistry {
     const upTo = store.checkpoint.firstDirty;
     const { count, min, max } = store.offsetsBelowStats(upTo);
     const snapshot = buildSnapshot(upTo, count, min, max, (visit) => store.eachOffsetBelow(upTo, visit));
-    this.sink(store.id, snapshot, [snapshot.data]);
+    const carried = store.carriedSnapshot();
+    if (carried) snapshot.carried = carried;
+    this.sink(store.id, snapshot, carried ? [snapshot.data, carried.marks.buffer as ArrayBuffer] : [snapshot.data]);
   }
 
   closeAll(): void {

@@ -13,8 +13,25 @@ import type { PartitionIndexView } from '../index-view.js';
 
 export type SurvivorEncoding = 'u32' | 'f64' | 'bitmap';
 
+/** Where a carried partition's records are in the store (docs/carrying.md). */
+export interface CarriedSnapshot {
+  /** The store's log start: below it the records are served from their copies. */
+  physicalStart: number;
+  /** The compacted topic's own log start. */
+  topicStart: number;
+  /** The last whole pass's copies lie between its start and end markers, in offset order of their originals. */
+  copiesFrom: number;
+  copiesTo: number;
+  /**
+   * Pairs (original offset, copy offset), ascending, of every so many rows copied by that pass:
+   * where to start reading the copies for a given offset.
+   */
+  marks: Float64Array;
+}
+
 export interface SurvivorSnapshot {
   cleanedUpTo: number;
+  carried?: CarriedSnapshot;
   /** The first surviving offset (0 when none survive). */
   base: number;
   count: number;
@@ -82,9 +99,11 @@ export class SurvivorSet implements PartitionIndexView {
   readonly size: number;
   private readonly upTo: number;
   private readonly offsets: OffsetSet;
+  private readonly carry: CarriedSnapshot | undefined;
 
   constructor(snapshot: SurvivorSnapshot) {
     this.upTo = snapshot.cleanedUpTo;
+    this.carry = snapshot.carried;
     this.size = snapshot.count;
     const { base, data } = snapshot;
     if (snapshot.encoding === 'bitmap') this.offsets = new OffsetBitmap(base, new Uint32Array(data));
@@ -105,6 +124,24 @@ export class SurvivorSet implements PartitionIndexView {
     const next = this.offsets.firstFrom(offset);
     return next < 0 ? this.upTo : next;
   }
+
+  carried(): CarriedSnapshot | undefined {
+    return this.carry;
+  }
+}
+
+/** Where to start reading a carried partition's copies for its records from `offset` on. */
+export function copiesReadFrom(carried: CarriedSnapshot, offset: number): number {
+  const m = carried.marks;
+  let lo = 0;
+  let hi = m.length / 2;
+  // The last mark at or before the offset: every copy between it and the offset's is of a smaller offset.
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (m[mid * 2]! <= offset) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo === 0 ? carried.copiesFrom : m[(lo - 1) * 2 + 1]!;
 }
 
 class SortedOffsets implements OffsetSet {

@@ -27,6 +27,7 @@ import { collectRows } from './fetched-rows.js';
 import { deleteRecordsBefore, lastStableOffsets, logBounds } from './partition-requests.js';
 import { backoffMs } from '../../upstream/backoff.js';
 import { isStaleMetadataCode, UpstreamError } from '../../upstream/error-class.js';
+import type { UpstreamClient } from '../../upstream/client.js';
 import type { UpstreamClusterClient } from '../../upstream/upstream-cluster-client.js';
 
 /** What the indexer asks of the upstream cluster client; its unit tests give a scripted one. */
@@ -469,7 +470,8 @@ export class Indexer {
     try {
       // Fetch v4 has no log start offset: -1, below any index's.
       const logStart = Number(p.logStartOffset ?? -1n);
-      if (logStart > store.checkpoint.logStartOffset && store.dropBelow(logStart)) this.registry.publish(store);
+      // A carried partition's snapshot says where the store starts: it moves with it.
+      if (logStart > store.checkpoint.logStartOffset && (store.dropBelow(logStart) || store.carry.pass >= 0)) this.registry.publish(store);
       rows.clear();
       const from = store.checkpoint.nextOffset;
       const digester = this.identities.digester(tail.topic);
@@ -498,6 +500,8 @@ export class Indexer {
           lastStable,
         });
         store.ingest(rows, position, tail.roll, collected.transactionsChanged);
+        // A pass that ended changed the survivors below its release end and where the copies are.
+        if (rows.events.length > 0) this.registry.publish(store);
       }
       this.progress.indexed(tail.topic, tail.partition, from, collected.nextOffset, lastStable, highWatermark);
       tail.lastError = undefined;
@@ -614,12 +618,19 @@ export class Indexer {
     const store = this.storeOf(tail);
     const next = store.checkpoint.nextOffset;
     if (next < earliest) {
-      if (store.dropBelow(earliest)) this.registry.publish(store);
+      if (store.dropBelow(earliest) || store.carry.pass >= 0) this.registry.publish(store);
     } else if (next > latest) {
       this.registry.reset(store, `indexed up to ${next} but the upstream log ends at ${latest}`);
     } else {
       tail.retryAt = Date.now() + 1000;
     }
+  }
+
+  /** A connection to the partition's leader, as the metadata loop last found it. */
+  async leader(topic: string, partition: number): Promise<UpstreamClient> {
+    const tail = this.tails.get(tailKey(topic, partition));
+    if (!tail || tail.leader < 0) throw new Error(`no known leader of ${topic}-${partition}`);
+    return this.cluster.broker(tail.leader);
   }
 
   /**

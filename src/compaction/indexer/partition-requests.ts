@@ -6,6 +6,7 @@ import { ErrorCode } from '../../protocol/errors.js';
 import { ApiKey, type ListOffsetsResponsePartitionResponse } from '../../protocol/messages.js';
 import type { UpstreamClient } from '../../upstream/client.js';
 import { UpstreamError } from '../../upstream/error-class.js';
+import { ZERO_UUID } from '../../protocol/wire/uuid.js';
 
 const EARLIEST_TIMESTAMP = -2n;
 const LATEST_TIMESTAMP = -1n;
@@ -76,4 +77,62 @@ export async function deleteRecordsBefore(client: UpstreamClient, topic: string,
   });
   const errorCode = body.topics[0]?.partitions[0]?.errorCode ?? ErrorCode.UNKNOWN_SERVER_ERROR;
   if (errorCode !== ErrorCode.NONE) throw new UpstreamError(`DeleteRecords for ${topic}-${partition}`, errorCode);
+}
+
+/** Fetch v13 names topics by id only. */
+const FETCH_TOPIC_IDS_VERSION = 13;
+/** Produce v13 names topics by id only. */
+const PRODUCE_TOPIC_IDS_VERSION = 13;
+
+/**
+ * The records of a partition from `offset` (read_uncommitted, at most `maxBytes`), for a carry
+ * pass: null when the store has nothing there.
+ */
+export async function fetchRecords(
+  client: UpstreamClient,
+  target: { topic: string; topicId: string; partition: number },
+  offset: number,
+  maxBytes: number,
+): Promise<Buffer | null> {
+  const version = Math.min(client.version(ApiKey.Fetch), target.topicId !== '' ? Infinity : FETCH_TOPIC_IDS_VERSION - 1);
+  const body = await client.request(ApiKey.Fetch, version, {
+    replicaId: -1,
+    maxWaitMs: 0,
+    minBytes: 0,
+    maxBytes,
+    isolationLevel: 0,
+    sessionId: 0,
+    sessionEpoch: -1,
+    topics: [
+      {
+        topic: target.topic,
+        topicId: target.topicId || ZERO_UUID,
+        partitions: [
+          { partition: target.partition, currentLeaderEpoch: -1, fetchOffset: offset, lastFetchedEpoch: -1, logStartOffset: -1, partitionMaxBytes: maxBytes },
+        ],
+      },
+    ],
+    forgottenTopicsData: [],
+    rackId: '',
+  });
+  if (body.errorCode) throw new UpstreamError(`Fetch of ${target.topic}-${target.partition}`, body.errorCode);
+  const p = body.responses[0]?.partitions[0];
+  if (!p) throw new UpstreamError(`Fetch of ${target.topic}-${target.partition}`, ErrorCode.UNKNOWN_SERVER_ERROR);
+  if (p.errorCode !== ErrorCode.NONE) throw new UpstreamError(`Fetch of ${target.topic}-${target.partition} at offset ${offset}`, p.errorCode);
+  return p.records && p.records.length > 0 ? p.records : null;
+}
+
+/** Appends one batch to a partition with acks=all; returns the offset the store gave its first record. */
+export async function produceBatch(client: UpstreamClient, topic: string, partition: number, batch: Buffer): Promise<number> {
+  const version = Math.min(client.version(ApiKey.Produce), PRODUCE_TOPIC_IDS_VERSION - 1);
+  const body = await client.request(ApiKey.Produce, version, {
+    transactionalId: null,
+    acks: -1,
+    timeoutMs: TIMEOUT_MS,
+    topicData: [{ name: topic, partitionData: [{ index: partition, records: batch }] }],
+  });
+  const p = body.responses[0]?.partitionResponses[0];
+  if (!p) throw new UpstreamError(`Produce to ${topic}-${partition}`, ErrorCode.UNKNOWN_SERVER_ERROR);
+  if (p.errorCode !== ErrorCode.NONE) throw new UpstreamError(`Produce to ${topic}-${partition}${p.errorMessage ? ` (${p.errorMessage})` : ''}`, p.errorCode);
+  return Number(p.baseOffset);
 }

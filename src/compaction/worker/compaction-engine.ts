@@ -29,6 +29,8 @@ export interface CompactionEngineOptions {
   log: Logger;
   /** Pause between cleaner rounds (log.cleaner.backoff.ms); default 15000. */
   cleanerBackoffMs?: number;
+  /** Whether this replica carries survivors forward (docs/carrying.md); default off. */
+  carry?: boolean;
   maxFrameBytes: number;
   requestTimeoutMs: number;
   clientId?: string;
@@ -87,6 +89,7 @@ export async function startCompactionEngine(opts: CompactionEngineOptions): Prom
     upstream: opts.upstream,
     dataDir: opts.dataDir,
     cleanerBackoffMs: opts.cleanerBackoffMs ?? 15_000,
+    carry: opts.carry ?? false,
     maxFrameBytes: opts.maxFrameBytes,
     requestTimeoutMs: opts.requestTimeoutMs,
     clientId: opts.clientId ?? 'kcompact-indexer',

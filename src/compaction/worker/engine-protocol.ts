@@ -14,6 +14,7 @@ export interface WorkerConfig {
   upstream: HostPort[];
   dataDir: string;
   cleanerBackoffMs: number;
+  carry: boolean;
   maxFrameBytes: number;
   requestTimeoutMs: number;
   clientId: string;

@@ -5,7 +5,9 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import type { TopicPolicy } from '../policy.js';
+import { Carrier } from '../carry/carrier.js';
 import { Cleaner } from '../cleaner/cleaner.js';
+import { Compression } from '../../protocol/records/compression.js';
 import { Indexer } from '../indexer/indexer.js';
 import { StoreRegistry } from '../index/store-registry.js';
 import { KeyIdentities } from '../key-identity/key-identities.js';
@@ -54,12 +56,16 @@ const indexer = new Indexer(
   new KeyIdentities(config.keyIdentity, schemas, log),
 );
 let policies: ReadonlyMap<string, TopicPolicy> = new Map();
+const carrier = config.carry
+  ? new Carrier({ registry, leader: (topic, partition) => indexer.leader(topic, partition), log, codec: Compression.Lz4 })
+  : undefined;
 const cleaner = new Cleaner({
   registry,
   policies: () => policies,
   deleteRecords: (topic, partition, offset) => indexer.deleteRecords(topic, partition, offset),
   log,
   backoffMs: config.cleanerBackoffMs,
+  ...(carrier && { carrier }),
 });
 
 async function reply(id: number, work: () => unknown): Promise<void> {

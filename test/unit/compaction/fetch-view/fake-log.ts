@@ -135,6 +135,10 @@ export class FakeIndex implements PartitionIndexView {
     return this.horizon;
   }
 
+  carried(): undefined {
+    return undefined;
+  }
+
   survivors(from: number, to: number): Float64Array {
     const end = Math.min(to, this.horizon);
     const out: number[] = [];

@@ -1,0 +1,195 @@
+/**
+ * The carry pass (docs/carrying.md): after a clean, copies of every row below the cleaned end
+ * are appended to the same partition, between a start and an end marker, acknowledged by every
+ * in-sync replica before the next batch goes; once the index has read the end marker back, the
+ * store is asked to let everything below the cleaned end go (DeleteRecords). The store then
+ * holds the survivors (in the copies) and the dirty tail, not the history.
+ *
+ * A pass stopped halfway (a crash, the leader moving, the store refusing a batch) leaves copies
+ * that change nothing: they are keyed by their originals' offsets, replicas serve the last whole
+ * pass, and nothing is let go before a pass ends. The next pass starts over.
+ */
+import type { Logger } from '../../ops/log.js';
+import type { UpstreamClient } from '../../upstream/client.js';
+import type { PartitionStore } from '../index/partition-store.js';
+import type { StoreRegistry } from '../index/store-registry.js';
+import { deleteRecordsBefore, fetchRecords, produceBatch } from '../indexer/partition-requests.js';
+import { carryValueAt, copyOf, CopyBatches, emptyCopy, markerBatch, originalParts, originOf } from './carried-batch.js';
+import { emptyOrigin, encodePassEnd, encodePassStart } from './carry-record.js';
+import { RecordScan } from '../../protocol/records/batch.js';
+import { PhysicalReader } from './physical-reader.js';
+
+export interface CarrierDeps {
+  registry: StoreRegistry;
+  /** A connection to the partition's leader. */
+  leader: (topic: string, partition: number) => Promise<UpstreamClient>;
+  log: Logger;
+  /** The codec copies are written with. */
+  codec: number;
+  clock?: () => number;
+  /** How long a pass waits for the index to read its end marker back (default 60 s). */
+  readBackMs?: number;
+}
+
+export interface CarryOutcome {
+  topic: string;
+  partition: number;
+  /** The offset of the pass's start marker: its id. */
+  pass: number;
+  copies: number;
+  /** Bytes of copy batches written. */
+  bytesWritten: number;
+  /** Bytes of the store read to find them. */
+  bytesRead: number;
+  releaseEnd: number;
+  /** Whether the store let the range go (DeleteRecords accepted). */
+  released: boolean;
+  durationMs: number;
+}
+
+export interface CarrierStats {
+  passesTotal: number;
+  copiesTotal: number;
+  bytesWrittenTotal: number;
+  failuresTotal: number;
+}
+
+/** Copies per batch are cut here, well below a store's default max.message.bytes (1 MiB). */
+const BATCH_BYTES = 512 * 1024;
+const ROWS_PER_QUERY = 10_000;
+const FETCH_BYTES = 4 * 1024 * 1024;
+const READ_BACK_POLL_MS = 20;
+
+export class CarryError extends Error {
+  override readonly name = 'CarryError';
+}
+
+export class Carrier {
+  readonly stats: CarrierStats = { passesTotal: 0, copiesTotal: 0, bytesWrittenTotal: 0, failuresTotal: 0 };
+  private readonly now: () => number;
+  /** Partitions whose store refused DeleteRecords (said once). */
+  private readonly unreleased = new Set<string>();
+
+  constructor(private readonly deps: CarrierDeps) {
+    this.now = deps.clock ?? Date.now;
+  }
+
+  /**
+   * Whether a pass is due: the cleaned part reaches past the store's log start, and past the last
+   * pass's copies, so that letting it go frees them too (a pass that left them would hold the
+   * survivors twice until the next one).
+   */
+  due(store: PartitionStore): boolean {
+    const { firstDirty, logStartOffset } = store.checkpoint;
+    return firstDirty > logStartOffset && firstDirty > store.carry.passEnd;
+  }
+
+  /** Runs one pass over the partition; undefined when none was due. Throws when the pass could not complete. */
+  async carry(store: PartitionStore): Promise<CarryOutcome | undefined> {
+    if (!this.due(store)) return undefined;
+    const started = performance.now();
+    const { topic, partition } = store.id;
+    const releaseEnd = store.checkpoint.firstDirty;
+    try {
+      const client = await this.deps.leader(topic, partition);
+      const now = this.now();
+      const pass = await produceBatch(client, topic, partition, await markerBatch(encodePassStart({ releaseEnd, topicStart: store.topicStart }), now));
+      const target = { topic, topicId: store.checkpoint.topicId, partition };
+      const reader = new PhysicalReader((offset) => fetchRecords(client, target, offset, FETCH_BYTES));
+      const copies = new CopyBatches(this.deps.codec);
+      const scan = new RecordScan();
+      const copy = emptyCopy();
+      const origin = emptyOrigin();
+      const parts = copy.parts;
+      let count = 0;
+      let bytesWritten = 0;
+      const flush = async () => {
+        const batch = await copies.flush(now);
+        if (!batch) return;
+        await produceBatch(client, topic, partition, batch);
+        bytesWritten += batch.length;
+      };
+      for (let from = 0; ;) {
+        this.current(store);
+        const rows = store.carriedRows(from, releaseEnd, ROWS_PER_QUERY);
+        if (rows.length === 0) break;
+        for (const [offset, phys, horizon] of rows) {
+          const at = phys ?? offset;
+          const found = await reader.record(at);
+          if (!found) throw new CarryError(`the record of offset ${offset} is not in the store at ${at}`);
+          if (found.carried) {
+            copyOf(found.payload, carryValueAt(found.payload, found.start, scan), scan, copy);
+            copy.origin.pass = pass;
+            if (horizon !== null) copy.origin.horizon = horizon;
+            if (copy.origin.offset !== offset) throw new CarryError(`the copy at ${at} is of offset ${copy.origin.offset}, not ${offset}`);
+            copies.add(copy.origin, copy.parts);
+          } else {
+            const tombstone = found.scan.valueLength < 0;
+            copies.add(
+              originOf(found.batch, found.scan, pass, tombstone && horizon !== null ? horizon : -1, origin),
+              originalParts(found.payload, found.scan, parts),
+            );
+          }
+          count++;
+          if (copies.bytes >= BATCH_BYTES) await flush();
+        }
+        from = rows[rows.length - 1]![0] + 1;
+      }
+      await flush();
+      await produceBatch(client, topic, partition, await markerBatch(encodePassEnd({ pass, copies: count, releaseEnd }), this.now()));
+      await this.readBack(store, pass);
+      const released = await this.release(client, store, releaseEnd);
+      this.stats.passesTotal++;
+      this.stats.copiesTotal += count;
+      this.stats.bytesWrittenTotal += bytesWritten;
+      const outcome = {
+        topic,
+        partition,
+        pass,
+        copies: count,
+        bytesWritten,
+        bytesRead: reader.bytesRead,
+        releaseEnd,
+        released,
+        durationMs: performance.now() - started,
+      };
+      this.deps.log.debug('carried partition', { ...outcome });
+      return outcome;
+    } catch (err) {
+      this.stats.failuresTotal++;
+      throw err;
+    }
+  }
+
+  /** The pass works on the registry's index of the partition: one replaced meanwhile (a reset, a rebuild) ends it. */
+  private current(store: PartitionStore): void {
+    if (this.deps.registry.get(store.id.topic, store.id.partition) !== store || !store.db.open) {
+      throw new CarryError('the partition index was replaced during the pass');
+    }
+  }
+
+  /** Waits until the index has read the pass's end marker back: before that, replicas would serve copies it has not seen. */
+  private async readBack(store: PartitionStore, pass: number): Promise<void> {
+    const deadline = this.now() + (this.deps.readBackMs ?? 60_000);
+    while (store.carry.pass < pass) {
+      this.current(store);
+      if (this.now() >= deadline) throw new CarryError(`the index did not read the pass ending back within ${this.deps.readBackMs ?? 60_000} ms`);
+      await new Promise((resolve) => setTimeout(resolve, READ_BACK_POLL_MS));
+    }
+  }
+
+  private async release(client: UpstreamClient, store: PartitionStore, releaseEnd: number): Promise<boolean> {
+    const { topic, partition } = store.id;
+    try {
+      await deleteRecordsBefore(client, topic, partition, releaseEnd);
+      return true;
+    } catch (err) {
+      const key = `${partition}\u0000${topic}`;
+      if (!this.unreleased.has(key)) {
+        this.unreleased.add(key);
+        this.deps.log.warn('the store did not delete the carried range; its own retention must let it go', { topic, partition, releaseEnd, err });
+      }
+      return false;
+    }
+  }
+}

@@ -1,0 +1,177 @@
+/**
+ * Physical compaction end to end (docs/carrying.md): a proxy that carries, in front of stores
+ * without compaction (kfake, Kafka 4.4 with its cleaner off). A compacted topic written with
+ * many updates per key is cleaned and carried; the store then lets the old range go, and yet a
+ * reader from offset 0 (Java's consumer, which checks every CRC) sees exactly the latest record
+ * of every key at its original offset, through the carrier and through a second proxy that
+ * starts with an empty data directory and rebuilds its index from the copies.
+ */
+import assert from 'node:assert/strict';
+import { test, type TestContext } from 'node:test';
+import kafkajs from 'kafkajs';
+import type { CleanReport } from '../../src/compaction/cleaner/cleaner.js';
+import { compactedView, readToEnd, type TopicRecord } from '../support/read-to-end.js';
+import { startCompactingProxy, type RunningCompactingProxy } from '../support/kcompact.js';
+import { pollUntil, requirePeers, startKafka, startKfake } from '../support/index.js';
+
+const TOPIC = 'carried';
+const KEYS = 200;
+const ROUNDS = 10;
+const SEGMENT_MS = 200;
+
+function client(bootstrap: string): kafkajs.Kafka {
+  return new kafkajs.Kafka({ clientId: 'carrying-test', brokers: [bootstrap], logLevel: kafkajs.logLevel.NOTHING });
+}
+
+/** What was written, by offset: the store's records as a reader of the raw log would see them. */
+async function writeUpdates(producer: kafkajs.Producer, rounds: number, from: number): Promise<TopicRecord[]> {
+  const written: TopicRecord[] = [];
+  for (let round = 0; round < rounds; round++) {
+    const messages = Array.from({ length: KEYS }, (_, k) => ({
+      key: `key-${k}`,
+      // Every seventh key's last update deletes it: tombstones are carried too.
+      value: round === rounds - 1 && k % 7 === 3 ? null : `value-${k}-round-${from + round}`,
+      headers: { round: String(from + round) },
+    }));
+    for (let i = 0; i < messages.length; i += 50) {
+      const batch = messages.slice(i, i + 50);
+      const [meta] = await producer.send({ topic: TOPIC, acks: -1, messages: batch });
+      const base = Number(meta!.baseOffset);
+      batch.forEach((m, j) => written.push({ offset: base + j, timestamp: 0, key: m.key, value: m.value }));
+    }
+  }
+  return written;
+}
+
+async function storeEarliest(admin: kafkajs.Admin): Promise<number> {
+  const [p] = await admin.fetchTopicOffsetsByTimestamp(TOPIC, -2);
+  return Number(p!.offset);
+}
+
+function recordsOf(contents: Awaited<ReturnType<typeof readToEnd>>): TopicRecord[] {
+  return (contents.partitions['0']?.records ?? []).map((r) => ({ offset: r.offset, timestamp: r.timestamp, key: r.key, value: r.value }));
+}
+
+/** Cleans and carries until the carrier reports a pass (the virtual active segment must have rolled). */
+async function cleanAndCarry(proxy: RunningCompactingProxy, producer: kafkajs.Producer): Promise<CleanReport> {
+  let report: CleanReport | undefined;
+  await pollUntil('a carry pass', 60_000, async () => {
+    await new Promise((resolve) => setTimeout(resolve, SEGMENT_MS * 2));
+    // One more record after segment.ms rolls the virtual segment, as in Kafka.
+    await producer.send({ topic: TOPIC, acks: -1, messages: [{ key: 'roll', value: 'roll' }] });
+    report = (await proxy.compactNow(TOPIC)) as CleanReport;
+    return report.carried.length > 0 ? true : undefined;
+  });
+  return report!;
+}
+
+/**
+ * `produceAfterRelease`: whether the store takes records after it let a range go. kfake's
+ * pseudo-version panics on the first Produce after a DeleteRecords that dropped its
+ * latest-timestamp batch (its maxTimestampBatchIdx is not moved with the trim), so there the
+ * suite stops at one pass.
+ */
+async function carryingSuite(t: TestContext, upstream: string, produceAfterRelease: boolean): Promise<void> {
+  const carrier = await startCompactingProxy(upstream, { carry: true });
+  const proxyClient = client(carrier.bootstrap);
+  const admin = proxyClient.admin();
+  const storeAdmin = client(upstream.split(',')[0]!).admin();
+  const producer = proxyClient.producer({ allowAutoTopicCreation: false });
+  let rebuilt: RunningCompactingProxy | undefined;
+  try {
+    await Promise.all([admin.connect(), storeAdmin.connect(), producer.connect()]);
+    await admin.createTopics({
+      topics: [
+        {
+          topic: TOPIC,
+          numPartitions: 1,
+          configEntries: [
+            { name: 'cleanup.policy', value: 'compact' },
+            { name: 'segment.ms', value: String(SEGMENT_MS) },
+            { name: 'min.cleanable.dirty.ratio', value: '0.01' },
+          ],
+        },
+      ],
+    });
+    const written = await writeUpdates(producer, ROUNDS, 0);
+    // The store's own records, timestamps and all, before anything is carried.
+    const raw = recordsOf(await readToEnd(upstream.split(',')[0]!, TOPIC, { timeoutMs: 60_000 }));
+    assert.equal(raw.length, written.length);
+    const first = await cleanAndCarry(carrier, producer);
+    const [pass] = first.carried;
+    assert.ok(pass!.copies >= KEYS, `the pass copied every key's latest record (${pass!.copies})`);
+    assert.ok(pass!.released, 'the store let the carried range go');
+
+    // The store no longer holds the history: its log starts past every record written.
+    const earliest = await storeEarliest(storeAdmin);
+    assert.ok(earliest > written.at(-1)!.offset, `the store starts at ${earliest}, past the ${written.length} records written`);
+
+    // A reader from offset 0 sees the latest record of each key, at its original offset.
+    const cleanedUpTo = first.cleaned.at(-1)!.endOffset;
+    const want = compactedView(raw, cleanedUpTo).filter((r) => r.offset < cleanedUpTo);
+    const seen = recordsOf(await readToEnd(carrier.bootstrap, TOPIC, { timeoutMs: 60_000 })).filter((r) => r.key !== 'roll');
+    assert.deepEqual(
+      seen.filter((r) => r.offset < cleanedUpTo),
+      want,
+    );
+    t.diagnostic(`carried ${pass!.copies} copies (${pass!.bytesWritten} bytes) of ${written.length} records; store starts at ${earliest}`);
+
+    // A replica with an empty data directory rebuilds from the copies and the tail, and agrees.
+    if (!produceAfterRelease) {
+      rebuilt = await startCompactingProxy(upstream);
+      await pollUntil('the rebuilt replica serves the carried records', 60_000, async () => {
+        const got = recordsOf(await readToEnd(rebuilt!.bootstrap, TOPIC, { timeoutMs: 30_000 })).filter((r) => r.key !== 'roll' && r.offset < cleanedUpTo);
+        return got.length === want.length ? got : undefined;
+      });
+      const again = recordsOf(await readToEnd(rebuilt.bootstrap, TOPIC, { timeoutMs: 60_000 })).filter((r) => r.key !== 'roll' && r.offset < cleanedUpTo);
+      assert.deepEqual(again, want);
+      return;
+    }
+
+    // A second round of updates, carried again: the first pass's copies are let go in turn.
+    await writeUpdates(producer, 3, ROUNDS);
+    // What the proxy shows before the second pass: compacted below the first, raw after it.
+    const before2 = recordsOf(await readToEnd(carrier.bootstrap, TOPIC, { timeoutMs: 60_000 }));
+    const second = await cleanAndCarry(carrier, producer);
+    const end = second.cleaned.at(-1)!.endOffset;
+    const want2 = compactedView(before2, end).filter((r) => r.offset < end && r.key !== 'roll');
+    const seen2 = recordsOf(await readToEnd(carrier.bootstrap, TOPIC, { timeoutMs: 60_000 })).filter((r) => r.key !== 'roll' && r.offset < end);
+    assert.deepEqual(seen2, want2);
+
+    // A replica with an empty data directory rebuilds from the copies and the tail, and agrees.
+    rebuilt = await startCompactingProxy(upstream);
+    await pollUntil('the rebuilt replica serves the carried records', 60_000, async () => {
+      const got = recordsOf(await readToEnd(rebuilt!.bootstrap, TOPIC, { timeoutMs: 30_000 })).filter((r) => r.key !== 'roll' && r.offset < end);
+      return got.length === want2.length ? got : undefined;
+    });
+    const seen3 = recordsOf(await readToEnd(rebuilt.bootstrap, TOPIC, { timeoutMs: 60_000 })).filter((r) => r.key !== 'roll' && r.offset < end);
+    assert.deepEqual(seen3, want2);
+  } finally {
+    await Promise.allSettled([producer.disconnect(), admin.disconnect(), storeAdmin.disconnect()]);
+    await rebuilt?.stop();
+    await carrier.stop();
+  }
+}
+
+test('carrying over kfake', { timeout: 300_000 }, async (t) => {
+  if (!requirePeers(t)) return;
+  const kfake = await startKfake({ brokers: 1 });
+  try {
+    await carryingSuite(t, kfake.bootstrap, false);
+  } catch (err) {
+    t.diagnostic(`kfake stderr:\n${kfake.stderrTail()}`);
+    throw err;
+  } finally {
+    await kfake.stop();
+  }
+});
+
+test('carrying over Kafka 4.4 with its cleaner off', { timeout: 300_000 }, async (t) => {
+  if (!requirePeers(t)) return;
+  const kafka = await startKafka({ compaction: 'off' });
+  try {
+    await carryingSuite(t, kafka.bootstrap, true);
+  } finally {
+    await kafka.stop();
+  }
+});
