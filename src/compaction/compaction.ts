@@ -141,7 +141,11 @@ export async function startCompaction(opts: CompactionOptions): Promise<Compacti
     cacheBytes: opts.viewCacheBytes,
   });
 
-  const listOffsetsView = createListOffsetsView({ config: configs.view, index: engine.index });
+  const listOffsetsView = createListOffsetsView({
+    config: configs.view,
+    index: engine.index,
+    offsetForTime: (topic, partition, timestamp) => engine.offsetForTime(topic, partition, timestamp),
+  });
   const filters = [...configs.filters, produceGuard, fetchView, listOffsetsView];
   return {
     filters,

@@ -114,6 +114,13 @@ async function carryingSuite(t: TestContext, upstream: string, produceAfterRelea
       seen.filter((r) => r.offset < cleanedUpTo),
       want,
     );
+    // ListOffsets: the topic's own log start, and lookups by the records' original timestamps.
+    const [offsets] = await admin.fetchTopicOffsets(TOPIC);
+    assert.equal(offsets!.low, '0', 'EARLIEST is the topic\u2019s own log start');
+    for (const r of [want[0]!, want[Math.floor(want.length / 2)]!, want.at(-1)!]) {
+      const [byTime] = await admin.fetchTopicOffsetsByTimestamp(TOPIC, r.timestamp);
+      assert.equal(Number(byTime!.offset), want.find((w) => w.timestamp >= r.timestamp)!.offset, `the first offset at or after ${r.timestamp}`);
+    }
     t.diagnostic(`carried ${pass!.copies} copies (${pass!.bytesWritten} bytes) of ${written.length} records; store starts at ${earliest}`);
 
     // A replica with an empty data directory rebuilds from the copies and the tail, and agrees.

@@ -20,6 +20,7 @@ import { SurvivorIndex } from '../index/survivor-index.js';
 import type { UpstreamSecurity } from '../../upstream/upstream-connector.js';
 import type { FromWorker, RebuildingPartition, ToWorker, WorkerConfig } from './engine-protocol.js';
 import type { EngineStatus, PartitionDetail } from './engine-status.js';
+import type { OffsetAtTime } from '../offsets/offsets-by-time.js';
 import { deserializeError, restoreFields } from './worker-log.js';
 
 export interface CompactionEngineOptions {
@@ -56,6 +57,8 @@ export interface CompactionEngine {
   status(): Promise<EngineStatus>;
   /** The topic's indexed partitions in detail (survivors counted). */
   inspect(topic: string): Promise<PartitionDetail[]>;
+  /** ListOffsets by timestamp from the partition's index (offsets-by-time.ts); null when it is not indexed. */
+  offsetForTime(topic: string, partition: number, timestamp: number): Promise<OffsetAtTime | null>;
   /**
    * Drops the indexes of a compacted topic (of every one when omitted) and indexes it again from
    * the upstream; resolves once they are dropped, with how far each had reached.
@@ -178,6 +181,7 @@ export async function startCompactionEngine(opts: CompactionEngineOptions): Prom
     compactNow: (topic) => call<CleanReport>((id) => (topic === undefined ? { type: 'compact', id } : { type: 'compact', id, topic })),
     status: () => call<EngineStatus>((id) => ({ type: 'status', id })),
     inspect: (topic) => call<PartitionDetail[]>((id) => ({ type: 'inspect', id, topic })),
+    offsetForTime: (topic, partition, timestamp) => call<OffsetAtTime | null>((id) => ({ type: 'offsetForTime', id, topic, partition, timestamp })),
     rebuildIndex: (topic) => call<RebuildingPartition[]>((id) => (topic === undefined ? { type: 'rebuild', id } : { type: 'rebuild', id, topic })),
     async close() {
       if (closing) return;

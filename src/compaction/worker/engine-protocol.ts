@@ -33,6 +33,8 @@ export type ToWorker =
   | { type: 'compact'; id: number; topic?: string }
   | { type: 'status'; id: number }
   | { type: 'inspect'; id: number; topic: string }
+  /** ListOffsets by timestamp of an indexed partition, answered from its rows (offsets-by-time.ts). */
+  | { type: 'offsetForTime'; id: number; topic: string; partition: number; timestamp: number }
   /** Drops the indexes of the topic (every compacted topic when omitted) and indexes it again from the upstream. */
   | { type: 'rebuild'; id: number; topic?: string }
   | { type: 'close'; id: number };

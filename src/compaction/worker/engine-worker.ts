@@ -14,6 +14,7 @@ import { KeyIdentities } from '../key-identity/key-identities.js';
 import { RegistrySchemas } from '../key-identity/registry-schemas.js';
 import type { FromWorker, RebuildingPartition, ToWorker, WorkerConfig } from './engine-protocol.js';
 import { engineStatus, inspectTopic } from './engine-status.js';
+import { offsetForTime } from '../offsets/offsets-by-time.js';
 import { serializeError, workerLogger } from './worker-log.js';
 import { UpstreamConnector } from '../../upstream/upstream-connector.js';
 import { UpstreamClusterClient } from '../../upstream/upstream-cluster-client.js';
@@ -127,6 +128,12 @@ function onMessage(message: ToWorker): void {
       break;
     case 'inspect':
       void reply(message.id, () => inspectTopic(registry, indexer, cleaner, message.topic));
+      break;
+    case 'offsetForTime':
+      void reply(message.id, () => {
+        const store = registry.get(message.topic, message.partition);
+        return store ? offsetForTime(store, message.timestamp) : null;
+      });
       break;
     case 'rebuild':
       void reply(message.id, () => rebuild(message.topic));
