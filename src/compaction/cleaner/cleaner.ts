@@ -13,7 +13,7 @@
  * store without DeleteRecords.
  */
 import type { Logger } from '../../ops/log.js';
-import type { Carrier, CarryOutcome } from '../carry/carrier.js';
+import type { Carrier, CarrierStats, CarryOutcome } from '../carry/carrier.js';
 import type { TopicPolicy } from '../policy.js';
 import type { PartitionStore } from '../index/partition-store.js';
 import type { Segment } from '../index/segment-roller.js';
@@ -58,6 +58,8 @@ export interface CleanerStats {
   cleansTotal: number;
   reapedTotal: number;
   uncleanable: { topic: string; partition: number }[];
+  /** The carrier's totals, when this replica carries. */
+  carry?: CarrierStats;
 }
 
 export interface CleanerDeps {
@@ -172,7 +174,8 @@ export class Cleaner {
   }
 
   status(): CleanerStats {
-    return { ...this.stats, uncleanable: [...this.uncleanable.values()] };
+    const carrier = this.deps.carrier;
+    return { ...this.stats, uncleanable: [...this.uncleanable.values()], ...(carrier && { carry: { ...carrier.stats } }) };
   }
 
   /** The cleanable range of a partition now, for status and inspection. */

@@ -130,6 +130,18 @@ export class CompactionMetrics {
       'Index rows the cleaner removed: superseded records, expired tombstones and transaction markers, records past retention',
       (s) => s.cleaner.reapedTotal,
     );
+    counter(
+      'kcompact_carry_passes_total',
+      'Carry passes completed: survivors copied forward in the store and the old range let go',
+      (s) => s.cleaner.carry?.passesTotal ?? 0,
+    );
+    counter('kcompact_carried_records_total', 'Surviving records copied forward by carry passes', (s) => s.cleaner.carry?.copiesTotal ?? 0);
+    counter('kcompact_carried_bytes_total', 'Bytes of copy batches carry passes wrote to the store', (s) => s.cleaner.carry?.bytesWrittenTotal ?? 0);
+    counter(
+      'kcompact_carry_failures_total',
+      'Carry passes that stopped before their end (nothing was let go; the next clean tries again)',
+      (s) => s.cleaner.carry?.failuresTotal ?? 0,
+    );
     new Counter({
       name: 'kcompact_fetch_filtered_records_total',
       help: 'Records the compacted fetch view removed from fetched batches before answering clients',

@@ -79,7 +79,10 @@ test('aggregates from one status call per scrape, in base units', async () => {
   bed.attach();
   bed.status = {
     partitions: [partition('a', 0), partition('a', 1, { nextOffset: 80, tombstonesPending: 2 }), partition('b', 0, { indexedRecords: 5 })],
-    cleaner: cleaner({ uncleanable: [{ topic: 'b', partition: 0 }] }),
+    cleaner: cleaner({
+      uncleanable: [{ topic: 'b', partition: 0 }],
+      carry: { passesTotal: 2, copiesTotal: 300, bytesWrittenTotal: 9000, failuresTotal: 1 },
+    }),
   };
   bed.filtered = 7;
   bed.viewCache = { bytes: 4096, reads: 12 };
@@ -98,6 +101,10 @@ test('aggregates from one status call per scrape, in base units', async () => {
   assert.ok(sinceRun >= 2 && sinceRun < 60, `time since last run ${sinceRun}`);
   assert.equal(e.value('kcompact_cleaner_cleans_total'), 3);
   assert.equal(e.value('kcompact_reaped_records_total'), 40);
+  assert.equal(e.value('kcompact_carry_passes_total'), 2);
+  assert.equal(e.value('kcompact_carried_records_total'), 300);
+  assert.equal(e.value('kcompact_carried_bytes_total'), 9000);
+  assert.equal(e.value('kcompact_carry_failures_total'), 1);
   assert.equal(e.value('kcompact_fetch_filtered_records_total'), 7);
   assert.equal(e.value('kcompact_view_cache_bytes'), 4096);
   assert.equal(e.value('kcompact_view_cache_reads_total'), 12);
