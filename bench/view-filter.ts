@@ -6,9 +6,12 @@
  *   cached:  the same survivors read again from the view cache, as a client reads them: answers
  *            of --answer-bytes from offset 0 to the end (view-cache.ts's run, the answer's
  *            assembly, the records joined into one buffer).
+ *   head:    the same log as the uncleaned head of a compacted partition: not carried, and
+ *            carried, where a batch without a producer is looked into (it could be kcompact's own
+ *            carry records) and one with a producer (an idempotent client's) is not.
  * Prints ms per pass of each (informative, not a test). Small batches show the view's cost per
- * batch: `--batch 4 --records 300000 --keys 100000`.
- *   node dist/bench/view-filter.js [--passes 50] [--batch 500] [--records 1000000] [--keys 10000]
+ * batch: `--batch 4 --records 300000 --keys 100000`; `--codec 3` writes the log with lz4.
+ *   node dist/bench/view-filter.js [--passes 50] [--batch 500] [--records 1000000] [--keys 10000] [--codec 0]
  */
 import { parseArgs } from 'node:util';
 import { encodeBatch, type RecordInput } from '../src/protocol/records/batch.js';
@@ -24,6 +27,7 @@ const OPTIONS = {
   batch: { type: 'string', default: '500' },
   'value-size': { type: 'string', default: '100' },
   'answer-bytes': { type: 'string', default: String(1 << 20) },
+  codec: { type: 'string', default: '0' },
   help: { type: 'boolean', default: false },
 } as const;
 const HELP: Record<keyof typeof OPTIONS, string> = {
@@ -33,6 +37,7 @@ const HELP: Record<keyof typeof OPTIONS, string> = {
   batch: 'records per batch',
   'value-size': 'value bytes',
   'answer-bytes': "bytes per answer of the cached path (a client's partition limit)",
+  codec: 'codec of the log (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd)',
   help: 'print the flags',
 };
 const { values: args } = parseArgs({ options: OPTIONS });
@@ -55,31 +60,30 @@ const from = first - (first % PER_BATCH);
 const survivors = Float64Array.from(survivorList);
 
 const value = Buffer.alloc(number('value-size', { min: 0 }), 'v');
+const codec = number('codec', { min: 0 });
 const parts: Buffer[] = [];
+const withProducer: Buffer[] = [];
 for (let base = from; base < RECORDS; base += PER_BATCH) {
   const count = Math.min(PER_BATCH, RECORDS - base);
   const recs: RecordInput[] = [];
   for (let i = 0; i < count; i++)
     recs.push({ timestampDelta: 0, offsetDelta: i, key: Buffer.from(`key-${String(keys[base + i]).padStart(8, '0')}`), value, headers: [] });
-  parts.push(
-    await encodeBatch(
-      {
-        baseOffset: BigInt(base),
-        partitionLeaderEpoch: 0,
-        attributes: 0,
-        lastOffsetDelta: count - 1,
-        baseTimestamp: 0n,
-        maxTimestamp: 0n,
-        producerId: -1n,
-        producerEpoch: -1,
-        baseSequence: -1,
-      },
-      recs,
-      0,
-    ),
-  );
+  const fields = {
+    baseOffset: BigInt(base),
+    partitionLeaderEpoch: 0,
+    attributes: 0,
+    lastOffsetDelta: count - 1,
+    baseTimestamp: 0n,
+    maxTimestamp: 0n,
+    producerId: -1n,
+    producerEpoch: -1,
+    baseSequence: -1,
+  };
+  parts.push(await encodeBatch(fields, recs, codec));
+  withProducer.push(await encodeBatch({ ...fields, producerId: 1000n, producerEpoch: 0, baseSequence: base - from }, recs, codec));
 }
 const records = Buffer.concat(parts);
+const idempotent = Buffer.concat(withProducer);
 
 function lowerBound(x: number): number {
   let lo = 0;
@@ -122,11 +126,20 @@ const cachedMs = await timed(() => {
   }
 });
 
+const head = { cleanedUpTo: 0, survivors: () => new Float64Array(0) };
+const carriedHead = { ...head, lookForCarried: true };
+const headMs = await timed(() => visibleRecords(records, head, 0));
+const carriedMs = await timed(() => visibleRecords(records, carriedHead, 0));
+const carriedIdempotentMs = await timed(() => visibleRecords(idempotent, carriedHead, 0));
+
 const mb = (bytes: number) => (bytes / 1e6).toFixed(1);
 console.log(
   `${mb(records.length)} MB raw in ${parts.length} batches of ${PER_BATCH} from offset ${from}, ${survivors.length} survivors, ${mb(kept)} MB kept in ${seen.batches.length} batches`,
 );
 console.log(`filter: ${filterMs.toFixed(2)} ms per pass, ${(records.length / 1e3 / filterMs).toFixed(0)} MB/s of raw log`);
+console.log(
+  `head (codec ${codec}): ${headMs.toFixed(2)} ms per pass; carried: ${carriedMs.toFixed(2)} ms without producers (${(carriedMs / headMs).toFixed(2)}x), ${carriedIdempotentMs.toFixed(2)} ms with (${(carriedIdempotentMs / headMs).toFixed(2)}x)`,
+);
 console.log(
   `cached: ${cachedMs.toFixed(2)} ms per pass of ${answers} answers of ${answerBytes} bytes, ${((seen.batches.length / cachedMs) * 1e3).toFixed(0)} batches/s`,
 );

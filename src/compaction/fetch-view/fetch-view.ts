@@ -33,6 +33,8 @@ export interface FetchViewOptions {
   log: Logger;
   /** Memory for the view's batches below the horizon (view-cache.ts); 0 turns the cache off. */
   cacheBytes?: number;
+  /** Whether this replica carries (docs/carrying.md): its partitions may hold carry records before its index saw any. */
+  carrying?: boolean;
   clock?: () => number;
 }
 
@@ -113,7 +115,7 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
         const partitionMaxBytes = p.partitionMaxBytes;
         const answerKey = EmptyAnswers.key(req.header.clientId, name, p.partition, clientOffset);
         const carried = view.carried();
-        if (carried && clientOffset < carried.physicalStart && clientOffset >= carried.topicStart) {
+        if (carried && carried.copiesFrom >= 0 && clientOffset < carried.physicalStart && clientOffset >= carried.topicStart) {
           // Below the store's log start the copies answer (carried-records.ts): the upstream is asked for its offsets only.
           p.fetchOffset = BigInt(carried.physicalStart);
           p.partitionMaxBytes = 0;
@@ -126,6 +128,7 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
             clientOffset,
             plan: { fetchOffset: carried.physicalStart },
             carried,
+            lookForCarried: true,
             currentLeaderEpoch: p.currentLeaderEpoch ?? -1,
             partitionMaxBytes,
             isolationLevel: body.isolationLevel,
@@ -159,6 +162,7 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
           plan: read,
           cached,
           ...(carried && { carried }),
+          lookForCarried: opts.carrying === true || carried !== undefined,
           currentLeaderEpoch: p.currentLeaderEpoch ?? -1,
           partitionMaxBytes,
           isolationLevel: body.isolationLevel,

@@ -31,8 +31,10 @@ export interface PartitionTarget {
   plan: ReadPlan;
   /** The view cache's batches from the planned fetch offset, when it held them at planning. */
   cached?: readonly ViewedBatch[];
-  /** Where a carried partition's records are; set when the client's offset is below the store's log start, the copies answer. */
+  /** Where a carried partition's records are (carried-records.ts answers below the store's log start). */
   carried?: CarriedSnapshot;
+  /** Whether the partition's records may hold kcompact's own carry records (visible-records.ts drops them). */
+  lookForCarried: boolean;
   currentLeaderEpoch: number;
   partitionMaxBytes: number;
   isolationLevel: number;
@@ -94,7 +96,7 @@ export class PartitionAnswer {
     const answer = new PartitionAnswer(target, data, counters, cache);
     if (data.errorCode !== 0) return answer;
     const budget = { maxBytes: Math.min(target.partitionMaxBytes, responseRoom), oneAnyway: true };
-    if (target.carried && target.clientOffset < target.carried.physicalStart) {
+    if (target.carried && target.carried.copiesFrom >= 0 && target.clientOffset < target.carried.physicalStart) {
       answer.changed = true;
       answer.add(await answer.fromCopies(upstream, target.clientOffset, budget));
     } else if (target.cached && target.plan.fetchOffset < Number(answer.limit())) {
@@ -159,7 +161,7 @@ export class PartitionAnswer {
       reads++;
       const { view, carried } = this.target;
       const budget = { maxBytes: room, oneAnyway: alone };
-      if (carried && this.end + 1 < carried.physicalStart) {
+      if (carried && carried.copiesFrom >= 0 && this.end + 1 < carried.physicalStart) {
         const seen = await this.fromCopies(upstream, this.end + 1, budget);
         if (seen.end <= this.end) return;
         this.add(seen);
@@ -222,9 +224,9 @@ export class PartitionAnswer {
   /** The view of upstream records, whose batches below the horizon go to the view cache. */
   private async view(records: Buffer | null, budget: Budget): Promise<VisibleRecords> {
     const { topic, partition, view, clientOffset } = this.target;
-    if (!this.cache.enabled) return visibleRecords(records, visibility(view), clientOffset, budget);
+    if (!this.cache.enabled) return visibleRecords(records, visibility(view, this.target.lookForCarried), clientOffset, budget);
     const viewed: ViewedBatch[] = [];
-    const seen = await visibleRecords(records, visibility(view), clientOffset, budget, (b) => viewed.push(b));
+    const seen = await visibleRecords(records, visibility(view, this.target.lookForCarried), clientOffset, budget, (b) => viewed.push(b));
     this.cache.record(topic, partition, view, viewed);
     return seen;
   }
@@ -313,8 +315,8 @@ function bytesOf(seen: VisibleRecords): number {
   return seen.batches.reduce((n, b) => n + b.length, seen.truncatedTail.length + (seen.trailingEmpty?.length ?? 0));
 }
 
-function visibility(view: PartitionIndexView): Visibility {
-  return { cleanedUpTo: view.cleanedUpTo(), survivors: (from, to) => view.survivors(from, to) };
+function visibility(view: PartitionIndexView, lookForCarried: boolean): Visibility {
+  return { cleanedUpTo: view.cleanedUpTo(), survivors: (from, to) => view.survivors(from, to), lookForCarried };
 }
 
 function lastOffsetOf(batch: Buffer): number {

@@ -24,6 +24,11 @@ export interface Visibility {
   cleanedUpTo: number;
   /** Surviving offsets in [from, to), below cleanedUpTo, ascending. */
   survivors(from: number, to: number): Float64Array;
+  /**
+   * Whether batches may be kcompact's own carry records (the partition was carried, or this
+   * replica carries): looking costs a decompression of every batch without a producer.
+   */
+  lookForCarried?: boolean;
 }
 
 /** A transaction marker batch seen in the upstream data, and whether the client still sees it. */
@@ -184,7 +189,7 @@ async function viewBatch(records: Buffer, batch: BatchHeader, visibility: Visibi
   const horizon = visibility.cleanedUpTo;
   // kcompact's own carry records are never a client's, wherever they are; below the horizon no
   // survivor sits at their offsets, so only batches reaching past it need a look.
-  if (last >= horizon && (await isCarried(records, batch))) {
+  if (visibility.lookForCarried && last >= horizon && (await isCarried(records, batch))) {
     return { bytes: await rebuildBatch(batch, NO_BYTES, NO_SPANS), kept: 0, progress: 0, rebuilt: true };
   }
   if (base >= horizon) return untouched(records, batch, from);

@@ -498,12 +498,14 @@ export class PartitionStore {
   }
 
   /**
-   * Where the carried records are, for the fetch view; undefined before any pass was seen whole.
-   * The marks sample the rows whose copy is in that pass, one in MARK_EVERY.
+   * Where the carried records are, for the fetch view; undefined before any pass was seen
+   * starting (copiesFrom -1 until one was seen whole). The marks sample the rows whose copy is in
+   * that pass, one in MARK_EVERY.
    */
   carriedSnapshot(): CarriedSnapshot | undefined {
     const c = this.carryState;
-    if (c.pass < 0) return undefined;
+    if (c.pass < 0 && c.openPass < 0) return undefined;
+    if (c.pass < 0) return { physicalStart: this.cp.logStartOffset, topicStart: this.topicStart, copiesFrom: -1, copiesTo: -1, marks: new Float64Array(0) };
     const marks: number[] = [];
     const rows = this.db
       .prepare('SELECT offset, phys FROM records WHERE partition = ? AND phys >= ? AND phys <= ? ORDER BY offset')

@@ -19,7 +19,10 @@ export interface CarriedSnapshot {
   physicalStart: number;
   /** The compacted topic's own log start. */
   topicStart: number;
-  /** The last whole pass's copies lie between its start and end markers, in offset order of their originals. */
+  /**
+   * The last whole pass's copies lie between its start and end markers, in offset order of their
+   * originals; -1 while no pass was seen whole (one was seen starting).
+   */
   copiesFrom: number;
   copiesTo: number;
   /**
