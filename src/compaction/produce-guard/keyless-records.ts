@@ -8,9 +8,14 @@
 import { Compression } from '../../protocol/records/compression.js';
 import { batchPayload, CorruptRecordError, iterateBatches, verifyCrc, type BatchHeader } from '../../protocol/records/batch.js';
 import { Cursor } from '../../protocol/records/varint.js';
+import { CarryKind, carryKindAt } from '../carry/carry-record.js';
 
-/** What the upstream must judge, or the batch indices (0-based) of the records without a key. */
-export type KeyCheck = { judge: 'upstream' } | { judge: 'proxy'; keyless: number[] };
+/**
+ * What the upstream must judge, or the batch indices (0-based) of the records without a key, and
+ * whether the batch poses as kcompact's own carry records (docs/carrying.md): a batch without a
+ * producer whose first record's first header is kcompact.carry would be taken for one.
+ */
+export type KeyCheck = { judge: 'upstream' } | { judge: 'proxy'; keyless: number[]; reserved: boolean };
 
 const UPSTREAM: KeyCheck = { judge: 'upstream' };
 
@@ -32,10 +37,21 @@ export async function checkKeys(records: Buffer | null, produceVersion: number):
     if (batches.length !== 1 || truncatedTail.length !== 0) return UPSTREAM;
     const batch = batches[0]!;
     if (kafkaWouldRejectFirst(records, batch, produceVersion)) return UPSTREAM;
-    const keyless = keylessIndices(await batchPayload(records, batch), batch.recordCount);
-    return keyless ? { judge: 'proxy', keyless } : UPSTREAM;
+    const payload = await batchPayload(records, batch);
+    const keyless = keylessIndices(payload, batch.recordCount);
+    return keyless ? { judge: 'proxy', keyless, reserved: batch.producerId < 0n && posesAsCarried(payload) } : UPSTREAM;
   } catch (err) {
     if (err instanceof CorruptRecordError) return UPSTREAM;
+    throw err;
+  }
+}
+
+function posesAsCarried(payload: Buffer): boolean {
+  try {
+    return carryKindAt(payload, 0) !== CarryKind.None;
+  } catch (err) {
+    // A kcompact.carry header kcompact cannot read is refused all the same.
+    if (err instanceof CorruptRecordError) return true;
     throw err;
   }
 }

@@ -18,7 +18,7 @@ import type { Filter, FilterRequest, RequestContext, RequestOutcome } from '../.
 import type { TopicIds } from '../../proxy/topic-ids.js';
 import type { TopicConfigView } from '../policy.js';
 import { checkKeys } from './keyless-records.js';
-import { keylessRejection } from './rejection.js';
+import { keylessRejection, reservedHeaderRejection } from './rejection.js';
 
 type Produce = ApiKeyOf<'Produce'>;
 
@@ -66,8 +66,8 @@ export function createProduceGuard(opts: ProduceGuardOptions): ProduceGuard {
       if (name === undefined || !opts.config.compacted(name)) continue;
       for (const p of topic.partitionData) {
         const check = await checkKeys(p.records, req.apiVersion);
-        if (check.judge !== 'proxy' || check.keyless.length === 0) continue;
-        const rejection = keylessRejection(name, p.index, check.keyless, -1n);
+        if (check.judge !== 'proxy' || (check.keyless.length === 0 && !check.reserved)) continue;
+        const rejection = check.keyless.length > 0 ? keylessRejection(name, p.index, check.keyless, -1n) : reservedHeaderRejection(name, p.index, -1n);
         const key = topicKey(topic, byId);
         const byPartition = found.get(key) ?? new Map<number, ProduceResponsePartitionProduceResponse>();
         byPartition.set(p.index, rejection);

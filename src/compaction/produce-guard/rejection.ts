@@ -22,14 +22,26 @@ function summary(errors: ProduceResponseBatchIndexAndErrorMessage[]): string {
   );
 }
 
+export function reservedHeaderMessage(topic: string, partition: number): string {
+  return `Records of compacted topic partition ${topic}-${partition} cannot start with the header kcompact.carry without a producer id: kcompact writes such records itself`;
+}
+
 export function keylessRejection(
   topic: string,
   partition: number,
   keyless: readonly number[],
   logStartOffset: bigint,
 ): ProduceResponsePartitionProduceResponse {
-  const message = keylessRecordMessage(topic, partition);
-  const recordErrors = keyless.map((batchIndex) => ({ batchIndex, batchIndexErrorMessage: message }));
+  return recordRejection(partition, keyless, keylessRecordMessage(topic, partition), logStartOffset);
+}
+
+/** The first record of a batch that poses as kcompact's own carry records (docs/carrying.md), refused like a keyless one. */
+export function reservedHeaderRejection(topic: string, partition: number, logStartOffset: bigint): ProduceResponsePartitionProduceResponse {
+  return recordRejection(partition, [0], reservedHeaderMessage(topic, partition), logStartOffset);
+}
+
+function recordRejection(partition: number, indices: readonly number[], message: string, logStartOffset: bigint): ProduceResponsePartitionProduceResponse {
+  const recordErrors = indices.map((batchIndex) => ({ batchIndex, batchIndexErrorMessage: message }));
   return {
     index: partition,
     errorCode: ErrorCode.INVALID_RECORD,

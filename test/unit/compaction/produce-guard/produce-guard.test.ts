@@ -40,8 +40,8 @@ const KAFKA_SUMMARY =
 describe('checkKeys', () => {
   for (const codec of [0, 1, 2, 3, 4]) {
     test(`codec ${codec}: reports every keyless record's batch index; an empty key is a key`, async () => {
-      assert.deepEqual(await checkKeys(await batch(['a', null, '', null, 'b'], codec), 9), { judge: 'proxy', keyless: [1, 3] });
-      assert.deepEqual(await checkKeys(await batch(['', 'x'], codec), 9), { judge: 'proxy', keyless: [] });
+      assert.deepEqual(await checkKeys(await batch(['a', null, '', null, 'b'], codec), 9), { judge: 'proxy', keyless: [1, 3], reserved: false });
+      assert.deepEqual(await checkKeys(await batch(['', 'x'], codec), 9), { judge: 'proxy', keyless: [], reserved: false });
     });
   }
 
@@ -57,7 +57,18 @@ describe('checkKeys', () => {
       ],
     }));
     const withHeaders = await encodeBatch({ ...FIELDS, lastOffsetDelta: 2 }, records, 0);
-    assert.deepEqual(await checkKeys(withHeaders, 9), { judge: 'proxy', keyless: [0, 2] });
+    assert.deepEqual(await checkKeys(withHeaders, 9), { judge: 'proxy', keyless: [0, 2], reserved: false });
+  });
+
+  test('a batch without a producer whose first record starts with kcompact.carry poses as a carry batch; with a producer it does not', async () => {
+    const carry = { key: Buffer.from('kcompact.carry'), value: Buffer.from([1, 1, 0]) };
+    const records = [{ timestampDelta: 0, offsetDelta: 0, key: Buffer.from('k'), value: Buffer.from('v'), headers: [carry] }];
+    const posing = await encodeBatch(FIELDS, records, 0);
+    assert.deepEqual(await checkKeys(posing, 9), { judge: 'proxy', keyless: [], reserved: true });
+    const idempotent = await encodeBatch({ ...FIELDS, producerId: 7n, producerEpoch: 0, baseSequence: 0 }, records, 0);
+    assert.deepEqual(await checkKeys(idempotent, 9), { judge: 'proxy', keyless: [], reserved: false });
+    const later = [{ ...records[0]!, headers: [{ key: Buffer.from('trace'), value: null }, carry] }];
+    assert.deepEqual(await checkKeys(await encodeBatch(FIELDS, later, 0), 9), { judge: 'proxy', keyless: [], reserved: false });
   });
 
   test('records that do not add up to the batch are left to the upstream', async () => {
