@@ -45,6 +45,9 @@ export interface CarryOutcome {
   /** Whether the store let the range go (DeleteRecords accepted). */
   released: boolean;
   durationMs: number;
+  /** Of which: writing the copies, and waiting for the index to read the pass back. */
+  copyMs: number;
+  readBackMs: number;
 }
 
 export interface CarrierStats {
@@ -137,7 +140,9 @@ export class Carrier {
       }
       await flush();
       await produceBatch(client, topic, partition, await markerBatch(encodePassEnd({ pass, copies: count, releaseEnd }), this.now()));
+      const copied = performance.now();
       await this.readBack(store, pass);
+      const readBack = performance.now();
       const released = await this.release(client, store, releaseEnd);
       this.stats.passesTotal++;
       this.stats.copiesTotal += count;
@@ -152,6 +157,8 @@ export class Carrier {
         releaseEnd,
         released,
         durationMs: performance.now() - started,
+        copyMs: copied - started,
+        readBackMs: readBack - copied,
       };
       this.deps.log.debug('carried partition', { ...outcome });
       return outcome;

@@ -626,11 +626,15 @@ export class Indexer {
     }
   }
 
-  /** A connection to the partition's leader, as the metadata loop last found it. */
+  /**
+   * A connection to the partition's leader, as the metadata loop last found it, on the admin
+   * lane: a broker answers a connection's requests one at a time, and the fetch loops' long
+   * polls on the main lane would hold up every read and write of a carry pass.
+   */
   async leader(topic: string, partition: number): Promise<UpstreamClient> {
     const tail = this.tails.get(tailKey(topic, partition));
     if (!tail || tail.leader < 0) throw new Error(`no known leader of ${topic}-${partition}`);
-    return this.cluster.broker(tail.leader);
+    return this.cluster.broker(tail.leader, 'admin');
   }
 
   /**
