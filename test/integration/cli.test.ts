@@ -181,7 +181,7 @@ test('runs from a config file with environment overrides, serves, and exits 0 on
     assert.deepEqual([res.body.brokers[0].host, res.body.brokers[0].port], ['127.0.0.1', port + 1]);
     const compact = spawnSync(process.execPath, [main, 'compact', '--admin-listen', admin, '--json'], { encoding: 'utf8' });
     assert.equal(compact.status, 0, compact.stderr);
-    assert.deepEqual(JSON.parse(compact.stdout), { cleaned: [], retention: [], failed: [] }, 'kcompact compact --json prints the clean report');
+    assert.deepEqual(JSON.parse(compact.stdout), { cleaned: [], carried: [], retention: [], failed: [] }, 'kcompact compact --json prints the clean report');
     proc.kill('SIGTERM');
     assert.equal(await exited, 0);
     assert.ok(await conn.closesWithin(2000), 'client connections are closed on shutdown');

@@ -17,6 +17,12 @@ export function renderCleanReport(r: CleanReport, topic: string | undefined): st
         `(${count(c.tombstonesRemoved)} tombstones, ${count(c.markersRemoved)} transaction markers) in ${duration(c.durationMs)}`,
     );
   }
+  for (const c of r.carried ?? []) {
+    out.push(
+      `carried ${c.topic}-${c.partition} forward: ${count(c.copies)} survivors copied (${count(c.bytesWritten)} bytes) in ${duration(c.durationMs)}; ` +
+        (c.released ? `the store let offsets below ${count(c.releaseEnd)} go` : `the store keeps offsets below ${count(c.releaseEnd)} until its own retention`),
+    );
+  }
   for (const t of r.retention) {
     out.push(
       `retention moved the log start of ${t.topic}-${t.partition} to ${count(t.logStartOffset)}${t.upstream ? '' : ' (in the index only: the upstream did not delete the records)'}`,
