@@ -230,15 +230,10 @@ export function readCopyAt(payload: Buffer, pos: number, into: CarriedCopy, scan
 /** The copy whose carry value `v` and layout `scan` carryValueAt just read. */
 export function copyOf(payload: Buffer, v: CarryValue, scan: RecordScan, into: CarriedCopy): CarriedCopy {
   readCopyValue(payload, v.valueStart, v.valueEnd, into.origin);
-  const p = into.parts;
-  p.payload = payload;
-  p.keyStart = scan.keyStart;
-  p.keyLength = scan.keyLength;
-  p.valueStart = scan.valueStart;
-  p.valueLength = scan.valueLength;
+  // The record's parts, less its first header: the carry header is not the client's.
+  const p = originalParts(payload, scan, into.parts);
   p.headersStart = v.valueEnd;
-  p.headersEnd = scan.end;
-  p.headerCount = scan.headerCount - 1;
+  p.headerCount--;
   into.delta = v.delta;
   into.next = v.next;
   return into;

@@ -19,7 +19,7 @@ import type { TopicConfigView } from '../policy.js';
 import { EmptyAnswers } from './empty-answers.js';
 import { isIncremental, isSessionless, sessionFields, sessionlessFrame, sessionNotFound, SESSIONLESS_EPOCH, type SessionFields } from './fetch-session.js';
 import { PartitionAnswer, type PartitionTarget, type ViewCounters } from './partition-view.js';
-import { planRead } from './read-plan.js';
+import { planRead, type ReadPlan } from './read-plan.js';
 import type { UpstreamReads } from './upstream-reads.js';
 import { DEFAULT_VIEW_CACHE_BYTES, ViewCache, type ViewCacheStats, type ViewedBatch } from './view-cache.js';
 
@@ -115,44 +115,35 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
         const partitionMaxBytes = p.partitionMaxBytes;
         const answerKey = EmptyAnswers.key(req.header.clientId, name, p.partition, clientOffset);
         const carried = view.carried();
-        if (carried && carried.copiesFrom >= 0 && clientOffset < carried.physicalStart && clientOffset >= carried.topicStart) {
+        const fromCopies = carried !== undefined && carried.copiesFrom >= 0 && clientOffset < carried.physicalStart && clientOffset >= carried.topicStart;
+        let read: ReadPlan;
+        let cached: readonly ViewedBatch[] | undefined;
+        if (fromCopies) {
           // Below the store's log start the copies answer (carried-records.ts): the upstream is asked for its offsets only.
+          read = { fetchOffset: carried.physicalStart };
           p.fetchOffset = BigInt(carried.physicalStart);
           p.partitionMaxBytes = 0;
           changed = true;
           filtered = true;
-          targets.set(targetKey(topicKey(t, byId), p.partition), {
-            topic: name,
-            partition: p.partition,
-            view,
-            clientOffset,
-            plan: { fetchOffset: carried.physicalStart },
-            carried,
-            lookForCarried: true,
-            currentLeaderEpoch: p.currentLeaderEpoch ?? -1,
-            partitionMaxBytes,
-            isolationLevel: body.isolationLevel,
-            answerKey,
-          });
-          continue;
-        }
-        const read = planRead(view, clientOffset, answers.recall(answerKey));
-        if (read.fetchOffset !== clientOffset) {
-          p.fetchOffset = BigInt(read.fetchOffset);
-          stats.seeks++;
-          changed = true;
-        }
-        // The cache holds batches below the horizon only: a tailing reader's partitions skip it.
-        const belowHorizon = read.fetchOffset < view.cleanedUpTo();
-        if (belowHorizon) filtered = true;
-        const cached =
-          belowHorizon && body.isolationLevel === READ_UNCOMMITTED
-            ? cache.from(name, p.partition, view, read.fetchOffset, clientOffset, { maxBytes: partitionMaxBytes, oneAnyway: true })
-            : undefined;
-        if (cached) {
-          cachedBytes += cachedBytesUpTo(cached, partitionMaxBytes);
-          p.partitionMaxBytes = 0;
-          changed = true;
+        } else {
+          read = planRead(view, clientOffset, answers.recall(answerKey));
+          if (read.fetchOffset !== clientOffset) {
+            p.fetchOffset = BigInt(read.fetchOffset);
+            stats.seeks++;
+            changed = true;
+          }
+          // The cache holds batches below the horizon only: a tailing reader's partitions skip it.
+          const belowHorizon = read.fetchOffset < view.cleanedUpTo();
+          if (belowHorizon) filtered = true;
+          cached =
+            belowHorizon && body.isolationLevel === READ_UNCOMMITTED
+              ? cache.from(name, p.partition, view, read.fetchOffset, clientOffset, { maxBytes: partitionMaxBytes, oneAnyway: true })
+              : undefined;
+          if (cached) {
+            cachedBytes += cachedBytesUpTo(cached, partitionMaxBytes);
+            p.partitionMaxBytes = 0;
+            changed = true;
+          }
         }
         targets.set(targetKey(topicKey(t, byId), p.partition), {
           topic: name,
@@ -160,7 +151,7 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
           view,
           clientOffset,
           plan: read,
-          cached,
+          ...(cached && { cached }),
           ...(carried && { carried }),
           lookForCarried: opts.carrying === true || carried !== undefined,
           currentLeaderEpoch: p.currentLeaderEpoch ?? -1,
