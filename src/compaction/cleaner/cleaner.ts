@@ -311,7 +311,8 @@ export class Cleaner {
       const upstream = accepted[i]!;
       const current = this.deps.registry.get(topic, partition);
       try {
-        if (current && current.dropBelow(start)) this.deps.registry.publish(current);
+        // The topic's own log start moves: copies of records past retention go with their originals.
+        if (current && current.dropBelow(start, true)) this.deps.registry.publish(current);
       } catch (err) {
         if (!isStorageFailure(err) || !current) throw err;
         report.failed.push({ topic, partition, error: (err as Error).message });

@@ -139,6 +139,16 @@ describe('carried copies in the index', () => {
     store = reopened(store);
     assert.deepEqual(keysOf(store), range(90, 100));
     assert.equal(store.topicStart, 0);
+    // compact,delete retention moves the topic's own log start: copies below it go too.
+    assert.equal(store.dropBelow(95, true), true);
+    assert.deepEqual(
+      rowsOf(store).map(([o]) => o),
+      range(95, 100),
+    );
+    assert.deepEqual(keysOf(store), range(95, 100));
+    assert.equal(store.topicStart, 95);
+    assert.equal(store.checkpoint.logStartOffset, 100, 'the store itself still starts where the pass let it');
+    reopened(store).close();
   });
 
   it('a replica started from the let-go store rebuilds the same rows from the copies', async () => {
