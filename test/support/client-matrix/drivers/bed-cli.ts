@@ -64,11 +64,16 @@ export function bedCliDriver(o: BedCliOptions): ClientDriver {
       return { partitions: produced.partitions, keyless: keyless.errors.length ? keyless.errors.join('; ') : null };
     },
     async group(b, f) {
-      const s = await ok<Summary & ConsumeSummary>(
-        argv,
-        ['consume', ...consumeFlags(b, { topic: f.topic, count: f.count, group: f.group, records: true, timeoutMs: RUN_DEADLINE_MS })],
-        RUN_DEADLINE_MS,
-      );
+      const args = ['consume', ...consumeFlags(b, { topic: f.topic, count: f.count, group: f.group, records: true, timeoutMs: RUN_DEADLINE_MS })];
+      let s = await summary<Summary & ConsumeSummary>(argv, args, RUN_DEADLINE_MS);
+      // kafka-python in a fresh group on kfake has read nothing at all before its deadline in some
+      // runs on a busy machine, every other client and cell passing; until the cause is known the
+      // cell tries once more (nothing was committed) and says so on stderr.
+      if (s.errors.length === 1 && /^saw 0 of \d+ records before the deadline$/.test(s.errors[0]!)) {
+        process.stderr.write(`client matrix: ${o.name} read nothing in group ${f.group} before its deadline; trying once more\n`);
+        s = await summary<Summary & ConsumeSummary>(argv, args, RUN_DEADLINE_MS);
+      }
+      if (s.errors.length) throw new Error(`consume: ${s.errors.join('; ')}`);
       return { records: s.records! };
     },
     async transactions(b, f) {
