@@ -51,16 +51,27 @@ async function incrementalAlter(b: string, resourceType: number, name: string, o
   return body.responses[0];
 }
 
-/** retention.ms as DescribeConfigs gives it: value and source (1 topic override, 4 static broker config). */
+/**
+ * retention.ms as DescribeConfigs gives it: value and source (1 topic override, 4 static broker
+ * config). A topic just created may not be in the broker's metadata yet (UNKNOWN_TOPIC_OR_PARTITION
+ * for a moment): asked again until it is, within a deadline.
+ */
 async function retentionOf(b: string, topic: string): Promise<[string, number]> {
-  const body = await ask(b, ApiKey.DescribeConfigs, 4, {
-    resources: [{ resourceType: TOPIC, resourceName: topic, configurationKeys: ['retention.ms'] }],
-    includeSynonyms: false,
-    includeDocumentation: false,
-  });
-  const r = body.results[0];
-  assert.equal(r.errorCode, 0, `describe ${topic}: ${r.errorMessage}`);
-  return [r.configs[0].value, r.configs[0].configSource];
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const body = await ask(b, ApiKey.DescribeConfigs, 4, {
+      resources: [{ resourceType: TOPIC, resourceName: topic, configurationKeys: ['retention.ms'] }],
+      includeSynonyms: false,
+      includeDocumentation: false,
+    });
+    const r = body.results[0];
+    if (r.errorCode === ErrorCode.UNKNOWN_TOPIC_OR_PARTITION && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      continue;
+    }
+    assert.equal(r.errorCode, 0, `describe ${topic}: ${r.errorMessage}`);
+    return [r.configs[0].value, r.configs[0].configSource];
+  }
 }
 
 async function topicExists(b: string, topic: string): Promise<boolean> {
