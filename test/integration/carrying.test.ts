@@ -71,6 +71,15 @@ async function cleanAndCarry(proxy: RunningCompactingProxy, producer: kafkajs.Pr
  * latest-timestamp batch (its maxTimestampBatchIdx is not moved with the trim), so there the
  * suite stops at one pass.
  */
+/** A replica with an empty data directory rebuilds from the copies and the tail, and serves `want` below `end`. */
+async function assertRebuiltAgrees(rebuilt: RunningCompactingProxy, want: readonly TopicRecord[], end: number): Promise<void> {
+  const got = await pollUntil('the rebuilt replica serves the carried records', 60_000, async () => {
+    const read = recordsOf(await readToEnd(rebuilt.bootstrap, TOPIC, { timeoutMs: 30_000 })).filter((r) => r.key !== 'roll' && r.offset < end);
+    return read.length === want.length ? read : undefined;
+  });
+  assert.deepEqual(got, want);
+}
+
 async function carryingSuite(t: TestContext, upstream: string, produceAfterRelease: boolean): Promise<void> {
   const carrier = await startCompactingProxy(upstream, { carry: true });
   const proxyClient = client(carrier.bootstrap);
@@ -123,15 +132,9 @@ async function carryingSuite(t: TestContext, upstream: string, produceAfterRelea
     }
     t.diagnostic(`carried ${pass!.copies} copies (${pass!.bytesWritten} bytes) of ${written.length} records; store starts at ${earliest}`);
 
-    // A replica with an empty data directory rebuilds from the copies and the tail, and agrees.
     if (!produceAfterRelease) {
       rebuilt = await startCompactingProxy(upstream);
-      await pollUntil('the rebuilt replica serves the carried records', 60_000, async () => {
-        const got = recordsOf(await readToEnd(rebuilt!.bootstrap, TOPIC, { timeoutMs: 30_000 })).filter((r) => r.key !== 'roll' && r.offset < cleanedUpTo);
-        return got.length === want.length ? got : undefined;
-      });
-      const again = recordsOf(await readToEnd(rebuilt.bootstrap, TOPIC, { timeoutMs: 60_000 })).filter((r) => r.key !== 'roll' && r.offset < cleanedUpTo);
-      assert.deepEqual(again, want);
+      await assertRebuiltAgrees(rebuilt, want, cleanedUpTo);
       return;
     }
 
@@ -145,14 +148,8 @@ async function carryingSuite(t: TestContext, upstream: string, produceAfterRelea
     const seen2 = recordsOf(await readToEnd(carrier.bootstrap, TOPIC, { timeoutMs: 60_000 })).filter((r) => r.key !== 'roll' && r.offset < end);
     assert.deepEqual(seen2, want2);
 
-    // A replica with an empty data directory rebuilds from the copies and the tail, and agrees.
     rebuilt = await startCompactingProxy(upstream);
-    await pollUntil('the rebuilt replica serves the carried records', 60_000, async () => {
-      const got = recordsOf(await readToEnd(rebuilt!.bootstrap, TOPIC, { timeoutMs: 30_000 })).filter((r) => r.key !== 'roll' && r.offset < end);
-      return got.length === want2.length ? got : undefined;
-    });
-    const seen3 = recordsOf(await readToEnd(rebuilt.bootstrap, TOPIC, { timeoutMs: 60_000 })).filter((r) => r.key !== 'roll' && r.offset < end);
-    assert.deepEqual(seen3, want2);
+    await assertRebuiltAgrees(rebuilt, want2, end);
   } finally {
     await Promise.allSettled([producer.disconnect(), admin.disconnect(), storeAdmin.disconnect()]);
     await rebuilt?.stop();

@@ -270,7 +270,7 @@ export class Cleaner {
   /** A pass after a clean, where this replica carries; a pass that fails is tried after the next clean. */
   private async carry(store: PartitionStore, report: CleanReport): Promise<void> {
     const carrier = this.deps.carrier;
-    if (!carrier || !store.db.open || !carrier.due(store)) return;
+    if (!carrier || !store.db.open) return;
     const { topic, partition } = store.id;
     try {
       const outcome = await carrier.carry(store);
