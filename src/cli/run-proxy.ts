@@ -115,6 +115,8 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
     requestTimeoutMs: config.requestTimeoutMs,
     cleanerBackoffMs: config.cleanerBackoffMs,
     carry: config.carry,
+    carryRetentionShare: config.carryRetentionShare,
+    ...(config.storeRetentionMs !== undefined && { storeRetentionMs: config.storeRetentionMs }),
     staticTopics: config.topics,
     brokerConfigs: config.brokerConfigs,
     keyIdentity: config.keyIdentity,

@@ -18,6 +18,10 @@ import { UpstreamPartitionReads } from './fetch-view/upstream-partition-reads.js
 import type { TopicPolicy } from './policy.js';
 import type { UpstreamConnector } from '../upstream/upstream-connector.js';
 import { UpstreamClusterClient } from '../upstream/upstream-cluster-client.js';
+import { StoreRetention } from './carry/store-retention.js';
+
+/** Carry again at half the store's retention: a whole half for a pass to go wrong and be retried. */
+export const DEFAULT_CARRY_SHARE = 0.5;
 
 export interface CompactionOptions {
   upstream: HostPort[];
@@ -30,6 +34,10 @@ export interface CompactionOptions {
   cleanerBackoffMs: number;
   /** Whether this replica carries survivors forward (docs/carrying.md). */
   carry?: boolean;
+  /** Share of a store's capped retention at which records are carried again (default 0.5). */
+  carryRetentionShare?: number;
+  /** The store's retention where it cannot describe configs (unset: it keeps everything). */
+  storeRetentionMs?: number;
   /** Topics compacted by kcompact's own configuration (for stores without admin APIs). */
   staticTopics?: readonly StaticTopic[];
   /** Broker-level defaults by Kafka's broker config names (log.cleanup.policy, log.cleaner.delete.retention.ms, ...). */
@@ -88,6 +96,7 @@ export async function startCompaction(opts: CompactionOptions): Promise<Compacti
     maxFrameBytes: opts.maxFrameBytes,
     connector: opts.upstreamConnector,
     client: upstream,
+    carrying: { share: opts.carryRetentionShare ?? DEFAULT_CARRY_SHARE, backoffMs: opts.cleanerBackoffMs },
   }).catch((err: unknown) => {
     closeUpstream();
     throw err;
@@ -112,17 +121,34 @@ export async function startCompaction(opts: CompactionOptions): Promise<Compacti
     closeUpstream();
     throw err;
   }
+  const retention = new StoreRetention({
+    links: upstream,
+    log: opts.log,
+    share: opts.carryRetentionShare ?? DEFAULT_CARRY_SHARE,
+    ...(opts.storeRetentionMs !== undefined && { fallbackMs: opts.storeRetentionMs }),
+  });
   // The engine drops the index of any topic missing from the map, so it always gets the whole set.
   const pushPolicies = () => {
     const policies = new Map<string, TopicPolicy>();
     for (const topic of configs.view.compactedTopics()) {
       const policy = configs.view.compacted(topic);
-      if (policy) policies.set(topic, policy);
+      if (policy) policies.set(topic, retention.apply(topic, policy));
     }
     engine.setPolicies(policies);
   };
+  const learnRetention = () =>
+    retention
+      .refresh(configs.view.compactedTopics())
+      .then((changed) => changed && pushPolicies())
+      .catch((err: unknown) => opts.log.debug("learning the store's retention failed", { err }));
+  await learnRetention();
   pushPolicies();
-  const unsubscribe = configs.view.onChange(pushPolicies);
+  const unsubscribe = configs.view.onChange(() => {
+    pushPolicies();
+    void learnRetention();
+  });
+  const retentionTimer = setInterval(learnRetention, Math.min(60_000, Math.max(1_000, opts.cleanerBackoffMs)));
+  retentionTimer.unref();
 
   const pool = new UpstreamPartitionReads({ upstream, topicIds: opts.topicIds });
   const produceGuard = createProduceGuard({
@@ -155,6 +181,7 @@ export async function startCompaction(opts: CompactionOptions): Promise<Compacti
     fetchView,
     close: async () => {
       unsubscribe();
+      clearInterval(retentionTimer);
       // First: requests in flight on the proxy's own connections end now, not at their timeout.
       closeUpstream();
       await engine.close();

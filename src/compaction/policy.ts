@@ -18,6 +18,13 @@ export interface TopicPolicy {
   /** -1: unlimited. Applies on top of compaction for compact,delete. */
   retentionMs: number;
   retentionBytes: number;
+  /**
+   * How long the store keeps a record of the topic by time (its effective retention.ms), -1
+   * when it keeps everything: what carrying must beat (docs/carrying.md).
+   */
+  storeRetentionMs: number;
+  /** The age at which the store's records are carried again: a share of storeRetentionMs, -1 when it keeps everything. */
+  carryAfterMs: number;
 }
 
 export interface TopicConfigView {

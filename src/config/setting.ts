@@ -117,6 +117,15 @@ export const integer =
     return n;
   };
 
+export const ratio =
+  (min: number, max: number) =>
+  (raw: unknown): number => {
+    const digits = String(raw).trim();
+    const n = typeof raw === 'number' ? raw : /^\d*\.?\d+$/.test(digits) ? Number(digits) : NaN;
+    if (!Number.isFinite(n) || n < min || n > max) throw new Error(`expected a number from ${min} to ${max}`);
+    return n;
+  };
+
 export const boolean = (raw: unknown): boolean => {
   if (typeof raw === 'boolean') return raw;
   const v = String(raw).trim().toLowerCase();

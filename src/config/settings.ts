@@ -16,6 +16,7 @@ import {
   integer,
   json,
   messageOf,
+  ratio,
   readableFile,
   setting,
   showHostPort,
@@ -136,6 +137,19 @@ const DECLARATIONS = {
       'carry survivors forward in the store after each clean and let the old range go (physical compaction); on in exactly one replica per store until replicas elect a carrier',
     parse: boolean,
     default: false,
+  }),
+  carryRetentionShare: setting({
+    arg: 'SHARE',
+    description:
+      "where the store caps retention, the share of it (0-1) at which the carrying replica writes survivors again, so they never reach the store's limit",
+    parse: ratio(0.05, 0.9),
+    default: 0.5,
+  }),
+  storeRetentionMs: setting({
+    arg: 'MS',
+    description:
+      "how long the store keeps records, for a store that cannot describe its configs (OCI Streaming: 604800000); unset: learned from the store's DescribeConfigs",
+    parse: integer(1_000, 2 ** 53 - 1),
   }),
   viewCacheBytes: setting({
     arg: 'BYTES',

@@ -29,6 +29,8 @@ const POLICY: TopicPolicy = {
   segmentBytes: 1,
   retentionMs: -1,
   retentionBytes: -1,
+  storeRetentionMs: -1,
+  carryAfterMs: -1,
 };
 
 const silent: Logger = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {}, child: () => silent, enabled: () => false };

@@ -69,6 +69,8 @@ const ENGINE_POLICY: TopicPolicy = {
   segmentBytes: 1 << 30,
   retentionMs: -1,
   retentionBytes: -1,
+  storeRetentionMs: -1,
+  carryAfterMs: -1,
 };
 
 const skip = missingPeers().length > 0 && !process.env.CI ? 'test peers not installed: run bash test/peers/install.sh' : false;

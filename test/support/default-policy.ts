@@ -12,4 +12,6 @@ export const DEFAULT_POLICY: TopicPolicy = {
   segmentBytes: 1_073_741_824,
   retentionMs: -1,
   retentionBytes: -1,
+  storeRetentionMs: -1,
+  carryAfterMs: -1,
 };

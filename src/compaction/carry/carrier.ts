@@ -12,6 +12,8 @@
 import type { Logger } from '../../ops/log.js';
 import type { UpstreamClient } from '../../upstream/client.js';
 import type { PartitionStore } from '../index/partition-store.js';
+import type { TopicPolicy } from '../policy.js';
+import { copiesAged } from './carry-age.js';
 import type { StoreRegistry } from '../index/store-registry.js';
 import { deleteRecordsBefore, fetchRecords, produceBatch } from '../indexer/partition-requests.js';
 import { carryValueAt, copyOf, CopyBatches, emptyCopy, markerBatch, originalParts, originOf } from './carried-batch.js';
@@ -80,16 +82,18 @@ export class Carrier {
   /**
    * Whether a pass is due: the cleaned part reaches past the store's log start, and past the last
    * pass's copies, so that letting it go frees them too (a pass that left them would hold the
-   * survivors twice until the next one).
+   * survivors twice until the next one); or, on a store that caps retention, the last pass's
+   * copies reached the carry age and must be written again before the store lets them go.
    */
-  due(store: PartitionStore): boolean {
+  due(store: PartitionStore, policy: TopicPolicy): boolean {
     const { firstDirty, logStartOffset } = store.checkpoint;
-    return firstDirty > logStartOffset && firstDirty > store.carry.passEnd;
+    if (firstDirty <= logStartOffset) return false;
+    return firstDirty > store.carry.passEnd || copiesAged(store, policy.carryAfterMs, this.now());
   }
 
   /** Runs one pass over the partition; undefined when none was due. Throws when the pass could not complete. */
-  async carry(store: PartitionStore): Promise<CarryOutcome | undefined> {
-    if (!this.due(store)) return undefined;
+  async carry(store: PartitionStore, policy: TopicPolicy): Promise<CarryOutcome | undefined> {
+    if (!this.due(store, policy)) return undefined;
     const started = performance.now();
     const { topic, partition } = store.id;
     const releaseEnd = store.checkpoint.firstDirty;

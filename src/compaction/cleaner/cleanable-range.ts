@@ -10,6 +10,8 @@
  * - The dirty ratio is dirty bytes / (clean + dirty bytes); a partition is cleanable when the
  *   ratio exceeds min.cleanable.dirty.ratio, or when a dirty non-active segment's first batch is
  *   older than max.compaction.lag.ms and there is something to clean.
+ * - On a store that caps retention (policy.carryAfterMs), half the carry age bounds the lag, and
+ *   an active segment older than that is cleanable too (docs/carrying.md).
  */
 import type { TopicPolicy } from '../policy.js';
 import type { Segment } from '../index/segment-roller.js';
@@ -62,18 +64,25 @@ export function cleanableRange(segments: readonly Segment[], extent: IndexedExte
   }
   const active = segments.length - 1;
   const activeBase = segments[active]!.base;
-  let uncleanable = activeBase;
+  // On a store that caps retention an idle active segment would never roll, so never be cleaned
+  // nor carried before the store lets it go: past half the carry age it counts as rolled, as the
+  // store's own retention rolls an expired active segment.
+  const half = policy.carryAfterMs > 0 ? Math.floor(policy.carryAfterMs / 2) : -1;
+  const activeRolled = half >= 0 && segments[active]!.rollingTimestamp >= 0 && now - segments[active]!.rollingTimestamp > half;
+  const closed = activeRolled ? segments.length : active;
+  let uncleanable = activeRolled ? extent.nextOffset : activeBase;
   const from = firstSegmentReaching(segments, firstDirty);
   const minLag = Math.max(policy.minCompactionLagMs, 0);
   if (minLag > 0) {
-    for (let i = from; i < active && firstDirty <= activeBase; i++) {
+    for (let i = from; i < closed && firstDirty <= activeBase; i++) {
       if (segments[i]!.maxTimestamp > now - minLag) {
         uncleanable = Math.min(uncleanable, segments[i]!.base);
         break;
       }
     }
   }
-  const firstUncleanable = floorSegment(segments, Math.max(firstDirty, uncleanable));
+  const bounded = Math.max(firstDirty, uncleanable);
+  const firstUncleanable = activeRolled && bounded >= extent.nextOffset ? extent.nextOffset : floorSegment(segments, bounded);
 
   let cleanableBytes = 0;
   for (let i = from; firstUncleanable > firstDirty && i < segments.length && segments[i]!.base < firstUncleanable; i++) {
@@ -84,12 +93,14 @@ export function cleanableRange(segments: readonly Segment[], extent: IndexedExte
 
   let earliest = Infinity;
   if (firstDirty <= activeBase) {
-    for (let i = from; i < active; i++) {
+    for (let i = from; i < closed; i++) {
       const ts = segments[i]!.rollingTimestamp;
       if (ts > 0 && ts < earliest) earliest = ts;
     }
   }
-  const cleanUntil = now - Math.max(policy.maxCompactionLagMs, 0);
+  // Half the carry age bounds the lag too, so what would age out is cleaned in time to be carried.
+  const maxLag = half >= 0 ? Math.min(Math.max(policy.maxCompactionLagMs, 0), half) : Math.max(policy.maxCompactionLagMs, 0);
+  const cleanUntil = now - maxLag;
   return {
     firstDirty,
     firstUncleanable,

@@ -23,6 +23,7 @@ import { Wakeup } from '../worker/wakeup.js';
 import { cleanableRange, needsCleaning, type CleanableRange } from './cleanable-range.js';
 import { cleanPartition, type CleanOutcome } from './clean-partition.js';
 import { retentionStart } from './retention.js';
+import { carryMarginMs } from '../carry/carry-age.js';
 
 export interface PartitionCleaned extends CleanOutcome {
   topic: string;
@@ -60,6 +61,17 @@ export interface CleanerStats {
   uncleanable: { topic: string; partition: number }[];
   /** The carrier's totals, when this replica carries. */
   carry?: CarrierStats;
+  /** Where a store caps retention: the partition with the least time left, as a share of its store retention, at the last round. */
+  carryMargin?: CarryMargin;
+}
+
+export interface CarryMargin {
+  topic: string;
+  partition: number;
+  /** Time left before the store may let the partition's oldest needed record go (negative: it may have). */
+  marginMs: number;
+  /** marginMs over the store's retention. */
+  ratio: number;
 }
 
 export interface CleanerDeps {
@@ -161,7 +173,7 @@ export class Cleaner {
           await yieldToLoop();
           if (end === undefined || end >= range.firstUncleanable || !store.db.open) break;
         }
-        await this.carry(store, report);
+        await this.carry(store, policy, report);
       }
       await this.applyRetention(report, topic);
       return report;
@@ -202,9 +214,11 @@ export class Cleaner {
       first = false;
       if (!next) break;
       if (this.cleanOne(next.store, next.range, next.policy, report) === undefined) failed.add(idOf(next.store));
-      else await this.carry(next.store, report);
+      else await this.carry(next.store, next.policy, report);
       await yieldToLoop();
     }
+    await this.carryAged(report);
+    this.stats.carryMargin = this.carryMargin();
     await this.applyRetention(report);
     return report;
   }
@@ -268,17 +282,43 @@ export class Cleaner {
   }
 
   /** A pass after a clean, where this replica carries; a pass that fails is tried after the next clean. */
-  private async carry(store: PartitionStore, report: CleanReport): Promise<void> {
+  private async carry(store: PartitionStore, policy: TopicPolicy, report: CleanReport): Promise<void> {
     const carrier = this.deps.carrier;
     if (!carrier || !store.db.open) return;
     const { topic, partition } = store.id;
     try {
-      const outcome = await carrier.carry(store);
+      const outcome = await carrier.carry(store, policy);
       if (outcome) report.carried.push(outcome);
     } catch (err) {
       report.failed.push({ topic, partition, error: (err as Error).message });
-      this.deps.log.warn('carrying survivors forward failed; the next clean tries again (nothing was let go)', { topic, partition, err });
+      this.deps.log.warn('carrying survivors forward failed; the next round tries again (nothing was let go)', { topic, partition, err });
     }
+  }
+
+  /** Passes no clean asked for: copies that reached the carry age, and passes that failed after their clean. */
+  private async carryAged(report: CleanReport): Promise<void> {
+    if (!this.deps.carrier) return;
+    const policies = this.deps.policies();
+    for (const store of [...this.deps.registry.all()]) {
+      const policy = policies.get(store.id.topic);
+      if (policy && !this.uncleanable.has(idOf(store))) await this.carry(store, policy, report);
+    }
+  }
+
+  /** The partition nearest to losing a record to the store's retention, where any store caps it. */
+  private carryMargin(): CarryMargin | undefined {
+    const policies = this.deps.policies();
+    const now = this.now();
+    let least: CarryMargin | undefined;
+    for (const store of this.deps.registry.all()) {
+      const policy = policies.get(store.id.topic);
+      if (!policy || policy.storeRetentionMs < 0 || !store.db.open) continue;
+      const marginMs = carryMarginMs(store, policy.storeRetentionMs, now);
+      if (marginMs === undefined) continue;
+      const ratio = marginMs / policy.storeRetentionMs;
+      if (!least || ratio < least.ratio) least = { ...store.id, marginMs, ratio };
+    }
+    return least;
   }
 
   private async applyRetention(report: CleanReport, onlyTopic?: string): Promise<void> {

@@ -14,4 +14,13 @@ export interface ConfigContext {
   topicIds: TopicIds;
   log: Logger;
   requestTimeoutMs: number;
+  /** How survivors are carried where the store caps retention: what a compact-only topic on such a store must allow. */
+  carrying: CarryingRule;
+}
+
+export interface CarryingRule {
+  /** Share of the store's retention at which records are carried again. */
+  share: number;
+  /** The cleaner's pause between rounds. */
+  backoffMs: number;
 }

@@ -225,6 +225,27 @@ export class ConfigsTopic {
   }
 
   private async create(): Promise<void> {
+    let result = await this.createWith([
+      { name: 'retention.ms', value: '-1' },
+      { name: 'retention.bytes', value: '-1' },
+    ]);
+    if (result.errorCode !== ErrorCode.NONE && result.errorCode !== ErrorCode.TOPIC_ALREADY_EXISTS && /retention/i.test(result.errorMessage ?? '')) {
+      // A store that caps retention (OCI Streaming, Event Hubs): the topic takes the store's own (checkRetention says what that costs).
+      this.log.warn('the upstream refused infinite retention for the topic config store; creating it with the store default', {
+        topic: this.topic,
+        refusal: result.errorMessage,
+      });
+      result = await this.createWith([]);
+    }
+    if (result.errorCode === ErrorCode.TOPIC_ALREADY_EXISTS) return;
+    if (result.errorCode !== ErrorCode.NONE) {
+      const failed = new UpstreamError(`creating ${this.topic} with infinite retention`, result.errorCode, result.errorMessage);
+      throw REFUSALS.has(result.errorCode) ? new ConfigsTopicUnavailable(failed.message) : failed;
+    }
+    this.log.info('created the topic config store in the upstream', { topic: this.topic });
+  }
+
+  private async createWith(configs: { name: string; value: string }[]): Promise<{ errorCode: number; errorMessage: string | null }> {
     const client = await this.links.controller('admin');
     const version = apiVersion(client, ApiKey.CreateTopics, 'create topics');
     const answer = await client.request(ApiKey.CreateTopics, version, {
@@ -235,10 +256,7 @@ export class ConfigsTopic {
           // -1 (the broker's default replication) needs v4; v2 and v3 take an explicit factor.
           replicationFactor: version >= 4 ? -1 : 1,
           assignments: [],
-          configs: [
-            { name: 'retention.ms', value: '-1' },
-            { name: 'retention.bytes', value: '-1' },
-          ],
+          configs,
         },
       ],
       timeoutMs: this.timeoutMs,
@@ -246,12 +264,7 @@ export class ConfigsTopic {
     });
     const result = answer.topics[0];
     if (!result) throw new Error(`CreateTopics for ${this.topic} returned no result`);
-    if (result.errorCode === ErrorCode.TOPIC_ALREADY_EXISTS) return;
-    if (result.errorCode !== ErrorCode.NONE) {
-      const failed = new UpstreamError(`creating ${this.topic} with infinite retention`, result.errorCode, result.errorMessage);
-      throw REFUSALS.has(result.errorCode) ? new ConfigsTopicUnavailable(failed.message) : failed;
-    }
-    this.log.info('created the topic config store in the upstream', { topic: this.topic });
+    return { errorCode: result.errorCode, errorMessage: result.errorMessage ?? null };
   }
 
   /** A configs topic that loses records by age or size loses topic configs: say so loudly. */

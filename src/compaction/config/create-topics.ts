@@ -17,9 +17,10 @@ import {
 import { requestFilter, type Filter, type FilterRequest, type RequestContext, type RequestOutcome } from '../../proxy/filter/filter.js';
 import { ZERO_UUID } from '../../proxy/topic-ids.js';
 import type { ConfigContext } from './config-context.js';
-import { ConfigSource, isOwnedConfig, RETENTION_BYTES, RETENTION_MS, TOPIC_CONFIGS } from './definitions.js';
+import { ConfigSource, isOwnedConfig, MIN_COMPACTION_LAG_MS, RETENTION_BYTES, RETENTION_MS, TOPIC_CONFIGS } from './definitions.js';
 import { createdEntry } from './describe-entry.js';
-import { forwardedConfigs, keepsForever, type TopicOverrides } from './effective-policy.js';
+import { effectiveValue, forwardedConfigs, keepsForever, type TopicOverrides } from './effective-policy.js';
+import { carryRefusal } from '../carry/store-retention.js';
 import { storeFailed, storeUnavailable, type Refusal } from './refusals.js';
 import { deleteUpstreamTopic, errorsBeforeConfigs, topicIdFor, upstreamRetentionOf } from './upstream-admin.js';
 import { validateOverrides } from './validate.js';
@@ -144,31 +145,50 @@ function refusedResult(name: string, r: Refusal): CreatableTopicResult {
 }
 
 async function finish(ctx: ConfigContext, version: number, validateOnly: boolean, f: Forward, r: CreatableTopicResult): Promise<void> {
+  if (r.errorCode !== ErrorCode.NONE && keepsForever(f.overrides, ctx.defaults) && /retention/i.test(r.errorMessage ?? '')) {
+    // The store caps retention (OCI Streaming, Event Hubs, a create policy): the topic takes the
+    // store's own, and carrying keeps its survivors (docs/carrying.md).
+    const capped = await createWithStoreRetention(ctx, f, validateOnly).catch(() => undefined);
+    if (capped?.errorCode === ErrorCode.NONE) Object.assign(r, capped);
+    else {
+      r.errorMessage =
+        `kcompact creates topic ${r.name} with retention.ms=-1 and retention.bytes=-1 upstream because its cleanup.policy lacks delete ` +
+        `(the latest value of every key must be kept), and the upstream refused: ${r.errorMessage}`;
+    }
+  }
   if (r.errorCode === ErrorCode.NONE && !validateOnly) {
     const failure = await settle(ctx, f, r);
     if (failure) Object.assign(r, refusedResult(r.name, failure));
-  } else if (r.errorCode !== ErrorCode.NONE && keepsForever(f.overrides, ctx.defaults) && /retention/i.test(r.errorMessage ?? '')) {
-    r.errorMessage =
-      `kcompact creates topic ${r.name} with retention.ms=-1 and retention.bytes=-1 upstream because its cleanup.policy lacks delete ` +
-      `(the latest value of every key must be kept), and the upstream refused: ${r.errorMessage}`;
   }
   if (version < CONFIGS_FIRST_VERSION) return;
   r.configs = r.errorCode === ErrorCode.NONE ? createdConfigs(ctx, f, r.configs) : (r.configs ?? []);
 }
 
-/** Checks the retention the upstream really gave and stores the configs; on failure the topic is deleted again. */
+/** The topic again, without the retention the store refused. */
+async function createWithStoreRetention(ctx: ConfigContext, f: Forward, validateOnly: boolean): Promise<CreatableTopicResult | undefined> {
+  const client = await ctx.links.controller('admin');
+  const topic = { ...f.topic, configs: f.topic.configs.filter((c) => c.name !== RETENTION_MS && c.name !== RETENTION_BYTES) };
+  const answer = await client.request(ApiKey.CreateTopics, client.version(ApiKey.CreateTopics), {
+    topics: [topic],
+    timeoutMs: ctx.requestTimeoutMs,
+    validateOnly,
+  });
+  return answer.topics.find((t) => t.name === f.topic.name);
+}
+
+/**
+ * Checks the retention the upstream really gave and stores the configs; on failure the topic is
+ * deleted again. A compact-only topic the store keeps for a bounded time stays only if carrying
+ * can keep its survivors (carry/store-retention.ts); one the store bounds by size cannot be kept.
+ */
 async function settle(ctx: ConfigContext, f: Forward, r: CreatableTopicResult): Promise<Refusal | null> {
   const name = r.name;
   if (keepsForever(f.overrides, ctx.defaults)) {
     const got = await upstreamRetentionOf(ctx, name).catch(() => null);
-    if (got && (got[RETENTION_MS] !== '-1' || got[RETENTION_BYTES] !== '-1')) {
+    const refusal = got && cappedRefusal(ctx, name, f, got);
+    if (refusal) {
       await undo(ctx, name);
-      return {
-        errorCode: ErrorCode.INVALID_CONFIG,
-        errorMessage:
-          `the upstream set retention.ms=${got[RETENTION_MS]} and retention.bytes=${got[RETENTION_BYTES]} on topic ${name} where kcompact asked for -1; ` +
-          `a topic whose cleanup.policy lacks delete must be kept forever upstream so no key loses its latest value, so the topic was deleted again`,
-      };
+      return { errorCode: ErrorCode.INVALID_CONFIG, errorMessage: `${refusal}; the topic was deleted again` };
     }
   }
   if (!f.stored) return null;
@@ -187,6 +207,21 @@ async function settle(ctx: ConfigContext, f: Forward, r: CreatableTopicResult): 
     await undo(ctx, name);
     return storeFailed(name, err, 'the topic was deleted again');
   }
+}
+
+/** Why the store's retention of a compact-only topic loses keys, or null when carrying keeps them. */
+function cappedRefusal(ctx: ConfigContext, name: string, f: Forward, got: Record<string, string | null>): string | null {
+  const bytes = got[RETENTION_BYTES];
+  if (bytes !== undefined && bytes !== null && bytes !== '-1') {
+    return (
+      `the upstream set retention.bytes=${bytes} on topic ${name}: a store that drops records by size cannot keep the latest value of every key ` +
+      `of a topic whose cleanup.policy lacks delete`
+    );
+  }
+  const ms = Number(got[RETENTION_MS] ?? '-1');
+  if (!Number.isFinite(ms) || ms < 0) return null;
+  const minLag = Number(effectiveValue(MIN_COMPACTION_LAG_MS, f.overrides, ctx.defaults));
+  return carryRefusal(name, ms, ctx.carrying.share, ctx.carrying.backoffMs, minLag);
 }
 
 async function undo(ctx: ConfigContext, topic: string): Promise<void> {

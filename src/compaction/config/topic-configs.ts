@@ -11,7 +11,7 @@ import type { TopicConfigView } from '../policy.js';
 import { alterConfigsFilter } from './alter-configs.js';
 import { BrokerDefaults } from './broker-defaults.js';
 import { ConfigCache } from './config-cache.js';
-import type { ConfigContext } from './config-context.js';
+import type { CarryingRule, ConfigContext } from './config-context.js';
 import { ConfigSync } from './config-sync.js';
 import { ConfigsTopic } from './configs-topic.js';
 import { createPartitionsFilter } from './create-partitions.js';
@@ -46,6 +46,8 @@ export interface TopicConfigsOptions {
   connector?: UpstreamConnector;
   /** The proxy's upstream client, shared; without it the layer opens its own from the settings above. */
   client?: UpstreamClusterClient;
+  /** How survivors are carried where the store caps retention (default: half the retention, 15 s rounds). */
+  carrying?: CarryingRule;
 }
 
 export interface TopicConfigs {
@@ -99,7 +101,8 @@ export async function createTopicConfigs(opts: TopicConfigsOptions): Promise<Top
   };
   sync.start();
   if (cached.nextOffset === null) await sync.caughtUp;
-  const ctx: ConfigContext = { state, sync, links, defaults, topicIds: opts.topicIds, log, requestTimeoutMs };
+  const carrying = opts.carrying ?? { share: 0.5, backoffMs: 15_000 };
+  const ctx: ConfigContext = { state, sync, links, defaults, topicIds: opts.topicIds, log, requestTimeoutMs, carrying };
   const filters = [
     createTopicsFilter(ctx),
     describeConfigsFilter(ctx),

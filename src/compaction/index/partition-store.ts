@@ -62,9 +62,15 @@ export interface CarryState {
   pass: number;
   passEnd: number;
   passRelease: number;
+  /**
+   * When the open pass and the last whole one wrote their copies, as the store stamped the
+   * start marker's batch: the age the store's time retention judges those copies by.
+   */
+  openTime: number;
+  passTime: number;
 }
 
-const NO_CARRY: CarryState = { topicStart: -1, openPass: -1, openRelease: -1, pass: -1, passEnd: -1, passRelease: -1 };
+const NO_CARRY: CarryState = { topicStart: -1, openPass: -1, openRelease: -1, pass: -1, passEnd: -1, passRelease: -1, openTime: -1, passTime: -1 };
 
 /** One row in so many marks where its copy is, in a carried snapshot. */
 const MARK_EVERY = 256;
@@ -108,7 +114,7 @@ function hasCheckpoint(db: Database.Database, partition: number): boolean {
 function startEmpty(db: Database.Database, partition: number): void {
   for (const table of PARTITION_TABLES) db.prepare(`DELETE FROM ${table} WHERE partition = ?`).run(partition);
   db.prepare(`INSERT INTO checkpoint VALUES (?, '', 0, 0, 0, 0, 0, 0, 0, '')`).run(partition);
-  db.prepare('INSERT INTO carry VALUES (?, -1, -1, -1, -1, -1, -1)').run(partition);
+  db.prepare('INSERT INTO carry VALUES (?, -1, -1, -1, -1, -1, -1, -1, -1)').run(partition);
 }
 
 export interface OpenResult {
@@ -204,10 +210,21 @@ export class PartitionStore {
       lastCleanMs: row.last_clean_ms as number,
     };
     this.identity = row.key_identity as string;
-    const carry = db.prepare('SELECT topic_start, open_pass, open_release, pass, pass_end, pass_release FROM carry WHERE partition = ?').raw().get(p) as
-      number[] | undefined;
+    const carry = db
+      .prepare('SELECT topic_start, open_pass, open_release, pass, pass_end, pass_release, open_time, pass_time FROM carry WHERE partition = ?')
+      .raw()
+      .get(p) as number[] | undefined;
     this.carryState = carry
-      ? { topicStart: carry[0]!, openPass: carry[1]!, openRelease: carry[2]!, pass: carry[3]!, passEnd: carry[4]!, passRelease: carry[5]! }
+      ? {
+          topicStart: carry[0]!,
+          openPass: carry[1]!,
+          openRelease: carry[2]!,
+          pass: carry[3]!,
+          passEnd: carry[4]!,
+          passRelease: carry[5]!,
+          openTime: carry[6]!,
+          passTime: carry[7]!,
+        }
       : NO_CARRY;
     const segments = (db.prepare('SELECT base, rolling_ts, max_ts, bytes FROM segments WHERE partition = ? ORDER BY base').raw().all(p) as number[][]).map(
       ([base, rollingTimestamp, maxTimestamp, bytes]) => ({ base: base!, rollingTimestamp: rollingTimestamp!, maxTimestamp: maxTimestamp!, bytes: bytes! }),
@@ -260,8 +277,10 @@ export class PartitionStore {
   private updateCarry(change: Partial<CarryState>): void {
     const next = { ...this.carryState, ...change };
     this.db
-      .prepare('UPDATE carry SET topic_start = ?, open_pass = ?, open_release = ?, pass = ?, pass_end = ?, pass_release = ? WHERE partition = ?')
-      .run(next.topicStart, next.openPass, next.openRelease, next.pass, next.passEnd, next.passRelease, this.partition);
+      .prepare(
+        'UPDATE carry SET topic_start = ?, open_pass = ?, open_release = ?, pass = ?, pass_end = ?, pass_release = ?, open_time = ?, pass_time = ? WHERE partition = ?',
+      )
+      .run(next.topicStart, next.openPass, next.openRelease, next.pass, next.passEnd, next.passRelease, next.openTime, next.passTime, this.partition);
     this.carryState = next;
   }
 
@@ -339,14 +358,16 @@ export class PartitionStore {
 
   private carryEvent(e: CarryEvent): void {
     if (e.kind === 'start') {
-      this.updateCarry({ openPass: e.at, openRelease: e.releaseEnd, topicStart: Math.max(this.carryState.topicStart, e.topicStart) });
+      this.updateCarry({ openPass: e.at, openRelease: e.releaseEnd, openTime: e.time, topicStart: Math.max(this.carryState.topicStart, e.topicStart) });
       return;
     }
     this.rows -= prunePass(this.db, this.partition, e.pass, e.releaseEnd, this.cp.firstDirty);
     const firstDirty = Math.max(this.cp.firstDirty, e.releaseEnd);
     this.updateCheckpoint({ firstDirty, cleanBytes: this.bytesBelow(firstDirty) });
-    const open = this.carryState.openPass === e.pass ? { openPass: -1, openRelease: -1 } : {};
-    this.updateCarry({ ...open, pass: e.pass, passEnd: e.at, passRelease: e.releaseEnd });
+    const opened = this.carryState.openPass === e.pass;
+    // An end whose start this index never saw has only its own time: later than the copies' by the pass's length.
+    const passTime = opened ? this.carryState.openTime : e.time;
+    this.updateCarry({ ...(opened && { openPass: -1, openRelease: -1, openTime: -1 }), pass: e.pass, passEnd: e.at, passRelease: e.releaseEnd, passTime });
   }
 
   private insertRows(rows: RowBuffer, from: number, to: number): void {

@@ -21,7 +21,7 @@
  * open_txns  per producer with a transaction in progress at the indexed end, its first offset.
  * carry      one row per partition: what the carry passes seen in the store said (PartitionStore.carry).
  */
-export const SCHEMA_VERSION = 4;
+export const SCHEMA_VERSION = 5;
 
 export const CREATE_SCHEMA = `
 CREATE TABLE meta (
@@ -72,7 +72,9 @@ CREATE TABLE carry (
   open_release INTEGER NOT NULL,
   pass INTEGER NOT NULL,
   pass_end INTEGER NOT NULL,
-  pass_release INTEGER NOT NULL
+  pass_release INTEGER NOT NULL,
+  open_time INTEGER NOT NULL,
+  pass_time INTEGER NOT NULL
 );
 `;
 

@@ -31,8 +31,13 @@ export interface Segment {
 
 const MAX_RELATIVE_OFFSET = 2 ** 31 - 1;
 
+/**
+ * On a store that caps retention, segments also roll within half the carry age, so that the
+ * cleaner can clean, and the carrier carry, what ages before the store lets it go.
+ */
 export function rollPolicy(policy: TopicPolicy): RollPolicy {
-  const maxSegmentMs = policy.compact && policy.maxCompactionLagMs > 0 ? Math.min(policy.maxCompactionLagMs, policy.segmentMs) : policy.segmentMs;
+  let maxSegmentMs = policy.compact && policy.maxCompactionLagMs > 0 ? Math.min(policy.maxCompactionLagMs, policy.segmentMs) : policy.segmentMs;
+  if (policy.carryAfterMs > 0) maxSegmentMs = Math.min(maxSegmentMs, Math.floor(policy.carryAfterMs / 2));
   return { segmentBytes: policy.segmentBytes, maxSegmentMs };
 }
 

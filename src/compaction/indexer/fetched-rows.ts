@@ -148,6 +148,7 @@ function addCarried(batch: BatchHeader, first: number, payload: Buffer, out: Row
   const scale = payload.length > 0 ? bytes / payload.length : 0;
   const scan = new RecordScan();
   const copy = emptyCopy();
+  const time = Number(batch.maxTimestamp);
   let given = 0;
   for (let pos = 0; pos < payload.length;) {
     const v = carryValueAt(payload, pos, scan);
@@ -157,9 +158,9 @@ function addCarried(batch: BatchHeader, first: number, payload: Buffer, out: Row
     pos = v.next;
     if (at < first) continue;
     if (v.kind === CarryKind.PassStart) {
-      out.events.push({ kind: 'start', at, ...readPassStart(payload, v.valueStart, v.valueEnd) });
+      out.events.push({ kind: 'start', at, time, ...readPassStart(payload, v.valueStart, v.valueEnd) });
     } else if (v.kind === CarryKind.PassEnd) {
-      out.events.push({ kind: 'end', at, ...readPassEnd(payload, v.valueStart, v.valueEnd) });
+      out.events.push({ kind: 'end', at, time, ...readPassEnd(payload, v.valueStart, v.valueEnd) });
     } else {
       const { origin, parts } = copyOf(payload, v, scan, copy);
       if (parts.keyLength < 0) throw new CarryFormatError(`a carried copy at offset ${at} without a key`);

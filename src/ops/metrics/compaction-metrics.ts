@@ -142,6 +142,16 @@ export class CompactionMetrics {
       'Carry passes that stopped before their end (nothing was let go; the next clean tries again)',
       (s) => s.cleaner.carry?.failuresTotal ?? 0,
     );
+    gauge(
+      'kcompact_carry_margin_seconds',
+      "Time left before a store that caps retention may let go the oldest record a compacted partition still needs, least over the partitions, at the cleaner's last round (+Inf where no store caps retention)",
+      (s) => (s.cleaner.carryMargin ? s.cleaner.carryMargin.marginMs / 1000 : Infinity),
+    );
+    gauge(
+      'kcompact_carry_margin_ratio',
+      "kcompact_carry_margin_seconds as a share of that partition's store retention (0-1; 1 where no store caps retention): falls towards 0 when carrying stops",
+      (s) => (s.cleaner.carryMargin ? Math.max(0, s.cleaner.carryMargin.ratio) : 1),
+    );
     new Counter({
       name: 'kcompact_fetch_filtered_records_total',
       help: 'Records the compacted fetch view removed from fetched batches before answering clients',

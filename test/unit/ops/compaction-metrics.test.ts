@@ -82,6 +82,7 @@ test('aggregates from one status call per scrape, in base units', async () => {
     cleaner: cleaner({
       uncleanable: [{ topic: 'b', partition: 0 }],
       carry: { passesTotal: 2, copiesTotal: 300, bytesWrittenTotal: 9000, failuresTotal: 1 },
+      carryMargin: { topic: 'a', partition: 1, marginMs: 45_000, ratio: 0.375 },
     }),
   };
   bed.filtered = 7;
@@ -105,6 +106,8 @@ test('aggregates from one status call per scrape, in base units', async () => {
   assert.equal(e.value('kcompact_carried_records_total'), 300);
   assert.equal(e.value('kcompact_carried_bytes_total'), 9000);
   assert.equal(e.value('kcompact_carry_failures_total'), 1);
+  assert.equal(e.value('kcompact_carry_margin_seconds'), 45);
+  assert.equal(e.value('kcompact_carry_margin_ratio'), 0.375);
   assert.equal(e.value('kcompact_fetch_filtered_records_total'), 7);
   assert.equal(e.value('kcompact_view_cache_bytes'), 4096);
   assert.equal(e.value('kcompact_view_cache_reads_total'), 12);

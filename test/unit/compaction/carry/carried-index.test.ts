@@ -132,7 +132,7 @@ describe('carried copies in the index', () => {
       rowsOf(store),
       range(90, 100).map((o, i) => [o, 101 + i]),
     );
-    assert.deepEqual(store.carry, { topicStart: 0, openPass: -1, openRelease: -1, pass, passEnd: 111, passRelease: 100 });
+    assert.deepEqual(store.carry, { topicStart: 0, openPass: -1, openRelease: -1, openTime: -1, pass, passEnd: 111, passRelease: 100, passTime: 5 });
     assert.equal(store.dropBelow(100), false, 'the survivors are still there, in their copies');
     assert.equal(store.rowCount, 10);
     assert.equal(store.checkpoint.logStartOffset, 100);

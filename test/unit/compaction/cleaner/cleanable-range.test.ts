@@ -24,6 +24,28 @@ describe('cleanableRange', () => {
     assert.equal(cleanableRange(segments(1), extent(0, 50), POLICY, 1e6).firstUncleanable, 0);
   });
 
+  it('on a store that caps retention, cleans an active segment older than half the carry age, and only then', () => {
+    const capped = { ...POLICY, storeRetentionMs: 8000, carryAfterMs: 4000 };
+    const segs = segments(0, 1000, 5000);
+    assert.equal(cleanableRange(segs, extent(0, 250), capped, 7000).firstUncleanable, 200, 'the active segment is 2000 ms old: not yet');
+    const aged = cleanableRange(segs, extent(0, 250), capped, 7001);
+    assert.equal(aged.firstUncleanable, 250, 'past half the carry age: up to the index end');
+    assert.equal(aged.cleanableBytes, 3000);
+    assert.equal(cleanableRange(segs, extent(0, 250), POLICY, 1e9).firstUncleanable, 200, 'a store that keeps everything never cleans the active segment');
+    assert.equal(cleanableRange(segs, extent(250, 250), capped, 1e9).firstUncleanable, 250, 'nothing past the index end');
+    const lagged = { ...capped, minCompactionLagMs: 3000 };
+    assert.equal(cleanableRange(segs, extent(0, 250), lagged, 7001).firstUncleanable, 200, 'min.compaction.lag.ms still holds the active segment');
+  });
+
+  it('on a store that caps retention, half the carry age bounds max.compaction.lag.ms', () => {
+    const capped = { ...POLICY, storeRetentionMs: 8000, carryAfterMs: 4000, minCleanableDirtyRatio: 0.99 };
+    const segs = segments(1, 100_000, 100_001);
+    const r = cleanableRange(segs, extent(0, 250), capped, 2002);
+    assert.equal(r.compactionDelayMs, 1, 'the first segment is 1 ms past 2000 ms');
+    assert.ok(needsCleaning(r, capped));
+    assert.equal(cleanableRange(segs, extent(0, 250), { ...capped, carryAfterMs: -1, storeRetentionMs: -1 }, 2002).compactionDelayMs, 0);
+  });
+
   it('stops at the first dirty segment younger than min.compaction.lag.ms (by its largest timestamp)', () => {
     const policy = { ...POLICY, minCompactionLagMs: 1000 };
     const segs = segments(0, 5000, 9000, 9500);

@@ -103,6 +103,7 @@ export function configFixture(opts: FixtureOptions = {}): ConfigFixture {
     topicIds,
     log,
     requestTimeoutMs: 1000,
+    carrying: { share: 0.5, backoffMs: 15_000 },
   };
   return {
     ctx,

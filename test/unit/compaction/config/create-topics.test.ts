@@ -182,13 +182,11 @@ test('validateOnly: forwarded as such, and nothing is stored', async () => {
   assert.deepEqual(admin, []);
 });
 
-test('an upstream refusing the -1 retention is told why kcompact asked for it', async () => {
-  const { harness } = setup();
+test('an upstream refusing the -1 retention, and the topic without it, is told why kcompact asked for it', async () => {
+  const refusal = { errorCode: ErrorCode.INVALID_CONFIG, errorMessage: 'retention.ms must be positive' };
+  const { harness, admin } = setup({ beforeConfigErrors: { strict: refusal } });
   const run = forwarded(await create(harness, [topic('strict', { 'cleanup.policy': 'compact' })]));
-  const answer = await run.respond({
-    throttleTimeMs: 0,
-    topics: [created('strict', { topicId: ZERO_UUID, errorCode: ErrorCode.INVALID_CONFIG, errorMessage: 'retention.ms must be positive' })],
-  });
+  const answer = await run.respond({ throttleTimeMs: 0, topics: [created('strict', { topicId: ZERO_UUID, ...refusal })] });
   assert.equal(answer.kind, 'forward');
   if (answer.kind !== 'forward') return;
   assert.equal(answer.body.topics[0]!.errorCode, ErrorCode.INVALID_CONFIG);
@@ -196,23 +194,57 @@ test('an upstream refusing the -1 retention is told why kcompact asked for it', 
     answer.body.topics[0]!.errorMessage!,
     /^kcompact creates topic strict with retention\.ms=-1.*the upstream refused: retention\.ms must be positive$/,
   );
+  assert.equal(admin.filter((a) => a.apiKey === ApiKey.CreateTopics).length, 1, 'the topic was asked for again without retention');
 });
 
-test('an upstream that did not keep retention at -1 gets the topic deleted again', async () => {
+test('a store that refuses -1 gets a compact-only topic with its own retention, which carrying keeps', async () => {
   const { harness, admin, writes } = setup({ upstreamRetention: { ms: '604800000', bytes: '-1' } });
-  const run = forwarded(await create(harness, [topic('shrunk', { 'cleanup.policy': 'compact' })]));
-  const answer = await run.respond({ throttleTimeMs: 0, topics: [created('shrunk')] });
+  const run = forwarded(await create(harness, [topic('capped', { 'cleanup.policy': 'compact', 'min.cleanable.dirty.ratio': '0.1' })]));
+  const answer = await run.respond({
+    throttleTimeMs: 0,
+    topics: [
+      created('capped', {
+        topicId: ZERO_UUID,
+        errorCode: ErrorCode.POLICY_VIOLATION,
+        errorMessage: 'topic capped: retention.ms=-1 caps retention at 604800000 ms',
+      }),
+    ],
+  });
   assert.equal(answer.kind, 'forward');
   if (answer.kind !== 'forward') return;
-  const [r] = answer.body.topics;
-  assert.equal(r!.errorCode, ErrorCode.INVALID_CONFIG);
-  assert.match(r!.errorMessage!, /set retention\.ms=604800000 and retention\.bytes=-1 on topic shrunk .* deleted again/);
-  assert.deepEqual(
-    admin.filter((a) => a.apiKey === ApiKey.DeleteTopics).map((a) => a.body),
-    [{ topics: [{ name: 'shrunk', topicId: ZERO_UUID }], timeoutMs: 1000 }],
-  );
-  assert.deepEqual(writes, []);
+  assert.equal(answer.body.topics[0]!.errorCode, ErrorCode.NONE);
+  const again = admin
+    .filter((a) => a.apiKey === ApiKey.CreateTopics)
+    .map((a) => (a.body as { topics: { configs: { name: string }[] }[] }).topics[0]!.configs.map((c) => c.name));
+  assert.deepEqual(again, [[]], 'asked again without retention.ms and retention.bytes');
+  assert.equal(writes.length, 1, 'its configs are stored');
+  assert.equal(admin.filter((a) => a.apiKey === ApiKey.DeleteTopics).length, 0);
 });
+
+for (const [what, retention, message] of [
+  ['by size', { ms: '-1', bytes: '1000000' }, /set retention\.bytes=1000000 on topic shrunk: a store that drops records by size .*deleted again/],
+  [
+    'too briefly to carry',
+    { ms: '20000', bytes: '-1' },
+    /retention\.ms=20000; kcompact carries them at 0\.5 of that \(10000 ms\), leaving 10000 ms before they expire where a carry needs 60000 ms.*deleted again/,
+  ],
+] as const) {
+  test(`an upstream that keeps a compact-only topic ${what} gets the topic deleted again`, async () => {
+    const { harness, admin, writes } = setup({ upstreamRetention: retention });
+    const run = forwarded(await create(harness, [topic('shrunk', { 'cleanup.policy': 'compact' })]));
+    const answer = await run.respond({ throttleTimeMs: 0, topics: [created('shrunk')] });
+    assert.equal(answer.kind, 'forward');
+    if (answer.kind !== 'forward') return;
+    const [r] = answer.body.topics;
+    assert.equal(r!.errorCode, ErrorCode.INVALID_CONFIG);
+    assert.match(r!.errorMessage!, message);
+    assert.deepEqual(
+      admin.filter((a) => a.apiKey === ApiKey.DeleteTopics).map((a) => a.body),
+      [{ topics: [{ name: 'shrunk', topicId: ZERO_UUID }], timeoutMs: 1000 }],
+    );
+    assert.deepEqual(writes, []);
+  });
+}
 
 test('a topic whose configs cannot be stored is deleted again and refused', async () => {
   const { harness, admin } = setup({ failWrites: new Error('not the leader') });

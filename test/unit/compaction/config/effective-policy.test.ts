@@ -21,6 +21,8 @@ test('a topic policy resolves every setting from overrides, broker settings and 
     segmentBytes: 1073741824,
     retentionMs: 604800000,
     retentionBytes: -1,
+    storeRetentionMs: -1,
+    carryAfterMs: -1,
   });
   assert.equal(topicPolicy({ 'cleanup.policy': 'delete, compact' }, defaults).delete, true);
   assert.ok(Number.isNaN(topicPolicy({ 'min.cleanable.dirty.ratio': 'NaN' }, defaults).minCleanableDirtyRatio));

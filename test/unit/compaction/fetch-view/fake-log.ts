@@ -174,6 +174,8 @@ export const POLICY: TopicPolicy = {
   segmentBytes: 1 << 30,
   retentionMs: -1,
   retentionBytes: -1,
+  storeRetentionMs: -1,
+  carryAfterMs: -1,
 };
 
 export function configView(compacted: string[]): TopicConfigView {
