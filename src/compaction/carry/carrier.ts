@@ -87,8 +87,9 @@ export class Carrier {
    */
   due(store: PartitionStore, policy: TopicPolicy): boolean {
     const { firstDirty, logStartOffset } = store.checkpoint;
-    if (firstDirty <= logStartOffset) return false;
-    return firstDirty > store.carry.passEnd || copiesAged(store, policy.carryAfterMs, this.now());
+    // Aged copies lie past the store's log start (it let go what the last pass released), so age alone decides.
+    if (copiesAged(store, policy.carryAfterMs, this.now())) return true;
+    return firstDirty > logStartOffset && firstDirty > store.carry.passEnd;
   }
 
   /** Runs one pass over the partition; undefined when none was due. Throws when the pass could not complete. */

@@ -1,0 +1,135 @@
+/**
+ * Carrying on a store that caps retention (docs/carrying.md, "Stores that cap retention"): the
+ * test bed's 'capped' Kafka refuses retention.ms=-1 and deletes records once the cap has passed,
+ * as OCI Streaming and Event Hubs do. A compact-only topic is created through the carrying proxy
+ * (which falls back to the store's retention), written for two cap periods with keys written
+ * once and keys rewritten all along, then left idle for two more: the store lets every original
+ * go, and yet Java's consumer from offset 0, through the carrier and through a replica that
+ * rebuilds its index from an empty data directory, and a kafkajs consumer group, see the latest
+ * value of every key at its original offset.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import kafkajs from 'kafkajs';
+import { readToEnd, type TopicRecord } from '../support/read-to-end.js';
+import { startCompactingProxy, type RunningCompactingProxy } from '../support/kcompact.js';
+import { pollUntil, requirePeers, startKafka, type RunningKafka } from '../support/index.js';
+
+const TOPIC = 'capped-table';
+/** The store's cap; kcompact carries at half of it, leaving the 10 s a carry needs at least. */
+const CAP_MS = 20_000;
+const COLD_KEYS = 100;
+const HOT_KEYS = 10;
+
+const client = (bootstrap: string) => new kafkajs.Kafka({ clientId: 'capped-carrying-test', brokers: [bootstrap], logLevel: kafkajs.logLevel.NOTHING });
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The latest record of each key as the reader saw them, after checking offsets only ever rise. */
+function latestByKey(records: readonly TopicRecord[]): Map<string, TopicRecord> {
+  const latest = new Map<string, TopicRecord>();
+  for (let i = 0; i < records.length; i++) {
+    if (i > 0) assert.ok(records[i]!.offset > records[i - 1]!.offset, `offsets rise: ${records[i - 1]!.offset} then ${records[i]!.offset}`);
+    latest.set(records[i]!.key!, records[i]!);
+  }
+  return latest;
+}
+
+function assertLatest(seen: ReadonlyMap<string, TopicRecord>, want: ReadonlyMap<string, { offset: number; value: string }>, who: string): void {
+  assert.equal(seen.size, want.size, `${who}: every key, no other`);
+  for (const [key, w] of want) {
+    const s = seen.get(key);
+    assert.deepEqual(s && { offset: s.offset, value: s.value }, w, `${who}: the latest value of ${key} at its original offset`);
+  }
+}
+
+async function javaRead(proxy: RunningCompactingProxy): Promise<Map<string, TopicRecord>> {
+  const contents = await readToEnd(proxy.bootstrap, TOPIC, { timeoutMs: 60_000 });
+  return latestByKey(contents.partitions['0']?.records ?? []);
+}
+
+/** A new consumer group reads the topic from the start and rebuilds the table. */
+async function groupRead(bootstrap: string, end: number): Promise<Map<string, TopicRecord>> {
+  const consumer = client(bootstrap).consumer({ groupId: `capped-table-${Date.now()}` });
+  const records: TopicRecord[] = [];
+  await consumer.connect();
+  try {
+    await consumer.subscribe({ topic: TOPIC, fromBeginning: true });
+    let last = -1;
+    await consumer.run({
+      eachMessage: async ({ message }) => {
+        last = Number(message.offset);
+        records.push({ offset: last, timestamp: Number(message.timestamp), key: message.key?.toString() ?? null, value: message.value?.toString() ?? null });
+      },
+    });
+    await pollUntil('the group to read to the end', 60_000, async () => (last >= end - 1 ? true : undefined));
+  } finally {
+    await consumer.disconnect();
+  }
+  return latestByKey(records);
+}
+
+test('a compact-only topic on a store that caps retention keeps the latest value of every key for four cap periods', { timeout: 420_000 }, async (t) => {
+  if (!requirePeers(t)) return;
+  let kafka: RunningKafka | undefined;
+  let carrier: RunningCompactingProxy | undefined;
+  let rebuilt: RunningCompactingProxy | undefined;
+  try {
+    kafka = await startKafka({ compaction: 'capped', retentionCapMs: CAP_MS });
+    carrier = await startCompactingProxy(kafka.bootstrap, { carry: true, cleanerBackoffMs: 500 });
+    const admin = client(carrier.bootstrap).admin();
+    const storeAdmin = client(kafka.bootstrap).admin();
+    const producer = client(carrier.bootstrap).producer({ allowAutoTopicCreation: false });
+    await Promise.all([admin.connect(), storeAdmin.connect(), producer.connect()]);
+    try {
+      // The store refuses retention.ms=-1; kcompact creates the topic with the store's own.
+      assert.equal(
+        await admin.createTopics({ topics: [{ topic: TOPIC, numPartitions: 1, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] }] }),
+        true,
+      );
+      const described = await storeAdmin.describeConfigs({ resources: [{ type: 2, name: TOPIC, configNames: ['retention.ms'] }], includeSynonyms: false });
+      assert.equal(described.resources[0]!.configEntries[0]!.configValue, String(CAP_MS), "the store's own retention");
+
+      const want = new Map<string, { offset: number; value: string }>();
+      const send = async (messages: { key: string; value: string }[]) => {
+        const [meta] = await producer.send({ topic: TOPIC, acks: -1, messages });
+        messages.forEach((m, i) => want.set(m.key, { offset: Number(meta!.baseOffset) + i, value: m.value }));
+      };
+      await send(Array.from({ length: COLD_KEYS }, (_, k) => ({ key: `cold-${k}`, value: `cold-${k}-once` })));
+      // Two cap periods of rewrites, then two idle: copies must be carried again by age alone.
+      const writeUntil = Date.now() + 2 * CAP_MS;
+      for (let round = 0; Date.now() < writeUntil; round++) {
+        await send(Array.from({ length: HOT_KEYS }, (_, k) => ({ key: `hot-${k}`, value: `hot-${k}-round-${round}` })));
+        await sleep(250);
+      }
+      const end = Math.max(...[...want.values()].map((w) => w.offset)) + 1;
+      await sleep(2 * CAP_MS);
+
+      const [store] = await storeAdmin.fetchTopicOffsetsByTimestamp(TOPIC, -2);
+      assert.ok(Number(store!.offset) >= end, `the store let every original go: it starts at ${store!.offset}, past ${end}`);
+      const [offsets] = await admin.fetchTopicOffsets(TOPIC);
+      assert.equal(offsets!.low, '0', "EARLIEST is the topic's own log start");
+
+      assertLatest(await javaRead(carrier), want, 'Java through the carrier');
+      assertLatest(await groupRead(carrier.bootstrap, end), want, 'a kafkajs group through the carrier');
+      const { cleaner } = await carrier.compaction.engine.status();
+      t.diagnostic(`store starts at ${store!.offset}, ${end} written; carrier ${JSON.stringify(cleaner.carry)}; margin ${JSON.stringify(cleaner.carryMargin)}`);
+      assert.ok(cleaner.carryMargin && cleaner.carryMargin.ratio > 0.25, 'the margin stays above the alert');
+
+      // The topic's configs came through CreateTopics, but __kcompact_configs is not carried yet:
+      // on this store its records expired with the cap, so the new replica has them from its own
+      // configuration, as a topic listed there.
+      rebuilt = await startCompactingProxy(kafka.bootstrap, { staticTopics: [{ topic: TOPIC, configs: { 'cleanup.policy': 'compact' } }] });
+      const fresh = await pollUntil('the rebuilt replica to serve every key', 60_000, async () => {
+        const seen = await javaRead(rebuilt!);
+        return seen.size === want.size ? seen : undefined;
+      });
+      assertLatest(fresh, want, 'Java through a replica rebuilt from an empty data directory');
+    } finally {
+      await Promise.allSettled([producer.disconnect(), admin.disconnect(), storeAdmin.disconnect()]);
+    }
+  } finally {
+    await rebuilt?.stop();
+    await carrier?.stop();
+    await kafka?.stop();
+  }
+});
