@@ -141,7 +141,8 @@ export async function startCompaction(opts: CompactionOptions): Promise<Compacti
       .refresh(configs.view.compactedTopics())
       .then((changed) => changed && pushPolicies())
       .catch((err: unknown) => opts.log.debug("learning the store's retention failed", { err }));
-  await learnRetention();
+  // Not awaited: an upstream slow to answer must not hold the proxy's start; policies follow when learned.
+  void learnRetention();
   pushPolicies();
   const unsubscribe = configs.view.onChange(() => {
     pushPolicies();

@@ -63,10 +63,16 @@ export class StoreRetention {
     return this.known.get(topic) ?? (this.describable ? -1 : (this.opts.fallbackMs ?? -1));
   }
 
-  /** The policy with the store's side filled in. */
+  /**
+   * The policy with the store's side filled in. A compact,delete topic whose store retention is
+   * its own (kcompact forwards retention.ms) expires as the topic says: only a retention the
+   * store imposes, shorter than the topic's, is carried against.
+   */
   apply(topic: string, policy: TopicPolicy): TopicPolicy {
-    const storeRetentionMs = this.of(topic);
-    const carryAfterMs = storeRetentionMs < 0 ? -1 : Math.max(1, Math.floor(storeRetentionMs * this.opts.share));
+    const learned = this.of(topic);
+    const imposed = learned >= 0 && (!policy.delete || policy.retentionMs < 0 || learned < policy.retentionMs);
+    const storeRetentionMs = imposed ? learned : -1;
+    const carryAfterMs = imposed ? Math.max(1, Math.floor(learned * this.opts.share)) : -1;
     return { ...policy, storeRetentionMs, carryAfterMs };
   }
 

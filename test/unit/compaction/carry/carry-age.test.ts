@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { carryMarginMs, copiesAged, oldestNeeded } from '../../../../src/compaction/carry/carry-age.js';
-import { carryRefusal, MIN_CARRY_WINDOW_MS } from '../../../../src/compaction/carry/store-retention.js';
+import { carryRefusal, MIN_CARRY_WINDOW_MS, StoreRetention } from '../../../../src/compaction/carry/store-retention.js';
+import type { TopicPolicy } from '../../../../src/compaction/policy.js';
+import { createLogger } from '../../../../src/ops/log.js';
+import { ProtocolError } from '../../../../src/protocol/errors.js';
+import type { UpstreamClusterClient } from '../../../../src/upstream/upstream-cluster-client.js';
+import { DEFAULT_POLICY } from '../../../support/default-policy.js';
 import type { CarryState, PartitionStore } from '../../../../src/compaction/index/partition-store.js';
 import type { Segment } from '../../../../src/compaction/index/segment-roller.js';
 
@@ -64,3 +69,50 @@ describe('carryRefusal', () => {
     assert.match(carryRefusal('t', 600_000, 0.5, 1000, 150_001)!, /^topic t has min\.compaction\.lag\.ms=150001.*within 150000 ms/);
   });
 });
+
+describe('StoreRetention', () => {
+  const described = (values: Record<string, string>) => ({
+    any: async () => ({
+      version: () => 4,
+      request: async () => ({
+        throttleTimeMs: 0,
+        results: Object.entries(values).map(([resourceName, value]) => ({
+          errorCode: 0,
+          errorMessage: null,
+          resourceType: 2,
+          resourceName,
+          configs: [{ name: 'retention.ms', value, readOnly: false, configSource: 1, isSensitive: false, synonyms: [] }],
+        })),
+      }),
+    }),
+  });
+  const log = createLogger({ component: 'test' });
+
+  it("gives a policy the store's retention and the carry age, where the store imposes it", async () => {
+    const links = described({ capped: '600000', forever: '-1', own: '86400000', shorter: '3600000' });
+    const r = new StoreRetention({ links: links as unknown as UpstreamClusterClient, log, share: 0.5 });
+    assert.equal(await r.refresh(['capped', 'forever', 'own', 'shorter']), true);
+    assert.deepEqual(pick(r.apply('capped', DEFAULT_POLICY)), [600_000, 300_000]);
+    assert.deepEqual(pick(r.apply('forever', DEFAULT_POLICY)), [-1, -1]);
+    const compactDelete = { ...DEFAULT_POLICY, delete: true, retentionMs: 86_400_000 };
+    assert.deepEqual(pick(r.apply('own', compactDelete)), [-1, -1], "a compact,delete topic's own retention expires as the topic says");
+    assert.deepEqual(pick(r.apply('shorter', compactDelete)), [3_600_000, 1_800_000], 'a store shorter than the topic is carried against');
+    assert.equal(await r.refresh(['capped', 'forever', 'own', 'shorter']), false, 'nothing changed');
+  });
+
+  it('takes storeRetentionMs where the store cannot describe configs', async () => {
+    const links = {
+      any: async () => ({
+        version: () => {
+          throw new ProtocolError('DescribeConfigs is not supported');
+        },
+      }),
+    };
+    const r = new StoreRetention({ links: links as unknown as UpstreamClusterClient, log, share: 0.25, fallbackMs: 604_800_000 });
+    assert.deepEqual(pick(r.apply('t', DEFAULT_POLICY)), [-1, -1], 'before it asked');
+    assert.equal(await r.refresh(['t']), true);
+    assert.deepEqual(pick(r.apply('t', DEFAULT_POLICY)), [604_800_000, 151_200_000]);
+  });
+});
+
+const pick = (p: TopicPolicy) => [p.storeRetentionMs, p.carryAfterMs];
