@@ -281,7 +281,7 @@ export class Cleaner {
     }
   }
 
-  /** A pass after a clean, where this replica carries; a pass that fails is tried after the next clean. */
+  /** A pass after a clean, where this replica carries; a pass that fails is tried again in the next round (carryAged). */
   private async carry(store: PartitionStore, policy: TopicPolicy, report: CleanReport): Promise<void> {
     const carrier = this.deps.carrier;
     if (!carrier || !store.db.open) return;
