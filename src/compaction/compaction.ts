@@ -136,11 +136,15 @@ export async function startCompaction(opts: CompactionOptions): Promise<Compacti
     }
     engine.setPolicies(policies);
   };
-  const learnRetention = () =>
-    retention
+  // One ask at a time: a store slow to answer gets no pile of them.
+  let learning: Promise<unknown> | undefined;
+  const learnRetention = () => {
+    learning ??= retention
       .refresh(configs.view.compactedTopics())
       .then((changed) => changed && pushPolicies())
-      .catch((err: unknown) => opts.log.debug("learning the store's retention failed", { err }));
+      .catch((err: unknown) => opts.log.debug("learning the store's retention failed", { err }))
+      .finally(() => (learning = undefined));
+  };
   // Not awaited: an upstream slow to answer must not hold the proxy's start; policies follow when learned.
   void learnRetention();
   pushPolicies();
