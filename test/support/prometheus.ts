@@ -52,7 +52,8 @@ function parseValue(text: string): number {
   if (text === '+Inf') return Infinity;
   if (text === '-Inf') return -Infinity;
   const n = Number(text);
-  if (text !== 'NaN' && Number.isNaN(n)) throw new Error(`bad sample value ${text}`);
+  // prom-client writes "Nan" (Node's event-loop lag before its first sample); Prometheus parses it as Go's ParseFloat does, in any case.
+  if (text.toLowerCase() !== 'nan' && Number.isNaN(n)) throw new Error(`bad sample value ${text}`);
   return n;
 }
 
