@@ -5,8 +5,9 @@
  * (which falls back to the store's retention), written for two cap periods with keys written
  * once and keys rewritten all along, then left idle for two more: the store lets every original
  * go, and yet Java's consumer from offset 0 (through the carrier and through a replica that
- * rebuilds its index from an empty data directory), a kafkajs consumer group, and librdkafka,
- * franz-go and kafkajs readers see the latest value of every key at its original offset.
+ * rebuilds its index and its topic configs from an empty data directory), a kafkajs consumer
+ * group, and librdkafka, franz-go and kafkajs readers see the latest value of every key at its
+ * original offset.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -19,6 +20,7 @@ import { startCompactingProxy, type RunningCompactingProxy } from '../support/kc
 import { pollUntil, requirePeers, startKafka, type RunningKafka } from '../support/index.js';
 
 const TOPIC = 'capped-table';
+const CONFIGS_TOPIC = '__kcompact_configs';
 /** The store's cap; kcompact carries at half of it, leaving the 10 s a carry needs at least. */
 const CAP_MS = 20_000;
 const COLD_KEYS = 100;
@@ -125,10 +127,11 @@ test('a compact-only topic on a store that caps retention keeps the latest value
       t.diagnostic(`store starts at ${store!.offset}, ${end} written; carrier ${JSON.stringify(cleaner.carry)}; margin ${JSON.stringify(cleaner.carryMargin)}`);
       assert.ok(cleaner.carryMargin && cleaner.carryMargin.ratio > 0.25, 'the margin stays above the alert');
 
-      // The topic's configs came through CreateTopics, but __kcompact_configs is not carried yet:
-      // on this store its records expired with the cap, so the new replica has them from its own
-      // configuration, as a topic listed there.
-      rebuilt = await startCompactingProxy(kafka.bootstrap, { staticTopics: [{ topic: TOPIC, configs: { 'cleanup.policy': 'compact' } }] });
+      // The topic's configs came through CreateTopics into __kcompact_configs, whose original
+      // records the store let go too: the new replica learns them from the carried copies.
+      const [configsStart] = await storeAdmin.fetchTopicOffsetsByTimestamp(CONFIGS_TOPIC, -2);
+      assert.ok(Number(configsStart!.offset) > 0, `the store let the configs topic's originals go (it starts at ${configsStart!.offset})`);
+      rebuilt = await startCompactingProxy(kafka.bootstrap);
       const fresh = await pollUntil('the rebuilt replica to serve every key', 60_000, async () => {
         const seen = await javaRead(rebuilt!);
         return seen.size === want.size ? seen : undefined;

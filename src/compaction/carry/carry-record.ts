@@ -192,6 +192,20 @@ export function emptyOrigin(): CopyOrigin {
 }
 
 /**
+ * The offset a decoded record stands for, for readers that see the store's records one by one
+ * (the configs topic's reader): a client's record its own, a carried copy its original's, a
+ * pass marker none (null). `into` receives a copy's origin.
+ */
+export function offsetStoodFor(headers: readonly { key: Buffer; value: Buffer | null }[], offset: number, into = emptyOrigin()): number | null {
+  const first = headers[0];
+  if (!first || !first.key.equals(CARRY_HEADER_KEY)) return offset;
+  if (first.value === null) throw new CarryFormatError('a carry header without a value');
+  if (kindOf(first.value, 0, first.value.length) !== CarryKind.Copy) return null;
+  readCopyValue(first.value, 0, first.value.length, into);
+  return into.offset;
+}
+
+/**
  * The carry kind of the record at `start` of a batch payload, from its first header alone:
  * CarryKind.None for a client's record. Only the length prefixes are read.
  */

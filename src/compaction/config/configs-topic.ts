@@ -1,9 +1,12 @@
 /**
- * The configs topic in the upstream (`__kcompact_configs`): one partition, retained forever,
- * one record per topic name. Every proxy replica writes its config changes here and reads
- * everyone's, which is how a topic made compact through one replica is compact through all.
+ * The configs topic in the upstream (`__kcompact_configs`): one partition, one record per topic
+ * name, retained forever where the store allows and compacted by kcompact like the topics it
+ * owns (so on a store that caps retention, passes carry its records forward). Every proxy replica
+ * writes its config changes here and reads everyone's, which is how a topic made compact through
+ * one replica is compact through all.
  */
 import type { Logger } from '../../ops/log.js';
+import { emptyOrigin, offsetStoodFor } from '../carry/carry-record.js';
 import { ConfigResourceType } from '../../protocol/config-resource.js';
 import { ErrorCode, ProtocolError } from '../../protocol/errors.js';
 import { ApiKey } from '../../protocol/messages.js';
@@ -28,6 +31,7 @@ export class OffsetOutOfRange extends Error {
 }
 
 export interface ConfigRecord {
+  /** The offset the record was written at: a carried copy's original's. */
   offset: number;
   key: string;
   value: Buffer | null;
@@ -116,6 +120,7 @@ export class ConfigsTopic {
     if (p.errorCode === OFFSET_OUT_OF_RANGE) throw new OffsetOutOfRange(`offset ${from} is out of range for ${this.topic}`);
     this.check(p.errorCode, 'fetch from');
     const records: ConfigRecord[] = [];
+    const origin = emptyOrigin();
     let nextOffset = from;
     const data = p.records;
     if (data && data.length > 0) {
@@ -124,8 +129,10 @@ export class ConfigsTopic {
         nextOffset = Math.max(nextOffset, base + batch.lastOffsetDelta + 1);
         if (batch.isControl) continue;
         for (const r of await decodeRecords(data, batch)) {
-          const offset = base + r.offsetDelta;
-          if (offset < from || r.key === null) continue;
+          if (base + r.offsetDelta < from || r.key === null) continue;
+          // A copy a pass carried (docs/carrying.md) is its original: the latest original offset per key wins.
+          const offset = offsetStoodFor(r.headers, base + r.offsetDelta, origin);
+          if (offset === null) continue;
           records.push({ offset, key: r.key.toString('utf8'), value: r.value === null ? null : Buffer.from(r.value) });
         }
       }
@@ -267,7 +274,7 @@ export class ConfigsTopic {
     return { errorCode: result.errorCode, errorMessage: result.errorMessage ?? null };
   }
 
-  /** A configs topic that loses records by age or size loses topic configs: say so loudly. */
+  /** A configs topic that loses records by size loses topic configs, and by age unless a replica carries them: say so. */
   private async checkRetention(): Promise<void> {
     const client = await this.links.any('admin');
     let version: number;
@@ -284,11 +291,17 @@ export class ConfigsTopic {
     const result = answer.results[0];
     if (!result || result.errorCode !== ErrorCode.NONE) return;
     const finite = result.configs.filter((c) => c.value !== '-1');
-    if (finite.length > 0) {
-      this.log.error('the topic config store in the upstream does not keep its records forever; topic configs will be lost when they expire', {
+    if (finite.some((c) => c.name === 'retention.bytes')) {
+      this.log.error('the topic config store in the upstream drops records by size; topic configs will be lost when it does', {
         topic: this.topic,
         retention: Object.fromEntries(finite.map((c) => [c.name, c.value])),
-        fix: `set retention.ms=-1 and retention.bytes=-1 on ${this.topic}`,
+        fix: `set retention.bytes=-1 on ${this.topic}`,
+      });
+    } else if (finite.length > 0) {
+      this.log.warn('the topic config store in the upstream expires its records; the replica that carries keeps them (the carry setting)', {
+        topic: this.topic,
+        retention: Object.fromEntries(finite.map((c) => [c.name, c.value])),
+        fix: `turn carry on in one replica, or set retention.ms=-1 on ${this.topic} where the store allows it`,
       });
     }
   }

@@ -15,6 +15,7 @@ export function storeUnavailable(topic: string, reason: string): Refusal {
 }
 
 export function staticTopic(topic: string): Refusal {
+  if (topic === CONFIGS_TOPIC) return configsTopicKept();
   return {
     errorCode: ErrorCode.POLICY_VIOLATION,
     errorMessage: `topic ${topic} takes its compaction configs from kcompact's static topic configuration; change them there`,
@@ -32,6 +33,6 @@ export function storeFailed(topic: string, err: unknown, consequence: string): R
 export function configsTopicKept(): Refusal {
   return {
     errorCode: ErrorCode.POLICY_VIOLATION,
-    errorMessage: `${CONFIGS_TOPIC} holds kcompact's topic configs and is not deleted through kcompact; delete it on the upstream directly once no kcompact uses it`,
+    errorMessage: `${CONFIGS_TOPIC} holds kcompact's topic configs and is neither changed nor deleted through kcompact; delete it on the upstream directly once no kcompact uses it`,
   };
 }

@@ -13,7 +13,8 @@ import { BrokerDefaults } from './broker-defaults.js';
 import { ConfigCache } from './config-cache.js';
 import type { CarryingRule, ConfigContext } from './config-context.js';
 import { ConfigSync } from './config-sync.js';
-import { ConfigsTopic } from './configs-topic.js';
+import { CONFIGS_TOPIC, ConfigsTopic } from './configs-topic.js';
+import { TopicConfigError } from './config-error.js';
 import { createPartitionsFilter } from './create-partitions.js';
 import { createTopicsFilter } from './create-topics.js';
 import { deleteTopicsFilter } from './delete-topics.js';
@@ -24,7 +25,7 @@ import { UpstreamClusterClient } from '../../upstream/upstream-cluster-client.js
 import type { UpstreamConnector } from '../../upstream/upstream-connector.js';
 
 export type { StaticTopic } from './topic-config-state.js';
-export { TopicConfigError } from './config-error.js';
+export { TopicConfigError };
 export { CONFIGS_TOPIC } from './configs-topic.js';
 
 export interface TopicConfigsOptions {
@@ -60,6 +61,18 @@ export interface TopicConfigs {
 }
 
 /**
+ * The configs topic is one of the topics kcompact compacts, with Kafka's defaults: every replica
+ * indexes it, and passes carry its records where the store caps retention (docs/carrying.md),
+ * so a replica started after the originals expired still learns every topic's configs.
+ */
+function withConfigsTopic(statics: readonly StaticTopic[]): StaticTopic[] {
+  if (statics.some((t) => t.topic === CONFIGS_TOPIC)) {
+    throw new TopicConfigError(`${CONFIGS_TOPIC} is kcompact's own configs topic and compacted by kcompact itself: remove it from the static topics`);
+  }
+  return [...statics, { topic: CONFIGS_TOPIC, configs: { 'cleanup.policy': 'compact' } }];
+}
+
+/**
  * Resolves once the view can be trusted: right away when the cache holds a checkpoint (the
  * topic is then caught up in the background), else after the configs topic was read to its end.
  * Throws TopicConfigError for unusable brokerConfigs or staticTopics.
@@ -67,7 +80,7 @@ export interface TopicConfigs {
 export async function createTopicConfigs(opts: TopicConfigsOptions): Promise<TopicConfigs> {
   const log = opts.log.child({ component: 'topic-configs' });
   const defaults = new BrokerDefaults(opts.brokerConfigs);
-  const state = new TopicConfigState(defaults, opts.topicIds, opts.staticTopics ?? [], log);
+  const state = new TopicConfigState(defaults, opts.topicIds, withConfigsTopic(opts.staticTopics ?? []), log);
   const requestTimeoutMs = opts.requestTimeoutMs ?? 30_000;
   const cache = ConfigCache.open(opts.dataDir, log);
   const cached = cache.load();
