@@ -21,6 +21,7 @@ import { pollUntil, requirePeers, startKafka, type RunningKafka } from '../suppo
 
 const TOPIC = 'capped-table';
 const CONFIGS_TOPIC = '__kcompact_configs';
+const ALTERED = 'capped-altered';
 /** The store's cap; kcompact carries at half of it, leaving the 10 s a carry needs at least. */
 const CAP_MS = 20_000;
 const COLD_KEYS = 100;
@@ -47,8 +48,8 @@ function assertLatest(seen: ReadonlyMap<string, TopicRecord>, want: ReadonlyMap<
   }
 }
 
-async function javaRead(proxy: RunningCompactingProxy): Promise<Map<string, TopicRecord>> {
-  const contents = await readToEnd(proxy.bootstrap, TOPIC, { timeoutMs: 60_000 });
+async function javaRead(proxy: RunningCompactingProxy, topic = TOPIC): Promise<Map<string, TopicRecord>> {
+  const contents = await readToEnd(proxy.bootstrap, topic, { timeoutMs: 60_000 });
   return latestByKey(contents.partitions['0']?.records ?? []);
 }
 
@@ -94,6 +95,20 @@ test('a compact-only topic on a store that caps retention keeps the latest value
       const described = await storeAdmin.describeConfigs({ resources: [{ type: 2, name: TOPIC, configNames: ['retention.ms'] }], includeSynonyms: false });
       assert.equal(described.resources[0]!.configEntries[0]!.configValue, String(CAP_MS), "the store's own retention");
 
+      // A topic made compact-only by AlterConfigs: the store refuses retention.ms=-1 there too,
+      // and kcompact alters it again without, keeping the store's own.
+      await admin.createTopics({ topics: [{ topic: ALTERED, numPartitions: 1, configEntries: [{ name: 'cleanup.policy', value: 'delete' }] }] });
+      const alteredWant = new Map<string, { offset: number; value: string }>();
+      const [alteredMeta] = await producer.send({
+        topic: ALTERED,
+        acks: -1,
+        messages: Array.from({ length: 20 }, (_, k) => ({ key: `k-${k}`, value: `v-${k}` })),
+      });
+      for (let k = 0; k < 20; k++) alteredWant.set(`k-${k}`, { offset: Number(alteredMeta!.baseOffset) + k, value: `v-${k}` });
+      await admin.alterConfigs({ validateOnly: false, resources: [{ type: 2, name: ALTERED, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] }] });
+      const alteredConfigs = await admin.describeConfigs({ resources: [{ type: 2, name: ALTERED, configNames: ['cleanup.policy'] }], includeSynonyms: false });
+      assert.equal(alteredConfigs.resources[0]!.configEntries[0]!.configValue, 'compact', 'the alter made the topic compact-only');
+
       const want = new Map<string, { offset: number; value: string }>();
       const send = async (messages: { key: string; value: string }[]) => {
         const [meta] = await producer.send({ topic: TOPIC, acks: -1, messages });
@@ -137,6 +152,14 @@ test('a compact-only topic on a store that caps retention keeps the latest value
         return seen.size === want.size ? seen : undefined;
       });
       assertLatest(fresh, want, 'Java through a replica rebuilt from an empty data directory');
+      const [alteredStart] = await storeAdmin.fetchTopicOffsetsByTimestamp(ALTERED, -2);
+      assert.ok(Number(alteredStart!.offset) >= 20, `the store let the altered topic's originals go (it starts at ${alteredStart!.offset})`);
+      // Its configs record comes after capped-table's: the replica may index it a moment later.
+      const alteredSeen = await pollUntil('the rebuilt replica to serve the altered topic', 60_000, async () => {
+        const seen = await javaRead(rebuilt!, ALTERED);
+        return seen.size === alteredWant.size ? seen : undefined;
+      });
+      assertLatest(alteredSeen, alteredWant, 'Java reads the altered topic through the rebuilt replica');
     } finally {
       await Promise.allSettled([producer.disconnect(), admin.disconnect(), storeAdmin.disconnect()]);
     }

@@ -10,7 +10,8 @@ import { requestFilter, type Filter, type RequestContext, type RequestOutcome } 
 import { REPEATED_RESOURCE, repeatedTopics, routeAlter, type ResourcePlan } from './alter-flow.js';
 import type { ConfigContext } from './config-context.js';
 import { isOwnedConfig } from './definitions.js';
-import { forwardedConfigs } from './effective-policy.js';
+import { forwardedConfigs, keepsForever } from './effective-policy.js';
+import { isRetentionLimit } from './capped-retention.js';
 import { staticTopic, storeUnavailable } from './refusals.js';
 import { validateOverrides } from './validate.js';
 
@@ -30,7 +31,11 @@ async function onAlterConfigs(ctx: ConfigContext, body: AlterConfigsRequest, cha
     if (repeated.has(r.resourceName)) return { refused: REPEATED_RESOURCE };
     return plan(ctx, r);
   });
-  const run = routeAlter(ctx, body, plans);
+  const run = routeAlter(ctx, body, plans, async (resource, validateOnly) => {
+    const client = await ctx.links.any('admin');
+    const answer = await client.request(ApiKey.AlterConfigs, client.version(ApiKey.AlterConfigs), { resources: [resource], validateOnly });
+    return answer.responses[0];
+  });
   if ('answer' in run) return chain.respond({ throttleTimeMs: 0, responses: run.answer });
   return chain.forward({
     body: { ...body, resources: run.forward },
@@ -54,8 +59,11 @@ function plan(ctx: ConfigContext, r: AlterConfigsResource): ResourcePlan<AlterCo
   if (problem !== null) return { refused: { errorCode: ErrorCode.INVALID_CONFIG, errorMessage: problem } };
   const unavailable = ctx.sync.unavailableReason;
   if (unavailable !== null && (Object.keys(owned).length > 0 || ctx.state.entry(topic)?.configs)) return { refused: storeUnavailable(topic, unavailable) };
+  const forward = { ...r, configs: [...others, ...forwardedConfigs(owned, ctx.defaults)] };
   return {
-    forward: { ...r, configs: [...others, ...forwardedConfigs(owned, ctx.defaults)] },
+    forward,
     store: { topic, overrides: owned },
+    // AlterConfigs sets the whole state: a retention left out is the store's default.
+    ...(keepsForever(owned, ctx.defaults) && { withoutRetention: { ...forward, configs: forward.configs.filter((c) => !isRetentionLimit(c.name)) } }),
   };
 }

@@ -10,7 +10,8 @@ import type { AlterConfigsRequestResource, AlterConfigsResponseResourceResponse 
 import type { ConfigContext } from './config-context.js';
 import type { TopicOverrides } from './effective-policy.js';
 import { storeFailed, type Refusal } from './refusals.js';
-import { topicIdFor } from './upstream-admin.js';
+import { cappedRefusal, refusedRetention, retentionRefused } from './capped-retention.js';
+import { topicIdFor, upstreamRetentionOf } from './upstream-admin.js';
 
 /** What both APIs' resources have in common. */
 export type AlterResource = Pick<AlterConfigsRequestResource, 'resourceType' | 'resourceName'>;
@@ -18,7 +19,17 @@ export type AlterResource = Pick<AlterConfigsRequestResource, 'resourceType' | '
 /** A resource's answer; IncrementalAlterConfigs' has the same fields. */
 export type AlterResult = AlterConfigsResponseResourceResponse;
 
-export type ResourcePlan<R extends AlterResource> = { refused: Refusal } | { forward: R; store?: { topic: string; overrides: TopicOverrides } };
+export type ResourcePlan<R extends AlterResource> =
+  | { refused: Refusal }
+  | {
+      forward: R;
+      store?: { topic: string; overrides: TopicOverrides };
+      /** A compact-only topic's change without the retention limits, for a store that refuses them (capped-retention.ts). */
+      withoutRetention?: R;
+    };
+
+/** Sends one resource's change to the upstream again, as the API at hand does. */
+export type Resend<R extends AlterResource> = (resource: R, validateOnly: boolean) => Promise<AlterResult | undefined>;
 
 /**
  * What becomes of the request: answered here when every resource was refused, else forwarded
@@ -44,6 +55,7 @@ export function routeAlter<R extends AlterResource>(
   ctx: ConfigContext,
   body: { resources: readonly R[]; validateOnly: boolean },
   plans: readonly ResourcePlan<R>[],
+  resend: Resend<R>,
 ): AlterRun<R> {
   const forwarded = plans.flatMap((p) => ('forward' in p ? [p.forward] : []));
   const refusedResult = (r: AlterResource, refusal: Refusal): AlterResult => ({ ...refusal, resourceType: r.resourceType, resourceName: r.resourceName });
@@ -66,7 +78,10 @@ export function routeAlter<R extends AlterResource>(
           responses.push(refusedResult(resource, p.refused));
           continue;
         }
-        const result = queues.get(`${resource.resourceType}:${resource.resourceName}`)?.shift();
+        let result = queues.get(`${resource.resourceType}:${resource.resourceName}`)?.shift();
+        if (result && result.errorCode !== ErrorCode.NONE && p.withoutRetention && p.store && refusedRetention(result.errorMessage)) {
+          result = await withStoreRetention(ctx, p.store, p.withoutRetention, result, body.validateOnly, resend);
+        }
         if (!result) {
           responses.push(refusedResult(resource, { errorCode: ErrorCode.UNKNOWN_SERVER_ERROR, errorMessage: 'the upstream did not answer for this resource' }));
           continue;
@@ -80,6 +95,32 @@ export function routeAlter<R extends AlterResource>(
       for (const rest of queues.values()) for (const r of rest) responses.push(r);
       return responses;
     },
+  };
+}
+
+/**
+ * A compact-only change the store refused for its retention, sent again without it: the topic
+ * keeps the store's own retention, and stays compact-only only if carrying outruns it. When it
+ * cannot, the upstream part of the change is applied and the compaction configs are not.
+ */
+async function withStoreRetention<R extends AlterResource>(
+  ctx: ConfigContext,
+  target: { topic: string; overrides: TopicOverrides },
+  retry: R,
+  refused: AlterResult,
+  validateOnly: boolean,
+  resend: Resend<R>,
+): Promise<AlterResult> {
+  const again = await resend(retry, validateOnly).catch((err: unknown) => ctx.log.debug('altering without retention failed', { topic: target.topic, err }));
+  if (!again || again.errorCode !== ErrorCode.NONE) return { ...refused, errorMessage: retentionRefused(target.topic, refused.errorMessage) };
+  if (validateOnly) return again;
+  const got = await upstreamRetentionOf(ctx, target.topic).catch(() => null);
+  const refusal = got && cappedRefusal(ctx, target.topic, target.overrides, got);
+  if (!refusal) return again;
+  return {
+    ...again,
+    errorCode: ErrorCode.INVALID_CONFIG,
+    errorMessage: `${refusal}; the change's other configs were applied upstream, its compaction configs were not`,
   };
 }
 

@@ -7,6 +7,7 @@
  */
 import type { Logger } from '../../ops/log.js';
 import { emptyOrigin, offsetStoodFor } from '../carry/carry-record.js';
+import { refusedRetention } from './capped-retention.js';
 import { ConfigResourceType } from '../../protocol/config-resource.js';
 import { ErrorCode, ProtocolError } from '../../protocol/errors.js';
 import { ApiKey } from '../../protocol/messages.js';
@@ -236,7 +237,7 @@ export class ConfigsTopic {
       { name: 'retention.ms', value: '-1' },
       { name: 'retention.bytes', value: '-1' },
     ]);
-    if (result.errorCode !== ErrorCode.NONE && result.errorCode !== ErrorCode.TOPIC_ALREADY_EXISTS && /retention/i.test(result.errorMessage ?? '')) {
+    if (result.errorCode !== ErrorCode.NONE && result.errorCode !== ErrorCode.TOPIC_ALREADY_EXISTS && refusedRetention(result.errorMessage)) {
       // A store that caps retention (OCI Streaming, Event Hubs): the topic takes the store's own (checkRetention says what that costs).
       this.log.warn('the upstream refused infinite retention for the topic config store; creating it with the store default', {
         topic: this.topic,

@@ -17,10 +17,10 @@ import {
 import { requestFilter, type Filter, type FilterRequest, type RequestContext, type RequestOutcome } from '../../proxy/filter/filter.js';
 import { ZERO_UUID } from '../../proxy/topic-ids.js';
 import type { ConfigContext } from './config-context.js';
-import { ConfigSource, isOwnedConfig, MIN_COMPACTION_LAG_MS, RETENTION_BYTES, RETENTION_MS, TOPIC_CONFIGS } from './definitions.js';
+import { cappedRefusal, isRetentionLimit, refusedRetention, retentionRefused } from './capped-retention.js';
+import { ConfigSource, isOwnedConfig, TOPIC_CONFIGS } from './definitions.js';
 import { createdEntry } from './describe-entry.js';
-import { effectiveValue, forwardedConfigs, keepsForever, type TopicOverrides } from './effective-policy.js';
-import { carryRefusal } from '../carry/store-retention.js';
+import { forwardedConfigs, keepsForever, type TopicOverrides } from './effective-policy.js';
 import { storeFailed, storeUnavailable, type Refusal } from './refusals.js';
 import { deleteUpstreamTopic, errorsBeforeConfigs, topicIdFor, upstreamRetentionOf } from './upstream-admin.js';
 import { validateOverrides } from './validate.js';
@@ -145,16 +145,12 @@ function refusedResult(name: string, r: Refusal): CreatableTopicResult {
 }
 
 async function finish(ctx: ConfigContext, version: number, validateOnly: boolean, f: Forward, r: CreatableTopicResult): Promise<void> {
-  if (r.errorCode !== ErrorCode.NONE && keepsForever(f.overrides, ctx.defaults) && /retention/i.test(r.errorMessage ?? '')) {
+  if (r.errorCode !== ErrorCode.NONE && keepsForever(f.overrides, ctx.defaults) && refusedRetention(r.errorMessage)) {
     // The store caps retention (OCI Streaming, Event Hubs, a create policy): the topic takes the
     // store's own, and carrying keeps its survivors (docs/carrying.md).
     const capped = await createWithStoreRetention(ctx, f, validateOnly).catch(() => undefined);
     if (capped?.errorCode === ErrorCode.NONE) Object.assign(r, capped);
-    else {
-      r.errorMessage =
-        `kcompact creates topic ${r.name} with retention.ms=-1 and retention.bytes=-1 upstream because its cleanup.policy lacks delete ` +
-        `(the latest value of every key must be kept), and the upstream refused: ${r.errorMessage}`;
-    }
+    else r.errorMessage = retentionRefused(r.name, r.errorMessage);
   }
   if (r.errorCode === ErrorCode.NONE && !validateOnly) {
     const failure = await settle(ctx, f, r);
@@ -167,7 +163,7 @@ async function finish(ctx: ConfigContext, version: number, validateOnly: boolean
 /** The topic again, without the retention the store refused. */
 async function createWithStoreRetention(ctx: ConfigContext, f: Forward, validateOnly: boolean): Promise<CreatableTopicResult | undefined> {
   const client = await ctx.links.controller('admin');
-  const topic = { ...f.topic, configs: f.topic.configs.filter((c) => c.name !== RETENTION_MS && c.name !== RETENTION_BYTES) };
+  const topic = { ...f.topic, configs: f.topic.configs.filter((c) => !isRetentionLimit(c.name)) };
   const answer = await client.request(ApiKey.CreateTopics, client.version(ApiKey.CreateTopics), {
     topics: [topic],
     timeoutMs: ctx.requestTimeoutMs,
@@ -185,7 +181,7 @@ async function settle(ctx: ConfigContext, f: Forward, r: CreatableTopicResult): 
   const name = r.name;
   if (keepsForever(f.overrides, ctx.defaults)) {
     const got = await upstreamRetentionOf(ctx, name).catch(() => null);
-    const refusal = got && cappedRefusal(ctx, name, f, got);
+    const refusal = got && cappedRefusal(ctx, name, f.overrides, got);
     if (refusal) {
       await undo(ctx, name);
       return { errorCode: ErrorCode.INVALID_CONFIG, errorMessage: `${refusal}; the topic was deleted again` };
@@ -207,21 +203,6 @@ async function settle(ctx: ConfigContext, f: Forward, r: CreatableTopicResult): 
     await undo(ctx, name);
     return storeFailed(name, err, 'the topic was deleted again');
   }
-}
-
-/** Why the store's retention of a compact-only topic loses keys, or null when carrying keeps them. */
-function cappedRefusal(ctx: ConfigContext, name: string, f: Forward, got: Record<string, string | null>): string | null {
-  const bytes = got[RETENTION_BYTES];
-  if (bytes !== undefined && bytes !== null && bytes !== '-1') {
-    return (
-      `the upstream set retention.bytes=${bytes} on topic ${name}: a store that drops records by size cannot keep the latest value of every key ` +
-      `of a topic whose cleanup.policy lacks delete`
-    );
-  }
-  const ms = Number(got[RETENTION_MS] ?? '-1');
-  if (!Number.isFinite(ms) || ms < 0) return null;
-  const minLag = Number(effectiveValue(MIN_COMPACTION_LAG_MS, f.overrides, ctx.defaults));
-  return carryRefusal(name, ms, ctx.carrying.share, ctx.carrying.backoffMs, minLag);
 }
 
 async function undo(ctx: ConfigContext, topic: string): Promise<void> {

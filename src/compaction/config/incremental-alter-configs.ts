@@ -17,7 +17,8 @@ import { requestFilter, type Filter, type RequestContext, type RequestOutcome } 
 import { REPEATED_RESOURCE, repeatedTopics, routeAlter, type ResourcePlan } from './alter-flow.js';
 import type { ConfigContext } from './config-context.js';
 import { isOwnedConfig } from './definitions.js';
-import { UPSTREAM_CONFIGS, upstreamConfigs } from './effective-policy.js';
+import { keepsForever, UPSTREAM_CONFIGS, upstreamConfigs } from './effective-policy.js';
+import { isRetentionLimit } from './capped-retention.js';
 import { AlterOp, applyIncrementalOps } from './incremental-ops.js';
 import { staticTopic, storeUnavailable } from './refusals.js';
 import { validateOverrides } from './validate.js';
@@ -41,7 +42,14 @@ async function onIncremental(
     if (r.resourceType === ConfigResourceType.TOPIC && repeated.has(r.resourceName)) return { refused: REPEATED_RESOURCE };
     return touchesOwned(r) ? plan(ctx, r) : { forward: r };
   });
-  const run = routeAlter(ctx, body, plans);
+  const run = routeAlter(ctx, body, plans, async (resource, validateOnly) => {
+    const client = await ctx.links.any('admin');
+    const answer = await client.request(ApiKey.IncrementalAlterConfigs, client.version(ApiKey.IncrementalAlterConfigs), {
+      resources: [resource],
+      validateOnly,
+    });
+    return answer.responses[0];
+  });
   if ('answer' in run) return chain.respond({ throttleTimeMs: 0, responses: run.answer });
   return chain.forward({
     body: { ...body, resources: run.forward },
@@ -76,5 +84,9 @@ function plan(ctx: ConfigContext, r: IncrementalResource): ResourcePlan<Incremen
     const value = after[name];
     ops.push(value === null ? { name, configOperation: AlterOp.DELETE, value: null } : { name, configOperation: AlterOp.SET, value });
   }
-  return { forward: { ...r, configs: ops }, store: { topic, overrides: applied.overrides } };
+  const plan = { forward: { ...r, configs: ops }, store: { topic, overrides: applied.overrides } };
+  if (!keepsForever(applied.overrides, ctx.defaults) || !ops.some((c) => isRetentionLimit(c.name))) return plan;
+  // Without the limits the topic falls back to the store's default retention, its longest.
+  const withoutRetention = ops.map((c) => (isRetentionLimit(c.name) ? { name: c.name, configOperation: AlterOp.DELETE, value: null } : c));
+  return { ...plan, withoutRetention: { ...r, configs: withoutRetention } };
 }

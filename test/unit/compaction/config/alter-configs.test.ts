@@ -157,3 +157,63 @@ test('without a usable configs topic, owned configs are refused POLICY_VIOLATION
   assert.ok(run.kind === 'respond');
   assert.equal(run.body.responses[0]!.errorCode, ErrorCode.POLICY_VIOLATION);
 });
+
+/** The store's answer to a compact-only change: it caps retention (OCI Streaming, Event Hubs, a policy). */
+const capped = (resourceName: string) => ({
+  ...ok(resourceName),
+  errorCode: ErrorCode.POLICY_VIOLATION,
+  errorMessage: `topic ${resourceName}: retention.ms=-1 exceeds the retention cap of 604800000 ms`,
+});
+
+test('a store that refuses -1 gets the change again without retention, and the topic turns compact-only when carrying keeps it', async () => {
+  const { harness, admin, writes } = setup({ upstreamRetention: { ms: '604800000', bytes: '-1' } });
+  const run = await harness.request(ApiKey.AlterConfigs, 2, {
+    resources: [resource('orders', { 'cleanup.policy': 'compact', 'compression.type': 'gzip' })],
+    validateOnly: false,
+  });
+  assert.equal(run.kind, 'forward');
+  if (run.kind !== 'forward') return;
+  const answer = await run.respond({ throttleTimeMs: 0, responses: [capped('orders')] });
+  assert.equal(answer.kind, 'forward');
+  if (answer.kind !== 'forward') return;
+  assert.deepEqual(
+    answer.body.responses.map((r) => [r.resourceName, r.errorCode, r.errorMessage]),
+    [['orders', ErrorCode.NONE, null]],
+  );
+  const resent = admin
+    .filter((a) => a.apiKey === ApiKey.AlterConfigs)
+    .map((a) => (a.body as { resources: { configs: { name: string }[] }[] }).resources[0]!.configs);
+  assert.deepEqual(resent, [[{ name: 'compression.type', value: 'gzip' }]], 'sent again without retention.ms and retention.bytes');
+  assert.deepEqual(writes, [{ topic: 'orders', stored: { topicId: ID, configs: { 'cleanup.policy': 'compact' } } }]);
+});
+
+test('a store whose retention is too short to carry keeps the topic as it was, and says why with the numbers', async () => {
+  const { harness, writes } = setup({ upstreamRetention: { ms: '20000', bytes: '-1' } });
+  const run = await harness.request(ApiKey.AlterConfigs, 2, { resources: [resource('orders', { 'cleanup.policy': 'compact' })], validateOnly: false });
+  assert.equal(run.kind, 'forward');
+  if (run.kind !== 'forward') return;
+  const answer = await run.respond({ throttleTimeMs: 0, responses: [capped('orders')] });
+  assert.equal(answer.kind, 'forward');
+  if (answer.kind !== 'forward') return;
+  const [r] = answer.body.responses;
+  assert.equal(r!.errorCode, ErrorCode.INVALID_CONFIG);
+  assert.match(r!.errorMessage!, /retention\.ms=20000; kcompact carries them at 0\.5 of that .*its compaction configs were not/);
+  assert.deepEqual(writes, [], 'the topic is not made compact-only');
+});
+
+test('a store that refuses the change without retention too gets the refusal, with what kcompact asked for and why', async () => {
+  const { harness, writes } = setup({ alterErrors: { orders: { errorCode: ErrorCode.POLICY_VIOLATION, errorMessage: 'no changes allowed' } } });
+  const run = await harness.request(ApiKey.AlterConfigs, 2, { resources: [resource('orders', { 'cleanup.policy': 'compact' })], validateOnly: false });
+  assert.equal(run.kind, 'forward');
+  if (run.kind !== 'forward') return;
+  const answer = await run.respond({ throttleTimeMs: 0, responses: [capped('orders')] });
+  assert.equal(answer.kind, 'forward');
+  if (answer.kind !== 'forward') return;
+  const [r] = answer.body.responses;
+  assert.equal(r!.errorCode, ErrorCode.POLICY_VIOLATION);
+  assert.match(
+    r!.errorMessage!,
+    /^kcompact gives topic orders retention\.ms=-1 .*the upstream refused: topic orders: retention\.ms=-1 exceeds the retention cap/,
+  );
+  assert.deepEqual(writes, []);
+});

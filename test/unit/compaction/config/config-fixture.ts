@@ -14,6 +14,8 @@ import { createLogger } from '../../../../src/ops/log.js';
 import { ErrorCode } from '../../../../src/protocol/errors.js';
 import {
   ApiKey,
+  type AlterConfigsRequest,
+  type AlterConfigsResponse,
   type CreateTopicsRequest,
   type CreateTopicsResponse,
   type DeleteTopicsResponse,
@@ -34,6 +36,8 @@ export interface FixtureOptions {
   upstreamIds?: Record<string, string>;
   /** The retention the upstream reports for any topic; null: it cannot describe configs. */
   upstreamRetention?: { ms: string; bytes: string } | null;
+  /** What the upstream answers an AlterConfigs or IncrementalAlterConfigs the config layer sends itself, by topic (default: success). */
+  alterErrors?: Record<string, { errorCode: number; errorMessage: string | null }>;
   /** Errors a validateOnly CreateTopics without configs gives, by topic (Kafka's checks before configs). */
   beforeConfigErrors?: Record<string, { errorCode: number; errorMessage: string | null }>;
 }
@@ -121,7 +125,7 @@ function adminAnswer(
   apiKey: number,
   body: RequestBodies[keyof RequestBodies],
   opts: FixtureOptions,
-): CreateTopicsResponse | DeleteTopicsResponse | DescribeConfigsResponse {
+): CreateTopicsResponse | DeleteTopicsResponse | DescribeConfigsResponse | AlterConfigsResponse {
   switch (apiKey) {
     case ApiKey.CreateTopics:
       return {
@@ -152,6 +156,18 @@ function adminAnswer(
         ],
       };
     }
+    case ApiKey.AlterConfigs:
+    case ApiKey.IncrementalAlterConfigs:
+      return {
+        throttleTimeMs: 0,
+        responses: (body as AlterConfigsRequest).resources.map((r) => ({
+          resourceType: r.resourceType,
+          resourceName: r.resourceName,
+          errorCode: ErrorCode.NONE,
+          errorMessage: null,
+          ...opts.alterErrors?.[r.resourceName],
+        })),
+      };
     default:
       throw new Error(`the fixture's upstream does not answer api ${apiKey}`);
   }

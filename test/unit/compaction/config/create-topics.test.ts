@@ -192,7 +192,7 @@ test('an upstream refusing the -1 retention, and the topic without it, is told w
   assert.equal(answer.body.topics[0]!.errorCode, ErrorCode.INVALID_CONFIG);
   assert.match(
     answer.body.topics[0]!.errorMessage!,
-    /^kcompact creates topic strict with retention\.ms=-1.*the upstream refused: retention\.ms must be positive$/,
+    /^kcompact gives topic strict retention\.ms=-1 and retention\.bytes=-1 upstream because its cleanup\.policy lacks delete.*the upstream refused: retention\.ms must be positive$/,
   );
   assert.equal(admin.filter((a) => a.apiKey === ApiKey.CreateTopics).length, 1, 'the topic was asked for again without retention');
 });

@@ -157,3 +157,31 @@ test('validateOnly and store failures', async () => {
     [[ErrorCode.UNKNOWN_SERVER_ERROR, 'the upstream did not answer for this resource']],
   );
 });
+
+test('a store that refuses -1 gets the operations again with its retention deleted to its default, and the topic turns compact-only', async () => {
+  const { harness, admin, writes } = setup({ upstreamRetention: { ms: '604800000', bytes: '-1' } });
+  const run = await harness.request(ApiKey.IncrementalAlterConfigs, 1, {
+    resources: [
+      resource('orders', [
+        ['cleanup.policy', SET, 'compact'],
+        ['compression.type', SET, 'gzip'],
+      ]),
+    ],
+    validateOnly: false,
+  });
+  assert.equal(run.kind, 'forward');
+  if (run.kind !== 'forward') return;
+  const refused = { ...ok('orders'), errorCode: ErrorCode.POLICY_VIOLATION, errorMessage: 'retention.ms=-1 exceeds the retention cap' };
+  const answer = await run.respond({ throttleTimeMs: 0, responses: [refused] });
+  assert.ok(answer.kind === 'forward');
+  assert.deepEqual(
+    answer.body.responses.map((r) => [r.resourceName, r.errorCode]),
+    [['orders', ErrorCode.NONE]],
+  );
+  const resent = admin.filter((a) => a.apiKey === ApiKey.IncrementalAlterConfigs);
+  assert.deepEqual(
+    resent.map((a) => opsOf((a.body as { resources: { configs: { name: string; configOperation: number; value: string | null }[] }[] }).resources[0]!.configs)),
+    [['compression.type:0=gzip', `retention.bytes:${DELETE}=null`, `retention.ms:${DELETE}=null`]],
+  );
+  assert.deepEqual(writes, [{ topic: 'orders', stored: { topicId: ID, configs: { 'cleanup.policy': 'compact' } } }]);
+});
