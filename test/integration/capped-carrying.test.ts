@@ -6,14 +6,14 @@
  * once and keys rewritten all along, then left idle for two more: the store lets every original
  * go, and yet Java's consumer from offset 0 (through the carrier and through a replica that
  * rebuilds its index and its topic configs from an empty data directory), a kafkajs consumer
- * group, and librdkafka, franz-go and kafkajs readers see the latest value of every key at its
- * original offset.
+ * group, and librdkafka, franz-go, kafkajs and kafka-python readers see the latest value of
+ * every key at its original offset. A topic altered to compact-only is kept the same way.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import kafkajs from 'kafkajs';
 import { readToEnd, type TopicRecord } from '../support/read-to-end.js';
-import { confluentKafka, franzGo } from '../support/client-matrix/drivers/bed-clients.js';
+import { confluentKafka, franzGo, kafkaPython } from '../support/client-matrix/drivers/bed-clients.js';
 import { kafkaJs } from '../support/client-matrix/drivers/kafkajs.js';
 import { comparableRecords } from '../support/client-matrix/records.js';
 import { startCompactingProxy, type RunningCompactingProxy } from '../support/kcompact.js';
@@ -134,7 +134,7 @@ test('a compact-only topic on a store that caps retention keeps the latest value
       // Idle for longer than half the carry age, the whole log is cleaned: the view is exactly the latest record of each key.
       const expected = [...want].map(([key, w]) => ({ partition: 0, offset: w.offset, key, value: w.value })).sort((a, b) => a.offset - b.offset);
       const highWatermark = Number(offsets!.high);
-      for (const driver of [confluentKafka, franzGo, kafkaJs]) {
+      for (const driver of [confluentKafka, franzGo, kafkaJs, kafkaPython]) {
         const run = await driver.compactedRead!(carrier.bootstrap, { topic: TOPIC, expected, highWatermark, idleMs: 1000 });
         assert.deepEqual(comparableRecords(run.records), expected, `${driver.name} from offset 0`);
       }

@@ -4,7 +4,8 @@
  * many updates per key is cleaned and carried; the store then lets the old range go, and yet a
  * reader from offset 0 (Java's consumer, which checks every CRC) sees exactly the latest record
  * of every key at its original offset, through the carrier and through a second proxy that
- * starts with an empty data directory and rebuilds its index from the copies.
+ * starts with an empty data directory and rebuilds its index from the copies; librdkafka,
+ * franz-go, kafkajs and kafka-python read from offset 0 exactly what Java read.
  */
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
@@ -12,6 +13,9 @@ import kafkajs from 'kafkajs';
 import type { CleanReport } from '../../src/compaction/cleaner/cleaner.js';
 import { compactedView, readToEnd, type TopicRecord } from '../support/read-to-end.js';
 import { startCompactingProxy, type RunningCompactingProxy } from '../support/kcompact.js';
+import { confluentKafka, franzGo, kafkaPython } from '../support/client-matrix/drivers/bed-clients.js';
+import { kafkaJs } from '../support/client-matrix/drivers/kafkajs.js';
+import { comparableRecords } from '../support/client-matrix/records.js';
 import { pollUntil, requirePeers, startKafka, startKfake } from '../support/index.js';
 
 const TOPIC = 'carried';
@@ -80,6 +84,16 @@ async function assertRebuiltAgrees(rebuilt: RunningCompactingProxy, want: readon
   assert.deepEqual(got, want);
 }
 
+/** librdkafka, franz-go, kafkajs and kafka-python, each reading from offset 0, see exactly what Java's consumer saw. */
+async function assertClientsAgree(bootstrap: string, admin: kafkajs.Admin, java: readonly TopicRecord[]): Promise<void> {
+  const [offsets] = await admin.fetchTopicOffsets(TOPIC);
+  const expected = java.map((r) => ({ partition: 0, offset: r.offset, key: r.key, value: r.value }));
+  for (const driver of [confluentKafka, franzGo, kafkaJs, kafkaPython]) {
+    const run = await driver.compactedRead!(bootstrap, { topic: TOPIC, expected, highWatermark: Number(offsets!.high), idleMs: 1000 });
+    assert.deepEqual(comparableRecords(run.records), expected, `${driver.name} from offset 0`);
+  }
+}
+
 async function carryingSuite(t: TestContext, upstream: string, produceAfterRelease: boolean): Promise<void> {
   const carrier = await startCompactingProxy(upstream, { carry: true });
   const proxyClient = client(carrier.bootstrap);
@@ -133,6 +147,7 @@ async function carryingSuite(t: TestContext, upstream: string, produceAfterRelea
     t.diagnostic(`carried ${pass!.copies} copies (${pass!.bytesWritten} bytes) of ${written.length} records; store starts at ${earliest}`);
 
     if (!produceAfterRelease) {
+      await assertClientsAgree(carrier.bootstrap, admin, recordsOf(await readToEnd(carrier.bootstrap, TOPIC, { timeoutMs: 60_000 })));
       rebuilt = await startCompactingProxy(upstream);
       await assertRebuiltAgrees(rebuilt, want, cleanedUpTo);
       return;
@@ -147,6 +162,7 @@ async function carryingSuite(t: TestContext, upstream: string, produceAfterRelea
     const want2 = compactedView(before2, end).filter((r) => r.offset < end && r.key !== 'roll');
     const seen2 = recordsOf(await readToEnd(carrier.bootstrap, TOPIC, { timeoutMs: 60_000 })).filter((r) => r.key !== 'roll' && r.offset < end);
     assert.deepEqual(seen2, want2);
+    await assertClientsAgree(carrier.bootstrap, admin, recordsOf(await readToEnd(carrier.bootstrap, TOPIC, { timeoutMs: 60_000 })));
 
     rebuilt = await startCompactingProxy(upstream);
     await assertRebuiltAgrees(rebuilt, want2, end);
