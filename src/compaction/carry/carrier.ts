@@ -194,7 +194,6 @@ export class Carrier {
     const { topic, partition } = store.id;
     try {
       await deleteRecordsBefore(client, topic, partition, releaseEnd);
-      return true;
     } catch (err) {
       const key = `${partition}\u0000${topic}`;
       if (!this.unreleased.has(key)) {
@@ -203,5 +202,14 @@ export class Carrier {
       }
       return false;
     }
+    // The fetch view answers from the copies only below the index's log start, which the
+    // indexer would move when its next fetch brings the store's, up to its max wait from now:
+    // until then a client reading below releaseEnd would be sent to the store and get
+    // OFFSET_OUT_OF_RANGE.
+    if (this.deps.registry.get(topic, partition) === store && store.db.open) {
+      store.dropBelow(releaseEnd);
+      this.deps.registry.publish(store);
+    }
+    return true;
   }
 }

@@ -103,7 +103,7 @@ export class PartitionAnswer {
       answer.changed = true;
       answer.add(cachedRecords(target.cached, budget), true);
     } else {
-      answer.add(await answer.view(data.records, budget));
+      answer.add(await answer.view(data.records, budget, data.logStartOffset));
     }
     return answer;
   }
@@ -191,7 +191,7 @@ export class PartitionAnswer {
       let seen: VisibleRecords;
       try {
         if (read.errorCode !== 0) return;
-        seen = await this.view(read.records, budget);
+        seen = await this.view(read.records, budget, read.logStartOffset);
         // Beside other data, a first batch too big for the room waits for the client's next fetch.
         if (seen.end < 0 || (seen.full && seen.batches.length === 0)) return;
         // An unreadable batch goes out as read, uncut: when that is more than the room, the
@@ -221,12 +221,18 @@ export class PartitionAnswer {
     return seen;
   }
 
-  /** The view of upstream records, whose batches below the horizon go to the view cache. */
-  private async view(records: Buffer | null, budget: Budget): Promise<VisibleRecords> {
+  /**
+   * The view of upstream records, whose batches below the horizon go to the view cache. A store
+   * whose log no longer starts at 0 may have let a carried range go before this replica's index
+   * read any pass (it was just rebuilt, or it does not carry): its records may then be carry
+   * records too.
+   */
+  private async view(records: Buffer | null, budget: Budget, storeLogStart: bigint | undefined): Promise<VisibleRecords> {
     const { topic, partition, view, clientOffset } = this.target;
-    if (!this.cache.enabled) return visibleRecords(records, visibility(view, this.target.lookForCarried), clientOffset, budget);
+    const lookForCarried = this.target.lookForCarried || (storeLogStart ?? 0n) > 0n;
+    if (!this.cache.enabled) return visibleRecords(records, visibility(view, lookForCarried), clientOffset, budget);
     const viewed: ViewedBatch[] = [];
-    const seen = await visibleRecords(records, visibility(view, this.target.lookForCarried), clientOffset, budget, (b) => viewed.push(b));
+    const seen = await visibleRecords(records, visibility(view, lookForCarried), clientOffset, budget, (b) => viewed.push(b));
     this.cache.record(topic, partition, view, viewed);
     return seen;
   }
