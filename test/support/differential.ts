@@ -11,6 +11,10 @@
  * segment.ms and delete.retention.ms, append one record to roll the active segment, and let the
  * store clean (Kafka's cleaner on its own, kcompact's clean-now hook), round after round. Kafka
  * decides how many rounds it takes (until a round changes nothing); kcompact gets as many.
+ *
+ * A kcompact target that carries (docs/carrying.md) writes its pass records into the same log
+ * after each clean, so what is appended after a pass sits later there than on Kafka: its
+ * observation is moved into the reference's offsets before comparing (inReferenceOffsets).
  */
 import { ConfigResourceType } from '../../src/protocol/config-resource.js';
 import fs from 'node:fs';
@@ -170,14 +174,35 @@ export interface DifferentialTarget {
   name: string;
   bootstrap: string;
   cleaning: Cleaning;
+  /** For a target that carries: its store's bootstrap, read directly to find the carry records. */
+  carriedStore?: string;
 }
 
 export function kafkaReferenceTarget(kafka: RunningKafka): DifferentialTarget {
   return { name: 'kafka-4.4', bootstrap: kafka.bootstrap, cleaning: { kind: 'kafka-cleaner', dataDir: path.join(kafka.dir, 'data') } };
 }
 
-export function kcompactTarget(name: string, bootstrap: string, compactNow: () => Promise<unknown>): DifferentialTarget {
-  return { name, bootstrap, cleaning: { kind: 'compact-now', compactNow: async () => void (await compactNow()) } };
+export function kcompactTarget(name: string, bootstrap: string, compactNow: () => Promise<unknown>, carriedStore?: string): DifferentialTarget {
+  return { name, bootstrap, cleaning: { kind: 'compact-now', compactNow: async () => void (await compactNow()) }, ...(carriedStore && { carriedStore }) };
+}
+
+/** What kworkload's carried mode finds in a store, read directly. */
+interface StoreCarry {
+  offsets: { logStart: number; highWatermark: number; lastStable: number };
+  /** Physical offsets of the carry records from the store's log start on. */
+  carried: number[];
+  /** Their passes' start markers. */
+  passes: number[];
+}
+
+/** A carrying target's carry records, as its store held them after each round. */
+export interface CarryObserved {
+  /** Every carry record's physical offset, ascending. */
+  offsets: number[];
+  /** The passes (their start markers' offsets). */
+  passes: number[];
+  /** The store's own offsets at the last read: its log start is above 0 once it let a carried range go. */
+  store: StoreCarry['offsets'];
 }
 
 export interface Observation {
@@ -198,6 +223,8 @@ export interface Observation {
   keyless: KeylessSummary;
   /** Milliseconds per phase. */
   timings: Record<string, number>;
+  /** Only for a target that carries. */
+  carry?: CarryObserved;
 }
 
 export interface ObserveOptions {
@@ -345,6 +372,10 @@ function readLog(target: DifferentialTarget, topic: string): Promise<LogRead> {
   return kworkload<LogRead>('read', ['--brokers', target.bootstrap, '--topic', topic]);
 }
 
+function readStoreCarry(store: string, topic: string): Promise<StoreCarry> {
+  return kworkload<StoreCarry>('carried', ['--brokers', store, '--topic', topic]);
+}
+
 /** Cleans after a roll at rollOffset and returns the read that follows. */
 async function cleanAfterRoll(target: DifferentialTarget, topic: string, rollOffset: number): Promise<LogRead> {
   const cleaning = target.cleaning;
@@ -435,6 +466,17 @@ export async function observe(target: DifferentialTarget, opts: ObserveOptions):
   const rolls: number[] = [];
   let read: LogRead | undefined;
   let rounds = 0;
+  // Read after every round: the next pass lets this one's records go from the store.
+  const carried = new Set<number>();
+  const passes = new Set<number>();
+  let store: StoreCarry['offsets'] | undefined;
+  const noteCarry = async () => {
+    if (!target.carriedStore) return;
+    const seen = await readStoreCarry(target.carriedStore, topic);
+    for (const o of seen.carried) carried.add(o);
+    for (const o of seen.passes) passes.add(o);
+    store = seen.offsets;
+  };
   await timed('rounds', async () => {
     const append = async (n: number) => {
       const roll = await kworkload<{ offset: number }>('append', [
@@ -461,6 +503,7 @@ export async function observe(target: DifferentialTarget, opts: ObserveOptions):
       await sleep(quietSince + pause - Date.now());
       const at = await append(rounds);
       read = await cleanAfterRoll(target, topic, at);
+      await noteCarry();
       quietSince = Date.now();
       log(`round ${rounds}: rolled at ${at}; ${summarizeRead(read)}`);
       if (opts.rounds !== undefined ? rounds >= opts.rounds : rounds >= MAX_ROUNDS) break;
@@ -487,6 +530,7 @@ export async function observe(target: DifferentialTarget, opts: ObserveOptions):
     invalid,
     keyless,
     timings,
+    ...(store && { carry: { offsets: [...carried].sort((a, b) => a - b), passes: [...passes].sort((a, b) => a - b), store } }),
   };
 }
 
@@ -563,13 +607,66 @@ function diffValue(what: string, a: unknown, b: unknown, names: string[]): strin
 }
 
 /**
+ * A carrying target's observation in the reference's offsets. Its carry records take physical
+ * offsets that clients see as gaps, so whatever is appended after the first pass (the roll
+ * records, the log end) sits later than on Kafka by the number of carry records below it, and
+ * the store itself, read directly, says where those are: offset o becomes o minus the carry
+ * records below o. Below the first pass (the whole workload) offsets stay as they are. A
+ * record a client saw at a carry record's offset is a copy shown at its physical offset: a
+ * problem, not something to map. The batches are left as read (they are not compared).
+ */
+export function inReferenceOffsets(o: Observation): { mapped: Observation; problems: string[] } {
+  if (!o.carry) return { mapped: o, problems: [] };
+  const carried = o.carry.offsets;
+  const carriedSet = new Set(carried);
+  const problems: string[] = [];
+  for (const [isolation, records] of [
+    ['read_uncommitted', o.read.uncommitted.records],
+    ['read_committed', o.read.committed.records],
+  ] as const) {
+    const shown = records.filter((r) => carriedSet.has(r.offset));
+    if (shown.length) problems.push(`${isolation} got records at carry records' offsets: ${shown.map((r) => `${r.offset} ${showRecord(r)}`).join('; ')}`);
+  }
+  // The log must not have grown past the last look at the store, or carry records could be missing.
+  if (o.carry.store.highWatermark !== o.read.offsets.highWatermark)
+    problems.push(`the store ends at ${o.carry.store.highWatermark}, the log read through kcompact at ${o.read.offsets.highWatermark}`);
+  const below = (offset: number) => {
+    let lo = 0;
+    let hi = carried.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (carried[mid]! < offset) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  };
+  const at = (offset: number) => offset - below(offset);
+  const records = (rs: RecordLine[]) => rs.map((r) => ({ ...r, offset: at(r.offset) }));
+  const { read, keyless } = o;
+  const mapped: Observation = {
+    ...o,
+    rolls: o.rolls.map(at),
+    read: {
+      ...read,
+      offsets: { logStart: at(read.offsets.logStart), highWatermark: at(read.offsets.highWatermark), lastStable: at(read.offsets.lastStable) },
+      uncommitted: { ...read.uncommitted, records: records(read.uncommitted.records) },
+      committed: { ...read.committed, records: records(read.committed.records) },
+    },
+    keyless: { ...keyless, endBefore: at(keyless.endBefore), endAfter: at(keyless.endAfter) },
+  };
+  return { mapped, problems };
+}
+
+/**
  * Everything a client could tell apart between the reference and a candidate, as sections of
  * readable lines; empty when they agree. Batch layouts (markers, empty batches, producer ids)
  * are not compared: no client shows them, and kcompact is free to present them differently.
  */
-export function compareObservations(reference: Observation, candidate: Observation): string[] {
+export function compareObservations(reference: Observation, observed: Observation): string[] {
+  const { mapped: candidate, problems: carryProblems } = inReferenceOffsets(observed);
   const names = [reference.target, candidate.target];
   const sections: [string, string[]][] = [
+    ['carry records (the store read directly)', carryProblems],
     ['workload layout (steps and their offsets)', diffValue('steps', reference.workload.steps, candidate.workload.steps, names)],
     ['roll records', diffValue('offsets', reference.rolls, candidate.rolls, names)],
     ['log offsets (ListOffsets)', diffValue('offsets', reference.read.offsets, candidate.read.offsets, names)],
@@ -684,15 +781,21 @@ export function describeLayout(o: Observation): string {
     `  timings (ms): ${Object.entries(o.timings)
       .map(([k, v]) => `${k} ${v}`)
       .join(', ')}`,
+    ...(o.carry
+      ? [
+          `  carried: ${o.carry.passes.length} passes (at ${o.carry.passes.join(', ') || '-'}), ${o.carry.offsets.length} carry records; the store now starts at ${o.carry.store.logStart} and ends at ${o.carry.store.highWatermark}`,
+        ]
+      : []),
   ].join('\n');
 }
 
 // ---- kcompact targets ---------------------------------------------------------------------
 
 /**
- * kcompact in front of each store without compaction (Kafka 4.4 with its cleaner off, kfake),
- * as differential targets, with the reference broker's cleaner defaults so DescribeConfigs
- * synonyms match. `stop()` ends the proxies and the stores.
+ * kcompact in front of each store without compaction (Kafka 4.4 with its cleaner off, kfake,
+ * and another Kafka 4.4 with its cleaner off, where kcompact carries), as differential targets,
+ * with the reference broker's cleaner defaults so DescribeConfigs synonyms match. `stop()` ends
+ * the proxies and the stores.
  */
 export async function startKcompactTargets(): Promise<{ targets: DifferentialTarget[]; stop(): Promise<void> }> {
   const brokerDefaults = referenceBrokerDefaults();
@@ -702,17 +805,21 @@ export async function startKcompactTargets(): Promise<{ targets: DifferentialTar
     for (const s of stops.reverse()) await s();
   };
   try {
-    const kafkaOff = await startKafka({ compaction: 'off' });
-    stops.push(() => kafkaOff.stop());
-    const kfake = await startKfake({ brokers: 3 });
-    stops.push(() => kfake.stop());
-    for (const [name, upstream] of [
-      ['kcompact/kafka-off', kafkaOff.bootstrap],
-      ['kcompact/kfake', kfake.bootstrap],
+    // The stores start side by side. The carrier gets a Kafka of its own: every target uses the
+    // same topic names, and a carrier carries every compacted topic of its store.
+    const started = await Promise.allSettled([startKafka({ compaction: 'off' }), startKafka({ compaction: 'off' }), startKfake({ brokers: 3 })]);
+    for (const s of started) if (s.status === 'fulfilled') stops.push(() => s.value.stop());
+    const failure = started.find((s) => s.status === 'rejected');
+    if (failure) throw failure.reason;
+    const [kafkaOff, kafkaCarried, kfake] = started.map((s) => (s as PromiseFulfilledResult<{ bootstrap: string }>).value);
+    for (const [name, upstream, carry] of [
+      ['kcompact/kafka-off', kafkaOff!.bootstrap, false],
+      ['kcompact/kfake', kfake!.bootstrap, false],
+      ['kcompact/kafka-off+carry', kafkaCarried!.bootstrap, true],
     ] as const) {
-      const proxy = await startCompactingProxy(upstream, { brokerDefaults });
+      const proxy = await startCompactingProxy(upstream, { brokerDefaults, carry });
       stops.push(() => proxy.stop());
-      targets.push(kcompactTarget(name, proxy.bootstrap, () => proxy.compactNow()));
+      targets.push(kcompactTarget(name, proxy.bootstrap, () => proxy.compactNow(), carry ? upstream : undefined));
     }
   } catch (err) {
     await stop();

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/crc32"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -59,35 +58,9 @@ func listBatches(ctx context.Context, brokers, topic string, end int64) ([]batch
 	seenAborted := map[abortedOut]bool{}
 	offset := int64(0)
 	for stalls := 0; offset < end; {
-		req := kmsg.NewPtrFetchRequest()
-		req.ReplicaID = -1
-		req.MaxWaitMillis = 100
-		req.MinBytes = 1
-		req.MaxBytes = 8 << 20
-		req.SessionEpoch = -1
-		req.IsolationLevel = 1
-		t := kmsg.NewFetchRequestTopic()
-		t.Topic = topic
-		p := kmsg.NewFetchRequestTopicPartition()
-		p.Partition = 0
-		p.FetchOffset = offset
-		p.PartitionMaxBytes = 4 << 20
-		t.Partitions = append(t.Partitions, p)
-		req.Topics = append(req.Topics, t)
-		resp, err := leader.Request(ctx, req)
+		rp, err := fetchAt(ctx, leader, topic, offset, 1)
 		if err != nil {
 			return batches, aborted, err
-		}
-		fr := resp.(*kmsg.FetchResponse)
-		if err := kerr.ErrorForCode(fr.ErrorCode); err != nil {
-			return batches, aborted, err
-		}
-		if len(fr.Topics) != 1 || len(fr.Topics[0].Partitions) != 1 {
-			return batches, aborted, fmt.Errorf("fetch at %d: unexpected answer shape", offset)
-		}
-		rp := fr.Topics[0].Partitions[0]
-		if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
-			return batches, aborted, fmt.Errorf("fetch at %d: %w", offset, err)
 		}
 		for _, a := range rp.AbortedTransactions {
 			k := abortedOut{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset}

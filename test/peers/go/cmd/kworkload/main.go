@@ -21,6 +21,7 @@ modes:
   append   one keyed record (--key, --value-bytes), e.g. to roll the active segment
   keyless  records without a key, plain and in compressed batches, and the errors they get
   read     partition 0 from offset 0 to the end, read_uncommitted and read_committed, and its batches
+  carried  where kcompact's carry records sit in a store's partition 0, read from the store itself
 run "kworkload MODE -h" for the flags of a mode`
 
 func main() {
@@ -38,6 +39,8 @@ func main() {
 		out = keyless(os.Args[2:])
 	case "read":
 		out = read(os.Args[2:])
+	case "carried":
+		out = carried(os.Args[2:])
 	default:
 		fmt.Fprintln(os.Stderr, usage)
 		os.Exit(2)

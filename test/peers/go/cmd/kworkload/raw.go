@@ -45,6 +45,42 @@ func leaderOf(ctx context.Context, cl *kgo.Client, topic string) (*kgo.Broker, e
 	return nil, fmt.Errorf("metadata for %s: no partition 0", topic)
 }
 
+// fetchAt sends one Fetch for partition 0 at offset (isolation 1: read_committed, which also
+// lists the aborted transactions) and returns the partition's answer, its errors checked.
+func fetchAt(ctx context.Context, leader *kgo.Broker, topic string, offset int64, isolation int8) (*kmsg.FetchResponseTopicPartition, error) {
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID = -1
+	req.MaxWaitMillis = 100
+	req.MinBytes = 1
+	req.MaxBytes = 8 << 20
+	req.SessionEpoch = -1
+	req.IsolationLevel = isolation
+	t := kmsg.NewFetchRequestTopic()
+	t.Topic = topic
+	p := kmsg.NewFetchRequestTopicPartition()
+	p.Partition = 0
+	p.FetchOffset = offset
+	p.PartitionMaxBytes = 4 << 20
+	t.Partitions = append(t.Partitions, p)
+	req.Topics = append(req.Topics, t)
+	resp, err := leader.Request(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	fr := resp.(*kmsg.FetchResponse)
+	if err := kerr.ErrorForCode(fr.ErrorCode); err != nil {
+		return nil, err
+	}
+	if len(fr.Topics) != 1 || len(fr.Topics[0].Partitions) != 1 {
+		return nil, fmt.Errorf("fetch at %d: unexpected answer shape", offset)
+	}
+	rp := &fr.Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+		return nil, fmt.Errorf("fetch at %d: %w", offset, err)
+	}
+	return rp, nil
+}
+
 // encodeBatch builds an uncompressed, non-idempotent v2 record batch.
 func encodeBatch(records []kmsg.Record) []byte {
 	var body []byte
