@@ -170,7 +170,6 @@ export async function startCompaction(opts: CompactionOptions): Promise<Compacti
     upstream: pool,
     log: opts.log,
     cacheBytes: opts.viewCacheBytes,
-    carrying: opts.carry ?? false,
   });
 
   const listOffsetsView = createListOffsetsView({

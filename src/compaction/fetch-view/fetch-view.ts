@@ -33,8 +33,6 @@ export interface FetchViewOptions {
   log: Logger;
   /** Memory for the view's batches below the horizon (view-cache.ts); 0 turns the cache off. */
   cacheBytes?: number;
-  /** Whether this replica carries (docs/carrying.md): its partitions may hold carry records before its index saw any. */
-  carrying?: boolean;
   clock?: () => number;
 }
 
@@ -153,7 +151,6 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
           plan: read,
           ...(cached && { cached }),
           ...(carried && { carried }),
-          lookForCarried: opts.carrying === true || carried !== undefined,
           currentLeaderEpoch: p.currentLeaderEpoch ?? -1,
           partitionMaxBytes,
           isolationLevel: body.isolationLevel,

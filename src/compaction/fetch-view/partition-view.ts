@@ -34,7 +34,6 @@ export interface PartitionTarget {
   /** Where a carried partition's records are (carried-records.ts answers below the store's log start). */
   carried?: CarriedSnapshot;
   /** Whether the partition's records may hold kcompact's own carry records (visible-records.ts drops them). */
-  lookForCarried: boolean;
   currentLeaderEpoch: number;
   partitionMaxBytes: number;
   isolationLevel: number;
@@ -103,7 +102,7 @@ export class PartitionAnswer {
       answer.changed = true;
       answer.add(cachedRecords(target.cached, budget), true);
     } else {
-      answer.add(await answer.view(data.records, budget, data.logStartOffset));
+      answer.add(await answer.view(data.records, budget));
     }
     return answer;
   }
@@ -191,7 +190,7 @@ export class PartitionAnswer {
       let seen: VisibleRecords;
       try {
         if (read.errorCode !== 0) return;
-        seen = await this.view(read.records, budget, read.logStartOffset);
+        seen = await this.view(read.records, budget);
         // Beside other data, a first batch too big for the room waits for the client's next fetch.
         if (seen.end < 0 || (seen.full && seen.batches.length === 0)) return;
         // An unreadable batch goes out as read, uncut: when that is more than the room, the
@@ -221,18 +220,12 @@ export class PartitionAnswer {
     return seen;
   }
 
-  /**
-   * The view of upstream records, whose batches below the horizon go to the view cache. A store
-   * whose log no longer starts at 0 may have let a carried range go before this replica's index
-   * read any pass (it was just rebuilt, or it does not carry): its records may then be carry
-   * records too.
-   */
-  private async view(records: Buffer | null, budget: Budget, storeLogStart: bigint | undefined): Promise<VisibleRecords> {
+  /** The view of upstream records, whose batches below the horizon go to the view cache. */
+  private async view(records: Buffer | null, budget: Budget): Promise<VisibleRecords> {
     const { topic, partition, view, clientOffset } = this.target;
-    const lookForCarried = this.target.lookForCarried || (storeLogStart ?? 0n) > 0n;
-    if (!this.cache.enabled) return visibleRecords(records, visibility(view, lookForCarried), clientOffset, budget);
+    if (!this.cache.enabled) return visibleRecords(records, visibility(view), clientOffset, budget);
     const viewed: ViewedBatch[] = [];
-    const seen = await visibleRecords(records, visibility(view, lookForCarried), clientOffset, budget, (b) => viewed.push(b));
+    const seen = await visibleRecords(records, visibility(view), clientOffset, budget, (b) => viewed.push(b));
     this.cache.record(topic, partition, view, viewed);
     return seen;
   }
@@ -321,8 +314,8 @@ function bytesOf(seen: VisibleRecords): number {
   return seen.batches.reduce((n, b) => n + b.length, seen.truncatedTail.length + (seen.trailingEmpty?.length ?? 0));
 }
 
-function visibility(view: PartitionIndexView, lookForCarried: boolean): Visibility {
-  return { cleanedUpTo: view.cleanedUpTo(), survivors: (from, to) => view.survivors(from, to), lookForCarried };
+function visibility(view: PartitionIndexView): Visibility {
+  return { cleanedUpTo: view.cleanedUpTo(), survivors: (from, to) => view.survivors(from, to) };
 }
 
 function lastOffsetOf(batch: Buffer): number {

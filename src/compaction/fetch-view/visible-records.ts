@@ -14,7 +14,15 @@
  * client's limits take when it expects most of it removed, and a rebuilt compressed batch can
  * come out larger than its original.
  */
-import { batchPayload, CorruptRecordError, iterateBatches, rebuildBatch, type BatchHeader, type RecordSpan } from '../../protocol/records/batch.js';
+import {
+  batchPayload,
+  CorruptRecordError,
+  firstRecordPayload,
+  iterateBatches,
+  rebuildBatch,
+  type BatchHeader,
+  type RecordSpan,
+} from '../../protocol/records/batch.js';
 import { Cursor } from '../../protocol/records/varint.js';
 import { CarryKind, carryKindAt } from '../carry/carry-record.js';
 import type { ViewedBatch } from './view-cache.js';
@@ -24,11 +32,6 @@ export interface Visibility {
   cleanedUpTo: number;
   /** Surviving offsets in [from, to), below cleanedUpTo, ascending. */
   survivors(from: number, to: number): Float64Array;
-  /**
-   * Whether batches may be kcompact's own carry records (the partition was carried, or this
-   * replica carries): looking costs a decompression of every batch without a producer.
-   */
-  lookForCarried?: boolean;
 }
 
 /** A transaction marker batch seen in the upstream data, and whether the client still sees it. */
@@ -187,9 +190,10 @@ async function viewBatch(records: Buffer, batch: BatchHeader, visibility: Visibi
   const base = Number(batch.baseOffset);
   const last = lastOffset(batch);
   const horizon = visibility.cleanedUpTo;
-  // kcompact's own carry records are never a client's, wherever they are; below the horizon no
-  // survivor sits at their offsets, so only batches reaching past it need a look.
-  if (visibility.lookForCarried && last >= horizon && (await isCarried(records, batch))) {
+  // kcompact's own carry records are never a client's, wherever they are, and any replica may
+  // meet them before its index has read a pass (another replica carries, or this one is new):
+  // below the horizon no survivor sits at their offsets, so only batches reaching past it need a look.
+  if (last >= horizon && (await isCarried(records, batch))) {
     return { bytes: await rebuildBatch(batch, NO_BYTES, NO_SPANS), kept: 0, progress: 0, rebuilt: true };
   }
   if (base >= horizon) return untouched(records, batch, from);
@@ -209,11 +213,12 @@ async function viewBatch(records: Buffer, batch: BatchHeader, visibility: Visibi
 
 /**
  * Whether the batch is one kcompact wrote itself (carried copies or a pass marker): only batches
- * without a producer can be, since carry passes write none, and their first record says so.
+ * without a producer can be, since carry passes write none, and their first record says so. Only
+ * that record is decompressed (zstd aside, which decompresses whole).
  */
 async function isCarried(records: Buffer, batch: BatchHeader): Promise<boolean> {
   if (batch.producerId >= 0n || batch.isControl || batch.recordCount === 0) return false;
-  return carryKindAt(await batchPayload(records, batch), 0) !== CarryKind.None;
+  return carryKindAt(await firstRecordPayload(records, batch), 0) !== CarryKind.None;
 }
 
 function emptyResult(): VisibleRecords {

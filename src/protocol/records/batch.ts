@@ -8,6 +8,7 @@ export {
   batchPayload,
   decodeRecordKeys,
   decodeRecords,
+  firstRecordPayload,
   parseRecords,
   RecordScan,
   scanRecordAt,

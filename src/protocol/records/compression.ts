@@ -1,10 +1,11 @@
 import { promisify } from 'node:util';
-import { gunzip, gunzipSync, gzip, gzipSync, type ZlibOptions } from 'node:zlib';
+import { constants as zlibConstants, gunzip, gunzipSync, gzip, gzipSync, type ZlibOptions } from 'node:zlib';
 import { compressFrame, compressFrameSync, decompressFrame, decompressFrameSync } from 'lz4-napi';
 import { compress as zstdCompress, decompress as zstdDecompress } from '@mongodb-js/zstd';
 import { CorruptRecordError } from './errors.js';
 import { lz4FrameSize, zstdFrameSize, type FrameSize } from './frame-bounds.js';
-import { compressSnappyXerial, decompressSnappy } from './snappy-xerial.js';
+import { lz4FramePrefix } from './lz4-prefix.js';
+import { compressSnappyXerial, decompressSnappy, snappyPrefix } from './snappy-xerial.js';
 
 /** Kafka's compression codec ids (record batch attributes bits 0-2). */
 export const Compression = { None: 0, Gzip: 1, Snappy: 2, Lz4: 3, Zstd: 4 } as const;
@@ -86,6 +87,40 @@ export async function decompress(codec: number, data: Buffer, options: Decompres
     default:
       throw unknownCodec(codec);
   }
+}
+
+/**
+ * At least `want` bytes of the decompressed data from its start (all of it when shorter),
+ * decompressing little more than that where the codec allows: lz4, snappy and gzip stop early;
+ * zstd decompresses whole. For a look at a batch's first record.
+ */
+export async function decompressPrefix(codec: number, data: Buffer, want: number, options: DecompressOptions = {}): Promise<Buffer> {
+  const maxBytes = options.maxBytes ?? DEFAULT_MAX_DECOMPRESSED_BYTES;
+  switch (codec) {
+    case Compression.Lz4:
+      lz4FrameSize(data);
+      return lz4FramePrefix(data, Math.min(want, maxBytes));
+    case Compression.Gzip:
+      return gzipPrefix(data, want, maxBytes);
+    case Compression.Snappy:
+      return snappyPrefix(data, Math.min(want, maxBytes));
+    default:
+      return decompress(codec, data, options);
+  }
+}
+
+/** Inflates a growing head of the input, flushed rather than finished, until it yields `want` bytes. */
+function gzipPrefix(data: Buffer, want: number, maxBytes: number): Promise<Buffer> | Buffer {
+  for (let n = Math.min(data.length, 1024); n < data.length; n = Math.min(data.length, n * 4)) {
+    let out: Buffer;
+    try {
+      out = gunzipSync(data.subarray(0, n), { finishFlush: zlibConstants.Z_SYNC_FLUSH, maxOutputLength: Math.max(1, maxBytes) });
+    } catch (err) {
+      throw new CorruptRecordError(`corrupt gzip data: ${(err as Error).message}`, { cause: err });
+    }
+    if (out.length >= want) return out;
+  }
+  return decompressGzip(data, maxBytes);
 }
 
 const isTooLarge = (err: unknown) => (err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE';

@@ -1,5 +1,5 @@
 import { BATCH_HEADER_SIZE, TimestampType, type BatchHeader } from './batch-header.js';
-import { decompress, type DecompressOptions } from './compression.js';
+import { decompress, decompressPrefix, type DecompressOptions } from './compression.js';
 import { CorruptRecordError } from './errors.js';
 import { Cursor } from './varint.js';
 
@@ -147,6 +147,24 @@ export async function batchPayload(buf: Buffer, header: BatchHeader, options?: D
   if (header.recordCount === 0) return buf.subarray(header.end, header.end);
   const raw = buf.subarray(header.start + BATCH_HEADER_SIZE, header.end);
   return header.compression === 0 ? raw : decompress(header.compression, raw, options);
+}
+
+/** Enough for most records' first bytes: one decode of this much usually holds the whole first record. */
+const FIRST_RECORD_GUESS = 256;
+
+/**
+ * The payload from its start through (at least) its first record, decompressing little more than
+ * that where the codec allows (compression.ts, decompressPrefix): a look at the first record of
+ * a batch costs about that record, not the batch.
+ */
+export async function firstRecordPayload(buf: Buffer, header: BatchHeader, options?: DecompressOptions): Promise<Buffer> {
+  if (header.recordCount === 0 || header.compression === 0) return batchPayload(buf, header, options);
+  const raw = buf.subarray(header.start + BATCH_HEADER_SIZE, header.end);
+  const head = await decompressPrefix(header.compression, raw, FIRST_RECORD_GUESS, options);
+  if (head.length < FIRST_RECORD_GUESS) return head;
+  const c = new Cursor(head, 0, head.length);
+  const need = c.varint() + c.pos;
+  return need <= head.length ? head : decompressPrefix(header.compression, raw, need, options);
 }
 
 /** Every record of a payload, with its key, value and headers as views of the payload. */

@@ -1,5 +1,6 @@
 import { compress as snappyCompress, compressSync as snappyCompressSync, uncompress as snappyUncompress, uncompressSync as snappyUncompressSync } from 'snappy';
 import { CorruptRecordError } from './errors.js';
+import { snappyBlockPrefix } from './snappy-prefix.js';
 
 /*
  * Kafka's codec 2 comes in two shapes on the wire:
@@ -111,4 +112,23 @@ export async function decompressSnappy(data: Buffer, maxBytes: number, syncMaxBy
   let pos = 0;
   for (const part of parts) pos += part.copy(out, pos);
   return out;
+}
+
+/**
+ * At least `want` bytes of the content from its start (all of it when shorter), decoding only
+ * the blocks, and the part of the last one, that hold them (snappy-prefix.ts).
+ */
+export function snappyPrefix(data: Buffer, want: number): Buffer {
+  const out = Buffer.allocUnsafe(Math.max(0, want));
+  if (!isXerial(data)) return out.subarray(0, snappyBlockPrefix(data, 0, data.length, out, 0));
+  let length = 0;
+  for (let pos = XERIAL_HEADER.length; pos < data.length && length < want;) {
+    if (pos + 4 > data.length) throw corrupt('truncated Xerial block length');
+    const size = data.readInt32BE(pos);
+    pos += 4;
+    if (size <= 0 || pos + size > data.length) throw corrupt(`bad Xerial block length ${size}`);
+    length = snappyBlockPrefix(data, pos, pos + size, out, length);
+    pos += size;
+  }
+  return out.subarray(0, length);
 }

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { visibleRecords, type Visibility } from '../../../../src/compaction/fetch-view/visible-records.js';
-import { BATCH_HEADER_SIZE, iterateBatches, readBatchHeader } from '../../../../src/protocol/records/batch.js';
+import { BATCH_HEADER_SIZE, encodeBatch, iterateBatches, readBatchHeader } from '../../../../src/protocol/records/batch.js';
+import { markerBatch } from '../../../../src/compaction/carry/carried-batch.js';
+import { CARRY_HEADER_KEY, emptyOrigin, encodeCopyValue, encodePassStart } from '../../../../src/compaction/carry/carry-record.js';
 import { FakeIndex, FakeLog, readBatches } from './fake-log.js';
 
 const CODECS = [0, 1, 2, 3, 4];
@@ -233,4 +235,47 @@ describe('visibleRecords', () => {
     assert.equal(onlyTail.end, -1);
     assert.equal(onlyTail.truncatedTail.length, 100);
   });
+});
+
+describe('kcompact carry records past the horizon', () => {
+  const ownFields = (base: number, count: number) => ({
+    baseOffset: BigInt(base),
+    partitionLeaderEpoch: 0,
+    attributes: 0,
+    lastOffsetDelta: count - 1,
+    baseTimestamp: 0n,
+    maxTimestamp: 0n,
+    producerId: -1n,
+    producerEpoch: -1,
+    baseSequence: -1,
+  });
+  const origin = { ...emptyOrigin(), pass: 3, offset: 1, batchBase: 0, batchLast: 4 };
+  const copyRecord = (i: number, valueSize: number) => ({
+    timestampDelta: 0,
+    offsetDelta: i,
+    key: Buffer.from(`key-${i}`),
+    value: Buffer.alloc(valueSize, 120),
+    headers: [
+      { key: CARRY_HEADER_KEY, value: encodeCopyValue({ ...origin, offset: i }) },
+      { key: Buffer.from('h'), value: Buffer.from('v') },
+    ],
+  });
+
+  for (const codec of CODECS) {
+    test(`codec ${codec}: copies and markers are dropped though no pass was seen, a client's batch without a producer is not`, async () => {
+      const start = await markerBatch(encodePassStart({ releaseEnd: 0, topicStart: 0 }), 0);
+      const copies = await encodeBatch(ownFields(1, 3), [copyRecord(0, 200_000), copyRecord(1, 10), copyRecord(2, 10)], codec);
+      // A client's batch whose first record is plain and whose second carries the header is the client's.
+      const client = await encodeBatch(ownFields(4, 2), [{ ...copyRecord(0, 10), headers: [] }, copyRecord(1, 10)], codec);
+      const data = Buffer.concat([start, copies, client]);
+      const seen = await visibleRecords(data, { cleanedUpTo: 0, survivors: () => new Float64Array(0) }, 0);
+      const out = await readBatches(Buffer.concat(seen.batches));
+      assert.deepEqual(
+        out.records.map((r) => r.offset),
+        [4, 5],
+      );
+      assert.ok(seen.batches.at(-1)!.equals(client), "the client's batch goes out as the upstream sent it");
+      assert.equal(seen.end, 5);
+    });
+  }
 });
