@@ -131,6 +131,7 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
   metrics.compaction.attach({
     status: () => engine.engine.status(),
     filteredRecords: () => engine.fetchView.stats.removedRecords,
+    heldFetches: () => engine.fetchView.stats.outOfRangeHeld,
     viewCache: () => engine.fetchView.cache,
   });
 

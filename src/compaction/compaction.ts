@@ -176,6 +176,7 @@ export async function startCompaction(opts: CompactionOptions): Promise<Compacti
     config: configs.view,
     index: engine.index,
     offsetForTime: (topic, partition, timestamp) => engine.offsetForTime(topic, partition, timestamp),
+    logStartOffset: (topic, partition) => pool.logStartOffset(topic, partition),
   });
   const filters = [...configs.filters, produceGuard, fetchView, listOffsetsView];
   return {

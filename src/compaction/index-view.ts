@@ -22,4 +22,10 @@ export interface PartitionIndexView {
 export interface IndexView {
   /** The index of a compacted partition, or undefined when it is not (yet) indexed. */
   partition(topic: string, partition: number): PartitionIndexView | undefined;
+  /**
+   * Whether the partition's index has read, within timeoutMs, what the store holds as stable
+   * now: once it has, partition() shows every carry pass the store holds (a replica just
+   * started, or one whose index lags, may not know yet what another replica carried).
+   */
+  caughtUp(topic: string, partition: number, timeoutMs: number): Promise<boolean>;
 }

@@ -154,7 +154,10 @@ before(async () => {
   });
   pool = new UpstreamPartitionReads({ upstream, topicIds: topics });
   const index = new FakeIndex(SURVIVORS, TOTAL);
-  const indexes = { partition: (t: string, p: number) => (t === TOPIC ? (p === 0 ? index : undefined) : engine.index.partition(t, p)) };
+  const indexes = {
+    partition: (t: string, p: number) => (t === TOPIC ? (p === 0 ? index : undefined) : engine.index.partition(t, p)),
+    caughtUp: (t: string, p: number, timeoutMs: number) => (t === TOPIC ? Promise.resolve(true) : engine.index.caughtUp(t, p, timeoutMs)),
+  };
   view = createFetchView({ config, index: indexes, topicIds: topics, upstream: pool, log });
   proxy = await startProxy(kafka.bootstrap, { topics, filters: [fetchRecorder, view] });
   bootstrap = proxy.bootstrap;

@@ -202,10 +202,8 @@ export class Carrier {
       }
       return false;
     }
-    // The fetch view answers from the copies only below the index's log start, which the
-    // indexer would move when its next fetch brings the store's, up to its max wait from now:
-    // until then a client reading below releaseEnd would be sent to the store and get
-    // OFFSET_OUT_OF_RANGE.
+    // The index follows the store's new log start now, not at the indexer's next fetch (up to
+    // its max wait from now): what it holds below it, and the carry margin, change with it.
     if (this.deps.registry.get(topic, partition) === store && store.db.open) {
       store.dropBelow(releaseEnd);
       this.deps.registry.publish(store);

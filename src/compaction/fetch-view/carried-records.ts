@@ -1,10 +1,12 @@
 /**
- * A carried partition below the store's log start (docs/carrying.md): its records are no longer
- * at their offsets in the store, only in the copies the last whole pass wrote, so the fetch view
- * reads those and serves the originals rebuilt at their offsets. The copies are in offset order
+ * A carried partition below the last whole pass's release end (docs/carrying.md): its records
+ * are no longer at their offsets in the store once the store let the range go, only in the copies
+ * that pass wrote, so the fetch view reads those and serves the originals rebuilt at their
+ * offsets. It does so from the moment its index has read the pass whole, before the range is let
+ * go as after: no read below the release end reaches the store while DeleteRecords is under way. The copies are in offset order
  * of their originals; the snapshot's marks say where to start for an offset. A copy is served
- * when its original survives in this replica's index, so that what a replica serves below the
- * store's log start follows its index as it does above it.
+ * when its original survives in this replica's index, so that what a replica serves from the
+ * copies follows its index as it does above them.
  *
  * A budget only stops the answer between two original batches: a client moves on past a batch's
  * last offset, so a batch cut short would skip the survivors left out of it.
@@ -27,10 +29,10 @@ export interface CopiesTarget {
   carried: CarriedSnapshot;
 }
 
-/** The records from `from` up to the store's log start, as far as the budget takes them. */
+/** The records from `from` up to the snapshot's copiesBelow, as far as the budget takes them. */
 export async function carriedRecords(upstream: UpstreamReads, target: CopiesTarget, from: number, budget: Budget): Promise<VisibleRecords> {
   const { view, carried } = target;
-  const start = carried.physicalStart;
+  const start = carried.copiesBelow;
   const restored = new RestoredBatches();
   const copy = emptyCopy();
   const scan = new RecordScan();

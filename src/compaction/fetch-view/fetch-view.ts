@@ -14,12 +14,15 @@ import type { Logger } from '../../ops/log.js';
 import { ApiKey, type ApiKeyOf, type FetchRequest, type FetchRequestTopic, type FetchResponse } from '../../protocol/messages.js';
 import type { Filter, FilterRequest, FilterResponse, RequestContext, RequestOutcome, ResponseContext, ResponseOutcome } from '../../proxy/filter/filter.js';
 import type { TopicIds } from '../../proxy/topic-ids.js';
-import type { IndexView } from '../index-view.js';
+import type { IndexView, PartitionIndexView } from '../index-view.js';
 import type { TopicConfigView } from '../policy.js';
 import { EmptyAnswers } from './empty-answers.js';
 import { isIncremental, isSessionless, sessionFields, sessionlessFrame, sessionNotFound, SESSIONLESS_EPOCH, type SessionFields } from './fetch-session.js';
 import { PartitionAnswer, type PartitionTarget, type ViewCounters } from './partition-view.js';
 import { planRead, type ReadPlan } from './read-plan.js';
+import { answerOutOfRange } from './out-of-range.js';
+import { ErrorCode } from '../../protocol/errors.js';
+import { copiesHold } from '../index/survivor-set.js';
 import type { UpstreamReads } from './upstream-reads.js';
 import { DEFAULT_VIEW_CACHE_BYTES, ViewCache, type ViewCacheStats, type ViewedBatch } from './view-cache.js';
 
@@ -45,6 +48,8 @@ export interface FetchViewStats extends ViewCounters {
   seeks: number;
   /** Incremental session requests answered FETCH_SESSION_ID_NOT_FOUND. */
   sessionsRefused: number;
+  /** Partitions the store answered OFFSET_OUT_OF_RANGE that got an empty answer while the index caught up (out-of-range.ts). */
+  outOfRangeHeld: number;
 }
 
 export interface FetchView extends Filter {
@@ -64,6 +69,14 @@ const MAX_VIEWED_RESPONSE_BYTES = 8 << 20;
 
 const targetKey = (topicKey: string, partition: number) => `${topicKey}\u0000${partition}`;
 
+/** A compacted partition whose index is not there yet (a replica just started, a topic just made compacted). */
+const NOT_INDEXED: PartitionIndexView = {
+  cleanedUpTo: () => 0,
+  survivors: () => new Float64Array(0),
+  nextVisible: (offset) => offset,
+  carried: () => undefined,
+};
+
 /** What a cached run brings an answer limited to `limit` bytes. */
 function cachedBytesUpTo(batches: readonly ViewedBatch[], limit: number): number {
   let bytes = 0;
@@ -81,6 +94,7 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
     viewedRequests: 0,
     seeks: 0,
     sessionsRefused: 0,
+    outOfRangeHeld: 0,
     extraReads: 0,
     removedRecords: 0,
     rebuiltBatches: 0,
@@ -107,19 +121,18 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
       const name = topicName(t, byId);
       if (name === undefined || !opts.config.compacted(name)) continue;
       for (const p of t.partitions) {
-        const view = opts.index.partition(name, p.partition);
-        if (!view) continue;
+        // Not indexed yet: nothing is hidden but kcompact's own carry records, as in Kafka's uncleaned head.
+        const view = opts.index.partition(name, p.partition) ?? NOT_INDEXED;
         const clientOffset = Number(p.fetchOffset);
         const partitionMaxBytes = p.partitionMaxBytes;
         const answerKey = EmptyAnswers.key(req.header.clientId, name, p.partition, clientOffset);
         const carried = view.carried();
-        const fromCopies = carried !== undefined && carried.copiesFrom >= 0 && clientOffset < carried.physicalStart && clientOffset >= carried.topicStart;
         let read: ReadPlan;
         let cached: readonly ViewedBatch[] | undefined;
-        if (fromCopies) {
-          // Below the store's log start the copies answer (carried-records.ts): the upstream is asked for its offsets only.
-          read = { fetchOffset: carried.physicalStart };
-          p.fetchOffset = BigInt(carried.physicalStart);
+        if (copiesHold(carried, clientOffset)) {
+          // Below the last pass's release end the copies answer (carried-records.ts): the upstream is asked for its offsets only.
+          read = { fetchOffset: carried.copiesBelow };
+          p.fetchOffset = BigInt(carried.copiesBelow);
           p.partitionMaxBytes = 0;
           changed = true;
           filtered = true;
@@ -203,10 +216,14 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
     const viewed: PartitionAnswer[] = [];
     let otherBytes = 0;
     let before = 0;
+    let changed = false;
     for (const t of body.responses) {
       for (const p of t.partitions) {
         const target = targets.get(targetKey(topicKey(t, byId), p.partitionIndex));
-        if (target) {
+        if (target && p.errorCode === ErrorCode.OFFSET_OUT_OF_RANGE && (await answerOutOfRange(opts.index, opts.upstream, target, p, deadline - clock()))) {
+          stats.outOfRangeHeld++;
+          changed = true;
+        } else if (target) {
           const answer = await PartitionAnswer.start(target, p, stats, request.maxBytes - before, cache, opts.upstream);
           viewed.push(answer);
           before += answer.size;
@@ -225,7 +242,6 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
         log.debug('reading on failed; answering with what was read', { topic: answer.target.topic, partition: answer.target.partition, err });
       }
     }
-    let changed = false;
     for (const answer of viewed) {
       const { records, abortedTransactions, logStartOffset } = answer.data;
       answer.data.records = await answer.finish(answers);

@@ -31,7 +31,7 @@ export interface PartitionTarget {
   plan: ReadPlan;
   /** The view cache's batches from the planned fetch offset, when it held them at planning. */
   cached?: readonly ViewedBatch[];
-  /** Where a carried partition's records are (carried-records.ts answers below the store's log start). */
+  /** Where a carried partition's records are (carried-records.ts answers below its copiesBelow). */
   carried?: CarriedSnapshot;
   /** Whether the partition's records may hold kcompact's own carry records (visible-records.ts drops them). */
   currentLeaderEpoch: number;
@@ -95,7 +95,7 @@ export class PartitionAnswer {
     const answer = new PartitionAnswer(target, data, counters, cache);
     if (data.errorCode !== 0) return answer;
     const budget = { maxBytes: Math.min(target.partitionMaxBytes, responseRoom), oneAnyway: true };
-    if (target.carried && target.carried.copiesFrom >= 0 && target.clientOffset < target.carried.physicalStart) {
+    if (target.carried && target.carried.copiesFrom >= 0 && target.clientOffset < target.carried.copiesBelow) {
       answer.changed = true;
       answer.add(await answer.fromCopies(upstream, target.clientOffset, budget));
     } else if (target.cached && target.plan.fetchOffset < Number(answer.limit())) {
@@ -160,7 +160,7 @@ export class PartitionAnswer {
       reads++;
       const { view, carried } = this.target;
       const budget = { maxBytes: room, oneAnyway: alone };
-      if (carried && carried.copiesFrom >= 0 && this.end + 1 < carried.physicalStart) {
+      if (carried && carried.copiesFrom >= 0 && this.end + 1 < carried.copiesBelow) {
         const seen = await this.fromCopies(upstream, this.end + 1, budget);
         if (seen.end <= this.end) return;
         this.add(seen);
@@ -210,8 +210,8 @@ export class PartitionAnswer {
   }
 
   /**
-   * The records from `from` below the store's log start, from the last whole pass's copies; when
-   * none survive there, an empty batch up to the store's log start moves the client on.
+   * The records from `from` below copiesBelow, from the last whole pass's copies; when none
+   * survive there, an empty batch up to copiesBelow moves the client on.
    */
   private async fromCopies(upstream: UpstreamReads, from: number, budget: Budget): Promise<VisibleRecords> {
     const { topic, partition, view, carried } = this.target;

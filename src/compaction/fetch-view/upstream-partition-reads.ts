@@ -10,7 +10,7 @@ import { UpstreamError } from '../../upstream/error-class.js';
 import { ReusedBuffers } from '../../upstream/reused-buffers.js';
 import type { UpstreamClusterClient } from '../../upstream/upstream-cluster-client.js';
 import { SESSIONLESS_EPOCH } from './fetch-session.js';
-import type { PartitionRead, UpstreamRead, UpstreamReads } from './upstream-reads.js';
+import type { PartitionRead, StoreBounds, UpstreamRead, UpstreamReads } from './upstream-reads.js';
 
 export interface UpstreamPartitionReadsOptions {
   upstream: UpstreamClusterClient;
@@ -20,6 +20,9 @@ export interface UpstreamPartitionReadsOptions {
 }
 
 const EARLIEST_TIMESTAMP = -2n;
+const LATEST_TIMESTAMP = -1n;
+const READ_UNCOMMITTED = 0;
+const READ_COMMITTED = 1;
 /**
  * Read memory kept for reuse: an answer gives each read back once it has copied its survivors
  * out (partition-view.ts), so this is the reads of the few answers put together at once, the
@@ -90,13 +93,27 @@ export class UpstreamPartitionReads implements UpstreamReads {
   }
 
   /** ListOffsets EARLIEST: what Kafka reports as a partition's log start offset. */
-  async logStartOffset(topic: string, partition: number): Promise<bigint> {
+  logStartOffset(topic: string, partition: number): Promise<bigint> {
+    return this.listOffset(topic, partition, EARLIEST_TIMESTAMP, READ_UNCOMMITTED);
+  }
+
+  async bounds(topic: string, partition: number): Promise<StoreBounds> {
+    // One partition once per request: Kafka refuses a ListOffsets naming a partition twice.
+    const [logStart, highWatermark, lastStable] = await Promise.all([
+      this.logStartOffset(topic, partition),
+      this.listOffset(topic, partition, LATEST_TIMESTAMP, READ_UNCOMMITTED),
+      this.listOffset(topic, partition, LATEST_TIMESTAMP, READ_COMMITTED),
+    ]);
+    return { logStart, highWatermark, lastStable };
+  }
+
+  private async listOffset(topic: string, partition: number, timestamp: bigint, isolationLevel: number): Promise<bigint> {
     const { upstream } = this.opts;
     const client = await upstream.leader(topic, partition);
     const body = await client.request(ApiKey.ListOffsets, client.version(ApiKey.ListOffsets), {
       replicaId: -1,
-      isolationLevel: 0,
-      topics: [{ name: topic, partitions: [{ partitionIndex: partition, currentLeaderEpoch: -1, timestamp: EARLIEST_TIMESTAMP }] }],
+      isolationLevel,
+      topics: [{ name: topic, partitions: [{ partitionIndex: partition, currentLeaderEpoch: -1, timestamp }] }],
     });
     const answer = body.topics[0]?.partitions[0];
     const errorCode = answer?.errorCode ?? ErrorCode.UNKNOWN_SERVER_ERROR;

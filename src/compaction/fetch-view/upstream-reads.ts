@@ -1,6 +1,7 @@
 /**
  * What the fetch view asks of the upstream beyond forwarding the client's own request: reading
- * on past a stretch of removed records on the proxy's own connection, and learning topic ids.
+ * on past a stretch of removed records on the proxy's own connection, where a partition's log
+ * starts and ends, and learning topic ids.
  */
 import type { FetchResponseAbortedTransaction, FetchResponsePartitionData } from '../../protocol/messages.js';
 
@@ -28,9 +29,18 @@ export interface UpstreamRead extends PartitionRecords {
   release(): void;
 }
 
+/** Where a partition's log starts and ends in the store, as its ListOffsets says. */
+export interface StoreBounds {
+  logStart: bigint;
+  highWatermark: bigint;
+  lastStable: bigint;
+}
+
 export interface UpstreamReads {
   /** A sessionless single-partition Fetch from the partition's leader that does not wait for data. */
   readPartition(read: PartitionRead): Promise<UpstreamRead>;
+  /** The partition's log start, high watermark and last stable offset in the store. */
+  bounds(topic: string, partition: number): Promise<StoreBounds>;
   /** Teaches the proxy's topic id map the names of these ids, where the upstream knows them. */
   resolveTopicIds(ids: string[]): Promise<void>;
 }

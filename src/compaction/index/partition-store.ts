@@ -526,7 +526,7 @@ export class PartitionStore {
   carriedSnapshot(): CarriedSnapshot | undefined {
     const c = this.carryState;
     if (c.pass < 0 && c.openPass < 0) return undefined;
-    if (c.pass < 0) return { physicalStart: this.cp.logStartOffset, topicStart: this.topicStart, copiesFrom: -1, copiesTo: -1, marks: new Float64Array(0) };
+    if (c.pass < 0) return { copiesBelow: this.cp.logStartOffset, topicStart: this.topicStart, copiesFrom: -1, copiesTo: -1, marks: new Float64Array(0) };
     const marks: number[] = [];
     const rows = this.db
       .prepare('SELECT offset, phys FROM records WHERE partition = ? AND phys >= ? AND phys <= ? ORDER BY offset')
@@ -534,7 +534,8 @@ export class PartitionStore {
       .iterate(this.partition, c.pass, c.passEnd) as IterableIterator<[number, number]>;
     let i = 0;
     for (const [offset, phys] of rows) if (i++ % MARK_EVERY === 0) marks.push(offset, phys);
-    return { physicalStart: this.cp.logStartOffset, topicStart: this.topicStart, copiesFrom: c.pass, copiesTo: c.passEnd, marks: Float64Array.from(marks) };
+    const copiesBelow = Math.max(this.cp.logStartOffset, c.passRelease);
+    return { copiesBelow, topicStart: this.topicStart, copiesFrom: c.pass, copiesTo: c.passEnd, marks: Float64Array.from(marks) };
   }
 
   /** Tombstones still held in the cleaned part, waiting for their delete horizon. */

@@ -8,6 +8,11 @@ import { SurvivorSet, type SurvivorSnapshot } from './survivor-set.js';
 export class SurvivorIndex implements IndexView {
   private readonly topics = new Map<string, Map<number, SurvivorSet>>();
 
+  constructor(
+    /** Asks the worker's indexer (Indexer.caughtUp). */
+    readonly caughtUp: (topic: string, partition: number, timeoutMs: number) => Promise<boolean>,
+  ) {}
+
   partition(topic: string, partition: number): PartitionIndexView | undefined {
     return this.topics.get(topic)?.get(partition);
   }

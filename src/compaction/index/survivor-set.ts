@@ -15,8 +15,12 @@ export type SurvivorEncoding = 'u32' | 'f64' | 'bitmap';
 
 /** Where a carried partition's records are in the store (docs/carrying.md). */
 export interface CarriedSnapshot {
-  /** The store's log start: below it the records are served from their copies. */
-  physicalStart: number;
+  /**
+   * Below it the records are served from their copies: the last whole pass's release end (its
+   * copies answer there before the store lets the range go as well as after), or the store's log
+   * start when that is higher.
+   */
+  copiesBelow: number;
   /** The compacted topic's own log start. */
   topicStart: number;
   /**
@@ -131,6 +135,11 @@ export class SurvivorSet implements PartitionIndexView {
   carried(): CarriedSnapshot | undefined {
     return this.carry;
   }
+}
+
+/** Whether the copies of the last whole pass answer for `offset`: at or past the topic's own start, below copiesBelow. */
+export function copiesHold(carried: CarriedSnapshot | undefined, offset: number): carried is CarriedSnapshot {
+  return carried !== undefined && carried.copiesFrom >= 0 && offset >= carried.topicStart && offset < carried.copiesBelow;
 }
 
 /** Where to start reading a carried partition's copies for its records from `offset` on. */

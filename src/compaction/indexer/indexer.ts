@@ -142,12 +142,27 @@ export class Indexer {
    * on-demand clean then covers what was produced before it was asked for.
    */
   async catchUp(topic: string | undefined, deadlineMs: number): Promise<void> {
-    const deadline = Date.now() + deadlineMs;
+    await this.reach((tail) => topic === undefined || tail.topic === topic, Date.now() + deadlineMs, 'catch-up');
+  }
+
+  /**
+   * Waits until the partition's index has read everything the upstream held as stable when asked
+   * (its last stable offset then): true when it has within the deadline. What the index publishes
+   * on the way (a pass read whole, a moved log start) is sent to the main thread before the
+   * answer, so a caller there sees the snapshot it waited for.
+   */
+  async caughtUp(topic: string, partition: number, deadlineMs: number): Promise<boolean> {
+    const reached = await this.reach((tail) => tail.topic === topic && tail.partition === partition, Date.now() + deadlineMs, 'partition catch-up');
+    return reached.length > 0 && reached.every(Boolean);
+  }
+
+  /** Waits for the index of every tail `which` selects to reach the upstream's last stable offset; whether each did. */
+  private async reach(which: (tail: Tail) => boolean, deadline: number, what: string): Promise<boolean[]> {
     // Partitions created since the last metadata round (a topic auto-created by its first produce) count too.
-    await this.refreshMetadata().catch((err) => this.log.debug('catch-up: metadata refresh failed', { err }));
+    await this.refreshMetadata().catch((err) => this.log.debug(`${what}: metadata refresh failed`, { err }));
     const byLeader = new Map<number, Tail[]>();
     for (const tail of this.tails.values()) {
-      if (topic === undefined || tail.topic === topic) byLeader.set(tail.leader, [...(byLeader.get(tail.leader) ?? []), tail]);
+      if (which(tail)) byLeader.set(tail.leader, [...(byLeader.get(tail.leader) ?? []), tail]);
     }
     const answers = await Promise.all(
       [...byLeader].map(([leader, tails]) =>
@@ -155,24 +170,32 @@ export class Indexer {
           .broker(leader)
           .then((client) => lastStableOffsets(client, tails))
           .catch((err: unknown) => {
-            this.log.debug('catch-up: no last stable offsets from the leader; cleaning what is indexed', { leader, partitions: tails.length, err });
+            this.log.debug(`${what}: no last stable offsets from the leader`, { leader, partitions: tails.length, err });
             return [];
           }),
       ),
     );
     const targets = answers.flat().filter((a) => {
-      if (a.errorCode !== ErrorCode.NONE)
-        this.log.debug('catch-up: no last stable offset; cleaning what is indexed', { topic: a.topic, partition: a.partition, errorCode: a.errorCode });
+      if (a.errorCode !== ErrorCode.NONE) this.log.debug(`${what}: no last stable offset`, { topic: a.topic, partition: a.partition, errorCode: a.errorCode });
       return a.errorCode === ErrorCode.NONE;
     });
+    const reached: boolean[] = [];
     for (const t of targets) {
       for (;;) {
         const store = this.registry.get(t.topic, t.partition);
-        if (!store || store.checkpoint.nextOffset >= t.offset || Date.now() >= deadline) break;
+        if (store && store.checkpoint.nextOffset >= t.offset) {
+          reached.push(true);
+          break;
+        }
+        if (Date.now() >= deadline) {
+          reached.push(false);
+          break;
+        }
         this.loops.get(this.tails.get(tailKey(t.topic, t.partition))?.leader ?? -1)?.wake.wakeUp();
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
     }
+    return reached;
   }
 
   start(): void {

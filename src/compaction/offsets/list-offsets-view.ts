@@ -5,12 +5,19 @@
  * carrying, so its answers by timestamp could name a copy's offset: those come from the index,
  * which holds the original timestamps (offsets-by-time.ts), and the store answers only for the
  * records past the index. The latest offset passes as the store answers it.
+ *
+ * A replica whose index has not read a pass (just started, or behind the replica that carries)
+ * cannot tell a store that let a carried range go from one that holds everything: where the
+ * store's log no longer starts at 0, the earliest offset and lookups by timestamp wait for the
+ * index to read what the store holds (UNSETTLED_WAIT_MS), and are answered OFFSET_NOT_AVAILABLE,
+ * which clients retry, if it has not by then.
  */
 import { ApiKey, type ApiKeyOf, type ListOffsetsResponsePartitionResponse } from '../../protocol/messages.js';
 import type { Filter, FilterRequest, RequestContext, RequestOutcome } from '../../proxy/filter/filter.js';
 import type { IndexView } from '../index-view.js';
 import type { TopicConfigView } from '../policy.js';
 import { MAX_TIMESTAMP, type OffsetAtTime } from './offsets-by-time.js';
+import { ErrorCode } from '../../protocol/errors.js';
 
 type ListOffsets = ApiKeyOf<'ListOffsets'>;
 
@@ -23,9 +30,20 @@ export interface ListOffsetsViewOptions {
   index: IndexView;
   /** The index's answer for a timestamp (the compaction engine's offsetForTime). */
   offsetForTime: (topic: string, partition: number, timestamp: number) => Promise<OffsetAtTime | null>;
+  /** The store's log start (ListOffsets EARLIEST on the proxy's own connection). */
+  logStartOffset: (topic: string, partition: number) => Promise<bigint>;
+  /** How long an answer waits for an index that has not read the store yet (default UNSETTLED_WAIT_MS). */
+  unsettledWaitMs?: number;
 }
 
-type Asked = { kind: 'start'; start: number } | { kind: 'time'; timestamp: number };
+/** Below the request timeout of every client (30 s by default), so that it gets OFFSET_NOT_AVAILABLE rather than times out. */
+export const UNSETTLED_WAIT_MS = 10_000;
+
+type Asked =
+  | { kind: 'start'; start: number }
+  | { kind: 'time'; timestamp: number }
+  /** No pass known in the index: the store's answer stands unless the index, once it has read the store, knows one. */
+  | { kind: 'unsettled'; earliest: boolean; timestamp: number };
 
 const key = (topic: string, partition: number) => `${partition}\u0000${topic}`;
 
@@ -37,10 +55,13 @@ export function createListOffsetsView(opts: ListOffsetsViewOptions): Filter {
       if (!opts.config.compacted(t.name)) continue;
       for (const p of t.partitions) {
         const carried = opts.index.partition(t.name, p.partitionIndex)?.carried();
-        if (!carried) continue;
-        if (p.timestamp === EARLIEST || p.timestamp === EARLIEST_LOCAL) asked.set(key(t.name, p.partitionIndex), { kind: 'start', start: carried.topicStart });
-        else if (p.timestamp >= 0n || p.timestamp === BigInt(MAX_TIMESTAMP))
-          asked.set(key(t.name, p.partitionIndex), { kind: 'time', timestamp: Number(p.timestamp) });
+        const earliest = p.timestamp === EARLIEST || p.timestamp === EARLIEST_LOCAL;
+        const byTime = p.timestamp >= 0n || p.timestamp === BigInt(MAX_TIMESTAMP);
+        if (!earliest && !byTime) continue;
+        const k = key(t.name, p.partitionIndex);
+        if (!carried) asked.set(k, { kind: 'unsettled', earliest, timestamp: Number(p.timestamp) });
+        else if (earliest) asked.set(k, { kind: 'start', start: carried.topicStart });
+        else asked.set(k, { kind: 'time', timestamp: Number(p.timestamp) });
       }
     }
     if (asked.size === 0) return ctx.forward();
@@ -52,13 +73,37 @@ export function createListOffsetsView(opts: ListOffsetsViewOptions): Filter {
             const a = asked.get(key(t.name, p.partitionIndex));
             if (!a || p.errorCode !== 0) continue;
             if (a.kind === 'start') p.offset = BigInt(a.start);
-            else lookups.push(opts.offsetForTime(t.name, p.partitionIndex, a.timestamp).then((answer) => byTime(p, a.timestamp, answer)));
+            else if (a.kind === 'time') lookups.push(lookUp(t.name, p.partitionIndex, p, a.timestamp));
+            else lookups.push(settle(t.name, p.partitionIndex, p, a));
           }
         }
         await Promise.all(lookups);
         return rctx.forward(res.body);
       },
     });
+  }
+
+  function lookUp(topic: string, partition: number, p: ListOffsetsResponsePartitionResponse, timestamp: number): Promise<void> {
+    return opts.offsetForTime(topic, partition, timestamp).then((answer) => byTime(p, timestamp, answer));
+  }
+
+  /** The answer for a partition whose index knew no pass when asked. */
+  async function settle(topic: string, partition: number, p: ListOffsetsResponsePartitionResponse, a: Extract<Asked, { kind: 'unsettled' }>): Promise<void> {
+    // A store that starts at 0 let nothing go: its answer is the topic's.
+    const storeStart = a.earliest ? p.offset : await opts.logStartOffset(topic, partition).catch(() => -1n);
+    if (storeStart === 0n) return;
+    const caughtUp = storeStart > 0n && (await opts.index.caughtUp(topic, partition, opts.unsettledWaitMs ?? UNSETTLED_WAIT_MS).catch(() => false));
+    if (!caughtUp) {
+      p.errorCode = ErrorCode.OFFSET_NOT_AVAILABLE;
+      p.offset = -1n;
+      p.timestamp = -1n;
+      p.leaderEpoch = -1;
+      return;
+    }
+    const carried = opts.index.partition(topic, partition)?.carried();
+    if (!carried) return;
+    if (a.earliest) p.offset = BigInt(carried.topicStart);
+    else await lookUp(topic, partition, p, a.timestamp);
   }
 
   return { name: 'list-offsets-view', apis: { [ApiKey.ListOffsets]: { minVersion: 1, onRequest } } };

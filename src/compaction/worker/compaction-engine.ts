@@ -87,7 +87,8 @@ interface Pending {
 }
 
 export async function startCompactionEngine(opts: CompactionEngineOptions): Promise<CompactionEngine> {
-  const index = new SurvivorIndex();
+  // The worker answers after posting what its index published on the way: the snapshot is applied first.
+  const index = new SurvivorIndex((topic, partition, timeoutMs) => call<boolean>((id) => ({ type: 'caughtUp', id, topic, partition, timeoutMs })));
   const config: WorkerConfig = {
     upstream: opts.upstream,
     dataDir: opts.dataDir,

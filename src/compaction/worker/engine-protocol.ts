@@ -35,6 +35,8 @@ export type ToWorker =
   | { type: 'inspect'; id: number; topic: string }
   /** ListOffsets by timestamp of an indexed partition, answered from its rows (offsets-by-time.ts). */
   | { type: 'offsetForTime'; id: number; topic: string; partition: number; timestamp: number }
+  /** Whether the partition's index reads what the upstream holds as stable now, within timeoutMs (Indexer.caughtUp). */
+  | { type: 'caughtUp'; id: number; topic: string; partition: number; timeoutMs: number }
   /** Drops the indexes of the topic (every compacted topic when omitted) and indexes it again from the upstream. */
   | { type: 'rebuild'; id: number; topic?: string }
   | { type: 'close'; id: number };

@@ -135,6 +135,9 @@ function onMessage(message: ToWorker): void {
         return store ? offsetForTime(store, message.timestamp) : null;
       });
       break;
+    case 'caughtUp':
+      void reply(message.id, () => indexer.caughtUp(message.topic, message.partition, message.timeoutMs));
+      break;
     case 'rebuild':
       void reply(message.id, () => rebuild(message.topic));
       break;

@@ -13,6 +13,8 @@ export interface CompactionSource {
   status(): Promise<EngineStatus>;
   /** Records the fetch view has removed from answers since the process started. */
   filteredRecords(): number;
+  /** Fetches below the store's log start answered empty while the index caught up with a carry pass. */
+  heldFetches(): number;
   /** The fetch view's cache: bytes held, and reads on it answered since the process started. */
   viewCache(): { bytes: number; reads: number };
 }
@@ -159,6 +161,15 @@ export class CompactionMetrics {
       collect(this: Counter) {
         this.reset();
         this.inc(metrics.source?.filteredRecords() ?? 0);
+      },
+    });
+    new Counter({
+      name: 'kcompact_fetch_held_total',
+      help: "Partitions of fetches below the store's log start answered with no records (not OFFSET_OUT_OF_RANGE) while this replica's index caught up with what a carry pass let go",
+      registers,
+      collect(this: Counter) {
+        this.reset();
+        this.inc(metrics.source?.heldFetches() ?? 0);
       },
     });
     new Gauge({

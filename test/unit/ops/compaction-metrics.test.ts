@@ -47,6 +47,7 @@ class Bed {
   status: EngineStatus | Error | 'hang' = { partitions: [], cleaner: cleaner() };
   calls = 0;
   filtered = 0;
+  held = 0;
   viewCache = { bytes: 0, reads: 0 };
   readonly metrics: CompactionMetrics;
 
@@ -63,6 +64,7 @@ class Bed {
         return s instanceof Error ? Promise.reject(s) : Promise.resolve(s);
       },
       filteredRecords: () => this.filtered,
+      heldFetches: () => this.held,
       viewCache: () => this.viewCache,
     };
     this.metrics.attach(source);
@@ -86,6 +88,7 @@ test('aggregates from one status call per scrape, in base units', async () => {
     }),
   };
   bed.filtered = 7;
+  bed.held = 2;
   bed.viewCache = { bytes: 4096, reads: 12 };
   const e = await bed.scrape();
   assert.equal(bed.calls, 1, "every metric shares the scrape's status call");
@@ -109,6 +112,7 @@ test('aggregates from one status call per scrape, in base units', async () => {
   assert.equal(e.value('kcompact_carry_margin_seconds'), 45);
   assert.equal(e.value('kcompact_carry_margin_ratio'), 0.375);
   assert.equal(e.value('kcompact_fetch_filtered_records_total'), 7);
+  assert.equal(e.value('kcompact_fetch_held_total'), 2);
   assert.equal(e.value('kcompact_view_cache_bytes'), 4096);
   assert.equal(e.value('kcompact_view_cache_reads_total'), 12);
   assert.deepEqual(

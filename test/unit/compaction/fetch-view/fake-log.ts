@@ -16,8 +16,9 @@ import {
 } from '../../../../src/protocol/messages.js';
 import type { Filter } from '../../../../src/proxy/filter/filter.js';
 import type { IndexView, PartitionIndexView } from '../../../../src/compaction/index-view.js';
+import type { CarriedSnapshot } from '../../../../src/compaction/index/survivor-set.js';
 import type { TopicConfigView, TopicPolicy } from '../../../../src/compaction/policy.js';
-import type { PartitionRead, PartitionRecords, UpstreamRead, UpstreamReads } from '../../../../src/compaction/fetch-view/upstream-reads.js';
+import type { PartitionRead, PartitionRecords, StoreBounds, UpstreamRead, UpstreamReads } from '../../../../src/compaction/fetch-view/upstream-reads.js';
 import { createLogger } from '../../../../src/ops/log.js';
 import { FilterHarness, type RequestRun } from '../../../support/filter-harness.js';
 
@@ -135,8 +136,11 @@ export class FakeIndex implements PartitionIndexView {
     return this.horizon;
   }
 
-  carried(): undefined {
-    return undefined;
+  /** What a carry pass left, as the index knows it (none unless a test sets it). */
+  carry: CarriedSnapshot | undefined;
+
+  carried(): CarriedSnapshot | undefined {
+    return this.carry;
   }
 
   survivors(from: number, to: number): Float64Array {
@@ -183,8 +187,9 @@ export function configView(compacted: string[]): TopicConfigView {
   return { compacted: (t) => (set.has(t) ? POLICY : undefined), compactedTopics: () => [...set], onChange: () => () => undefined };
 }
 
-export function indexView(partitions: Record<string, FakeIndex>): IndexView {
-  return { partition: (topic, partition) => partitions[`${topic}-${partition}`] };
+/** Partitions' indexes; `caughtUp` answers whether one has read the store (default: at once, yes). */
+export function indexView(partitions: Record<string, FakeIndex>, caughtUp: IndexView['caughtUp'] = async () => true): IndexView {
+  return { partition: (topic, partition) => partitions[`${topic}-${partition}`], caughtUp };
 }
 
 /** A fake upstream broker over FakeLogs keyed "topic-partition"; topic ids map to names. */
@@ -241,6 +246,12 @@ export class FakeUpstream implements UpstreamReads {
         data.records?.fill(0xee);
       },
     };
+  }
+
+  async bounds(topic: string, partition: number): Promise<StoreBounds> {
+    const log = this.logs[`${topic}-${partition}`];
+    if (!log) throw new Error(`no log ${topic}-${partition}`);
+    return { logStart: BigInt(log.logStart), highWatermark: BigInt(log.end), lastStable: BigInt(log.end) };
   }
 
   async resolveTopicIds(ids: string[]): Promise<void> {

@@ -90,7 +90,7 @@ describe('SurvivorSet', () => {
 
 describe('SurvivorIndex', () => {
   it('swaps whole snapshots in and forgets dropped partitions', () => {
-    const index = new SurvivorIndex();
+    const index = new SurvivorIndex(async () => true);
     assert.equal(index.partition('t', 0), undefined);
     index.apply('t', 0, snapshotOf(10, Float64Array.from([1, 5])));
     assert.deepEqual([...index.partition('t', 0)!.survivors(0, 10)], [1, 5]);
