@@ -15,7 +15,7 @@ import { test } from 'node:test';
 import kafkajs from 'kafkajs';
 import type { CleanReport } from '../../src/compaction/cleaner/cleaner.js';
 import { startCompactingProxy, type RunningCompactingProxy } from '../support/kcompact.js';
-import { listOffsetRaw, readPartitionRaw, type RawRead, type RawRecord } from '../support/raw-reader.js';
+import { epochEndRaw, listOffsetRaw, readPartitionRaw, type RawRead, type RawRecord } from '../support/raw-reader.js';
 import { pollUntil, requirePeers, startKafka } from '../support/index.js';
 
 const TOPIC = 'replicated';
@@ -89,7 +89,7 @@ function judge(writer: Writer, seen: Seen): void {
   }
 }
 
-const comparable = (records: readonly RawRecord[]) => records.map((r) => `${r.offset} ${r.key} ${r.value} ${r.timestamp}`);
+const comparable = (records: readonly RawRecord[]) => records.map((r) => JSON.stringify([r.offset, r.key, r.value, r.timestamp, r.headers, r.leaderEpoch]));
 
 test('replicas agree while one carries, and a new one joins with an empty data directory', { timeout: 300_000 }, async (t) => {
   if (!requirePeers(t)) return;
@@ -158,7 +158,9 @@ test('replicas agree while one carries, and a new one joins with an empty data d
         ] as const) {
           if (!proxy) continue;
           const ackedAtStart = writer.ackedEnd;
-          seen.push({ replica, ackedAtStart, read: await readPartitionRaw(proxy.bootstrap, TOPIC, 0, { timeoutMs: 60_000 }) });
+          // Both isolation levels, in turn (no transactions here: the same records).
+          const isolationLevel = seen.length % 2;
+          seen.push({ replica, ackedAtStart, read: await readPartitionRaw(proxy.bootstrap, TOPIC, 0, { timeoutMs: 60_000, isolationLevel }) });
           const earliest = await listOffsetRaw(proxy.bootstrap, TOPIC, 0, -2n);
           if (earliest.errorCode === OFFSET_NOT_AVAILABLE) earliestNotAvailable++;
           else assert.deepEqual(earliest, { errorCode: 0, offset: 0 }, `${replica}: EARLIEST is the topic's own log start`);
@@ -190,6 +192,17 @@ test('replicas agree while one carries, and a new one joins with an empty data d
       return rest.every((r) => JSON.stringify(r) === JSON.stringify(first)) ? reads : undefined;
     });
     for (const [i, read] of final.entries()) judge(writer, { replica: `final ${i}`, read, ackedAtStart: writer.ackedEnd });
+    // OffsetForLeaderEpoch agrees with what was served: a client validating its position after a
+    // record of epoch e is told that epoch ends at or after it, never before (no truncation seen).
+    for (const proxy of replicas) {
+      const lastOfEpoch = new Map<number, number>();
+      for (const r of final[0]!.records) lastOfEpoch.set(r.leaderEpoch, r.offset);
+      for (const [epoch, last] of lastOfEpoch) {
+        const end = await epochEndRaw(proxy.bootstrap, TOPIC, 0, epoch);
+        assert.equal(end.errorCode, 0);
+        assert.ok(end.endOffset > last, `epoch ${epoch} ends at ${end.endOffset}, after the record served at ${last}`);
+      }
+    }
     assert.equal(new Set(final[0]!.records.map((r) => r.key)).size, KEYS + 1, 'every key once, at its latest record');
   } finally {
     stop = true;

@@ -15,6 +15,7 @@ import { startCliProxy, type CliProxy } from '../support/kcompact-cli.js';
 import { scrape } from '../support/prometheus.js';
 import { NODE_FLAGS } from '../../src/cli/node-flags.js';
 import { isLoopbackHost } from '../../src/config/host-port.js';
+import { envOf } from '../../src/config/setting.js';
 import { ADMIN_PATHS } from '../support/kcompact-cli.js';
 import { makeTempDir, missingPeers, startKfake, type RunningKfake } from '../support/index.js';
 
@@ -124,6 +125,21 @@ test('kcompact is a native sidecar with a restricted security context, probes, r
   );
   const grace = pod.terminationGracePeriodSeconds * 1000;
   assert.ok(grace >= (configJson().drainTimeoutMs ?? 10_000) + 20_000, 'the grace period covers the drain and closing the index');
+});
+
+test('exactly one replica carries: a single-replica Deployment recreated on rollout, the sidecars do not', () => {
+  const carrier = only('carrier.yaml', 'Deployment');
+  assert.equal(carrier.spec.replicas, 1);
+  assert.equal(carrier.spec.strategy.type, 'Recreate', 'a rollout never runs two carriers together');
+  assert.ok(only('kustomization.yaml', 'Kustomization').resources.includes('carrier.yaml'), 'kustomize applies it');
+  const [c] = carrier.spec.template.spec.containers;
+  const env = new Map<string, string>(c.env.map((e: Doc) => [e.name, e.value]));
+  assert.equal(env.get(envOf('carry')), 'true');
+  assert.equal(env.get('KCOMPACT_CONFIG'), configPath(), 'the same config file as the sidecars');
+  assert.deepEqual(carrier.spec.template.spec.volumes, deployment().spec.template.spec.volumes, 'the same ConfigMap and volumes');
+  assert.equal(carrier.spec.template.metadata.labels['kcompact.dev/sidecar'], 'true', 'scraped and fenced like the sidecars');
+  assert.ok(!sidecar().env.some((e: Doc) => e.name === envOf('carry')), 'the sidecars leave carry off');
+  assert.notEqual(configJson().carry, true, 'the shared config leaves carry off');
 });
 
 test("ports, flags and probe paths are the CLI's, and the probes answer on a running proxy", { skip }, async () => {

@@ -10,6 +10,7 @@ import { RawConnection } from './raw-client.js';
 
 const FETCH_VERSION = 12;
 const LIST_OFFSETS_VERSION = 7;
+const OFFSET_FOR_LEADER_EPOCH_VERSION = 4;
 
 export interface RawRecord {
   offset: number;
@@ -17,6 +18,8 @@ export interface RawRecord {
   key: string | null;
   value: string | null;
   headers: [string, string | null][];
+  /** Its batch's partition leader epoch. */
+  leaderEpoch: number;
 }
 
 export interface RawRead {
@@ -82,6 +85,7 @@ export async function readPartitionRaw(
               key: r.key?.toString() ?? null,
               value: r.value?.toString() ?? null,
               headers: r.headers.map((h) => [h.key.toString(), h.value?.toString() ?? null]),
+              leaderEpoch: b.partitionLeaderEpoch,
             });
           }
         }
@@ -116,6 +120,24 @@ export async function listOffsetRaw(address: string, topic: string, partition: n
     const { body } = await conn.response(ApiKey.ListOffsets, LIST_OFFSETS_VERSION, 30_000);
     const p = body.topics[0].partitions[0];
     return { errorCode: p.errorCode, offset: Number(p.offset) };
+  } finally {
+    conn.close();
+  }
+}
+
+/** OffsetForLeaderEpoch of one partition: the end offset the leader gives for `leaderEpoch`. */
+export async function epochEndRaw(address: string, topic: string, partition: number, leaderEpoch: number): Promise<{ errorCode: number; leaderEpoch: number; endOffset: number }> {
+  const conn = await RawConnection.open(address);
+  try {
+    conn.request(
+      ApiKey.OffsetForLeaderEpoch,
+      OFFSET_FOR_LEADER_EPOCH_VERSION,
+      { replicaId: -1, topics: [{ topic, partitions: [{ partition, currentLeaderEpoch: -1, leaderEpoch }] }] },
+      correlation++,
+    );
+    const { body } = await conn.response(ApiKey.OffsetForLeaderEpoch, OFFSET_FOR_LEADER_EPOCH_VERSION, 30_000);
+    const p = body.topics[0].partitions[0];
+    return { errorCode: p.errorCode, leaderEpoch: p.leaderEpoch, endOffset: Number(p.endOffset) };
   } finally {
     conn.close();
   }

@@ -1,6 +1,7 @@
 /**
  * The compacted Fetch view: clients read a compacted topic as Kafka's cleaner would have left
- * it, from a store that keeps every record. Fetches of compacted partitions are sent upstream
+ * it, from a store that cannot compact (and, below what a carry pass let go, from the pass's
+ * copies: carried-records.ts). Fetches of compacted partitions are sent upstream
  * from the next surviving offset (read-plan.ts), the answer's batches are filtered to the
  * survivors (visible-records.ts, partition-view.ts), and fetch sessions are kept off
  * (fetch-session.ts). Partitions of other topics pass through byte for byte.
