@@ -1,8 +1,10 @@
 /**
  * SIGKILL during carry passes (docs/carrying.md): a `kcompact proxy --carry true` process in
  * front of Kafka 4.4 (cleaner off) is asked to clean and carry a partition of many keys, and is
- * killed at seeded random moments of the pass, again and again, with updates written between
- * the kills. After every restart on the same data directory, Java's consumer reading from offset
+ * killed again and again, with updates written between the kills: in turn the moment its first
+ * records reach the store, at a seeded random moment while the pass writes its copies or reads
+ * them back (after the first pass, copies of the last pass's copies: a re-carry), and the moment
+ * the store has let the carried range go (DeleteRecords done). After every restart on the same data directory, Java's consumer reading from offset
  * 0 through it sees, whatever the pass had done: the latest record of every key at the offset it
  * was written at; every offset once; only records that were written (no carried copy or marker at
  * its own offset). At the end a pass runs whole, the store lets the old range go, and a replica
@@ -22,7 +24,7 @@ import { readToEnd, type TopicRecord } from '../support/read-to-end.js';
 
 const TOPIC = 'carried-faults';
 const KEYS = 20_000;
-const KILLS = 5;
+const KILLS = 6;
 const STATIC_TOPICS = JSON.stringify([{ topic: TOPIC, configs: { 'cleanup.policy': 'compact', 'segment.ms': '100', 'min.cleanable.dirty.ratio': '0.01' } }]);
 const seed = Number(process.env.KCOMPACT_FAULT_SEED ?? Date.now() % 1_000_000);
 
@@ -93,21 +95,31 @@ test('SIGKILL during carry passes: every key keeps its latest record at its offs
     proxy = await startProxy('carrier', true, true);
 
     for (let kill = 1; kill <= KILLS; kill++) {
+      const phase = (['begun', 'copying', 'released'] as const)[(kill - 1) % 3]!;
+      const [before] = await admin.fetchTopicOffsets(TOPIC);
       void proxy.http(`/compact?topic=${TOPIC}`, 'POST').catch(() => undefined);
-      // Kill at a random moment of the pass: once its first records reach the store, within the
-      // time a pass of this size takes (its copies, its end marker, the read back, DeleteRecords).
       const lastWritten = written.at(-1)!.offset;
       await pollUntil('the pass to begin', 60_000, async () => {
         const [at] = await admin.fetchTopicOffsets(TOPIC);
         return Number(at!.high) > lastWritten + 1 ? true : undefined;
       });
-      await pause(Math.floor(random() * 3000));
+      if (phase === 'copying') {
+        // Within the time the copies of a pass this size take to write and read back.
+        await pause(Math.floor(random() * 250));
+      } else if (phase === 'released') {
+        await pollUntil('the store to let the carried range go', 60_000, async () => {
+          const [at] = await admin.fetchTopicOffsets(TOPIC);
+          return at!.low !== before!.low ? true : undefined;
+        });
+      }
       process.kill(-proxy.pid, 'SIGKILL');
       assert.equal((await proxy.waitExit(10_000)).signal, 'SIGKILL');
       await proxy.stop();
       // Offsets past the last record written are carry records: copies of a pass begun, whole or not.
       const [at] = await admin.fetchTopicOffsets(TOPIC);
-      t.diagnostic(`kill ${kill}: store ${at!.low}..${at!.high}, ${Number(at!.high) - written.at(-1)!.offset - 1} carry records since the last write`);
+      t.diagnostic(
+        `kill ${kill} (${phase}): store ${at!.low}..${at!.high}, ${Number(at!.high) - written.at(-1)!.offset - 1} carry records since the last write`,
+      );
       proxy = await startProxy('carrier', true, true);
       await assertView(proxy, written, `after kill ${kill}`);
       written.push(...(await writeRound(producer, 3 + kill)));
