@@ -7,7 +7,8 @@
  * go, and yet Java's consumer from offset 0 (through the carrier and through a replica that
  * rebuilds its index and its topic configs from an empty data directory), a kafkajs consumer
  * group, and librdkafka, franz-go, kafkajs and kafka-python readers see the latest value of
- * every key at its original offset. A topic altered to compact-only is kept the same way.
+ * every key at its original offset. A topic altered to compact-only is kept the same way; one
+ * whose retention leaves a carry too little time is refused, naming the numbers, and not kept.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -18,10 +19,14 @@ import { kafkaJs } from '../support/client-matrix/drivers/kafkajs.js';
 import { comparableRecords } from '../support/client-matrix/records.js';
 import { startCompactingProxy, type RunningCompactingProxy } from '../support/kcompact.js';
 import { pollUntil, requirePeers, startKafka, type RunningKafka } from '../support/index.js';
+import { askOnce } from '../support/raw-client.js';
+import { ApiKey } from '../../src/protocol/messages.js';
 
 const TOPIC = 'capped-table';
 const CONFIGS_TOPIC = '__kcompact_configs';
 const ALTERED = 'capped-altered';
+const TOO_SHORT = 'capped-too-short';
+const INVALID_CONFIG = 40;
 /** The store's cap; kcompact carries at half of it, leaving the 10 s a carry needs at least. */
 const CAP_MS = 20_000;
 const COLD_KEYS = 100;
@@ -94,6 +99,26 @@ test('a compact-only topic on a store that caps retention keeps the latest value
       );
       const described = await storeAdmin.describeConfigs({ resources: [{ type: 2, name: TOPIC, configNames: ['retention.ms'] }], includeSynonyms: false });
       assert.equal(described.resources[0]!.configEntries[0]!.configValue, String(CAP_MS), "the store's own retention");
+
+      // A replica whose cleaner rounds are 15 s apart cannot carry in the 10 s the cap leaves
+      // after the carry age: the topic is refused, with the numbers, and deleted from the store again.
+      const slow = await startCompactingProxy(kafka.bootstrap, { cleanerBackoffMs: 15_000 });
+      try {
+        const refused = await askOnce(slow.bootstrap, ApiKey.CreateTopics, 7, {
+          topics: [{ name: TOO_SHORT, numPartitions: 1, replicationFactor: 1, assignments: [], configs: [{ name: 'cleanup.policy', value: 'compact' }] }],
+          timeoutMs: 30_000,
+          validateOnly: false,
+        });
+        const [answer] = refused.topics;
+        assert.equal(answer.errorCode, INVALID_CONFIG, answer.errorMessage);
+        for (const part of [TOO_SHORT, `retention.ms=${CAP_MS}`, '10000 ms', '60000 ms'])
+          assert.ok(answer.errorMessage.includes(part), `the refusal names ${part}: ${answer.errorMessage}`);
+        await pollUntil('the refused topic to be gone from the store', 30_000, async () =>
+          (await storeAdmin.listTopics()).includes(TOO_SHORT) ? undefined : true,
+        );
+      } finally {
+        await slow.stop();
+      }
 
       // A topic made compact-only by AlterConfigs: the store refuses retention.ms=-1 there too,
       // and kcompact alters it again without, keeping the store's own.
