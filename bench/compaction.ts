@@ -25,6 +25,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { printHelpAndExit } from './bench-help.js';
+import { benchDirs } from './bench-dirs.js';
 import { makeTempDir, missingPeers, startKafka, type RunningKafka } from '../test/support/index.js';
 import { kworkloadMissing } from '../test/support/differential.js';
 import { deleteTopics } from './bench-topics.js';
@@ -245,18 +246,7 @@ async function main(): Promise<void> {
   if (kbenchMissing()) missing.push('kbench');
   if (kworkloadMissing()) missing.push('kworkload');
   if (missing.length) throw new Error(`test peers missing (${missing.join(', ')}): run bash test/peers/install.sh`);
-  const indexDir = path.resolve(args['index-dir'] ?? os.tmpdir());
-  const tmp = process.env.KCOMPACT_BENCH_TMPDIR ?? (fs.existsSync('/dev/shm') ? '/dev/shm' : undefined);
-  // startKafka places its dirs under os.tmpdir(), which follows TMPDIR.
-  if (tmp) process.env.TMPDIR = tmp;
-  const cpuProf = args['cpu-prof'] ? path.resolve(args['cpu-prof']) : undefined;
-  const profDir = (name: string) => {
-    if (!cpuProf) return undefined;
-    const dir = path.join(cpuProf, name);
-    fs.rmSync(dir, { recursive: true, force: true });
-    fs.mkdirSync(dir, { recursive: true });
-    return dir;
-  };
+  const { indexDir, tmp, cpuProf, profDir } = benchDirs(args);
   const proxyArgs = ['--cleaner-backoff-ms', '3600000'];
 
   const started = performance.now();

@@ -1,0 +1,216 @@
+/**
+ * The carrying benchmark's results and their printed report (carrying.ts): one table of the
+ * figures of issue 18, each with its baseline from the same run, the ratio, the budget and goal
+ * and a verdict, then per workload what lies behind them.
+ */
+import type { KafkaClean } from './kafka-logs.js';
+import type { KbenchResult } from './kbench.js';
+import type { ShapeConfig, WorkloadResult } from './carry-workload.js';
+import { int, mib, verdict } from './compaction-report.js';
+import { median, table } from './text-table.js';
+
+export const CARRY_BUDGET = {
+  /** Store bytes behind kcompact over Kafka's cleaned topic. */
+  storeBytes: { budget: 2, goal: 1.2 },
+  /** Offsets a new replica reads over the live keys plus the dirty tail. */
+  replicaOffsets: { budget: 2 },
+  /** A cold read from offset 0 through kcompact over reading Kafka's compacted topic. */
+  coldRead: { budget: 2, goal: 1.2 },
+} as const;
+
+export interface ColdRead {
+  round: number;
+  cold: KbenchResult;
+  /** The same proxy reading again (its view cache warm), then the one-record topic; absent when profiling. */
+  warm?: KbenchResult;
+  oneProxy?: KbenchResult;
+  kafka: KbenchResult;
+  /** The one-record topic on Kafka. */
+  oneDirect: KbenchResult;
+}
+
+export interface ShapeResult {
+  workload: WorkloadResult;
+  /** What a compacted read returns, as Kafka's compacted topic gave it. */
+  expected: { keys: number; records: number };
+  store: {
+    logStart: number;
+    end: number;
+    /** DescribeLogDirs' size of the partition once settled. */
+    bytes: number;
+    /** Of which: whole batches below the log start that the store's first segment still holds. */
+    bytesBelowLogStart: number;
+    /** The carrier's survivors below its cleaned end (kcompact inspect). */
+    survivors: number;
+    cleanedUpTo: number;
+    lastPassCopies: number;
+  };
+  kafka: { bytes: number; cleans: KafkaClean[] };
+  replica: {
+    /** Seconds from spawning the process until its listener opened, and until the topic was indexed. */
+    listeningSeconds: number;
+    indexedSeconds: number;
+    nextOffset: number;
+    /** Offsets it read: its index's next offset minus the store's log start. */
+    offsetsRead: number;
+    read: KbenchResult;
+  };
+  reads: ColdRead[];
+}
+
+export interface CarryBenchResult {
+  config: { shapes: ShapeConfig[]; readRounds: number; storeSegmentBytes: number; cpus: number; tmp: string; indexDir: string };
+  shapes: ShapeResult[];
+  /** The carrier's counters after the workloads, and its compaction worker thread's CPU over its life. */
+  carrier: { metrics: { passes: number; records: number; bytes: number; failures: number }; cpu: { workerSeconds: number } };
+  violations: string[];
+  seconds: number;
+}
+
+const sum = <T>(xs: readonly T[], f: (x: T) => number) => xs.reduce((n, x) => n + f(x), 0);
+const ratio = (x: number) => `${x.toFixed(2)}x`;
+const secs = (x: number) => `${x.toFixed(3)} s`;
+
+function judged(value: number, limits: { budget: number; goal?: number }): string[] {
+  const v = verdict(value <= limits.budget);
+  const goal = limits.goal === undefined ? '' : value <= limits.goal ? ' (goal met)' : ' (over goal)';
+  return [`<= ${limits.budget}x`, limits.goal === undefined ? '' : `<= ${limits.goal}x`, v + goal];
+}
+
+/** The derived figures of one workload. */
+export function shapeFigures(r: ShapeResult) {
+  const w = r.workload;
+  const passes = w.cleanPoints.flatMap((c) => c.passes);
+  const produced = { kcompact: sum(w.produced.kcompact, (p) => p.bytes), kafka: sum(w.produced.kafka, (p) => p.bytes) };
+  const carried = {
+    records: sum(passes, (p) => p.copies),
+    bytes: sum(passes, (p) => p.bytesWritten),
+    bytesRead: sum(passes, (p) => p.bytesRead),
+    workerCpu: sum(passes, (p) => p.workerCpuSeconds),
+    processCpu: sum(passes, (p) => p.processCpuSeconds),
+    wall: sum(passes, (p) => p.durationMs) / 1000,
+    copyWall: sum(passes, (p) => p.copyMs) / 1000,
+    readBackWall: sum(passes, (p) => p.readBackMs) / 1000,
+  };
+  const kafkaCleaner = {
+    cleans: r.kafka.cleans.length,
+    written: sum(r.kafka.cleans, (c) => c.bytesWritten),
+    read: sum(r.kafka.cleans, (c) => c.bytesRead),
+    recordsWritten: sum(r.kafka.cleans, (c) => c.recordsWritten),
+    seconds: sum(r.kafka.cleans, (c) => c.seconds),
+  };
+  const live = w.distinctKeys + 2; // the roll and end keys too
+  // Originals at or past the store's log start: what it holds besides the last pass (its copies and two markers).
+  const tail = r.store.end - r.store.logStart - (r.store.lastPassCopies + 2);
+  const med = (pick: (x: ColdRead) => number | undefined) => {
+    const xs = r.reads.map(pick).filter((x): x is number => x !== undefined);
+    return xs.length ? median(xs) : NaN;
+  };
+  const reads = {
+    cold: med((x) => x.cold.seconds),
+    warm: med((x) => x.warm?.seconds),
+    kafka: med((x) => x.kafka.seconds),
+    oneProxy: med((x) => x.oneProxy?.seconds),
+    oneDirect: med((x) => x.oneDirect.seconds),
+  };
+  return {
+    passes,
+    produced,
+    carried,
+    kafkaCleaner,
+    live,
+    tail,
+    reads,
+    ampKcompact: carried.bytes / produced.kcompact,
+    ampKafka: kafkaCleaner.written / produced.kafka,
+  };
+}
+
+export function carryReport(b: CarryBenchResult): string[] {
+  const rows: string[][] = [['figure', 'kcompact', 'baseline', 'ratio', 'budget', 'goal', 'verdict']];
+  const details: string[] = [];
+  for (const r of b.shapes) {
+    const c = r.workload.config;
+    const f = shapeFigures(r);
+    const tag = `${c.batchRecords}-record batches`;
+    rows.push(
+      [
+        `1. store bytes after the workload (${tag})`,
+        mib(r.store.bytes),
+        `${mib(r.kafka.bytes)} Kafka cleaned`,
+        ratio(r.store.bytes / r.kafka.bytes),
+        ...judged(r.store.bytes / r.kafka.bytes, CARRY_BUDGET.storeBytes),
+      ],
+      [
+        `2. offsets a new replica reads to be indexed (${tag})`,
+        int(r.replica.offsetsRead),
+        `${int(f.live + f.tail)} live + tail`,
+        ratio(r.replica.offsetsRead / (f.live + f.tail)),
+        ...judged(r.replica.offsetsRead / (f.live + f.tail), CARRY_BUDGET.replicaOffsets),
+      ],
+      [
+        `2. time until a new replica is indexed (${tag})`,
+        secs(r.replica.indexedSeconds),
+        `${secs(f.reads.kafka)} Kafka read`,
+        ratio(r.replica.indexedSeconds / f.reads.kafka),
+        'reported',
+        '',
+        '',
+      ],
+      [
+        `3. cold read from offset 0 (${tag})`,
+        secs(f.reads.cold),
+        `${secs(f.reads.kafka)} Kafka read`,
+        ratio(f.reads.cold / f.reads.kafka),
+        ...judged(f.reads.cold / f.reads.kafka, CARRY_BUDGET.coldRead),
+      ],
+      [`4. records carried per worker CPU second (${tag})`, int(f.carried.records / f.carried.workerCpu), '', '', 'reported', '', ''],
+      [`4. bytes carried per worker CPU second (${tag})`, `${mib(f.carried.bytes / f.carried.workerCpu)}/s`, '', '', 'reported', '', ''],
+      [
+        `4. write amplification: bytes written per byte produced (${tag})`,
+        f.ampKcompact.toFixed(3),
+        `${f.ampKafka.toFixed(3)} Kafka's cleaner`,
+        ratio(f.ampKcompact / f.ampKafka),
+        'reported',
+        '',
+        '',
+      ],
+    );
+
+    const first = r.workload.produced.kcompact[0]!;
+    const producedRecords = sum(r.workload.produced.kcompact, (p) => p.records);
+    details.push(
+      '',
+      `${c.name} workload: ${int(producedRecords)} records over ${int(c.keys)} keys (${int(r.workload.distinctKeys)} written; ${(producedRecords / c.keys).toFixed(0)} per key on average), ${c.valueSize} B random values, ${c.batchRecords} records per batch, idempotent, uncompressed; ${c.cleans} clean points`,
+      `  produced: ${mib(f.produced.kcompact)} of batches through kcompact (${(producedRecords / sum(r.workload.produced.kcompact, (p) => p.seconds)).toFixed(0)} records/s, the first chunk ${first.seconds.toFixed(1)} s), ${mib(f.produced.kafka)} to Kafka`,
+      `  clean points (roll to cleaned and carried / cleaned): ${r.workload.cleanPoints.map((p) => `${p.kcompactSeconds.toFixed(1)}/${p.kafkaSeconds.toFixed(1)} s`).join(', ')}`,
+      `  store behind kcompact: ${mib(r.store.bytes)} (DescribeLogDirs), log start ${int(r.store.logStart)}, end ${int(r.store.end)}; of which ${mib(r.store.bytesBelowLogStart)} below the log start, kept by the store in its first segment (it deletes whole ${mib(b.config.storeSegmentBytes)} segments only), and ${mib(r.store.bytes - r.store.bytesBelowLogStart)} from it: the last pass's ${int(r.store.lastPassCopies)} copies and the tail`,
+      `    from the log start alone: ${ratio((r.store.bytes - r.store.bytesBelowLogStart) / r.kafka.bytes)} Kafka's cleaned topic`,
+      `  Kafka's cleaned topic: ${mib(r.kafka.bytes)}; its cleaner logged ${f.kafkaCleaner.cleans} clean(s) of it: read ${mib(f.kafkaCleaner.read)}, wrote ${mib(f.kafkaCleaner.written)} (${int(f.kafkaCleaner.recordsWritten)} records) in ${f.kafkaCleaner.seconds.toFixed(1)} s`,
+      `  carry passes: ${f.passes.length}, ${int(f.carried.records)} copies, ${mib(f.carried.bytes)} written, ${mib(f.carried.bytesRead)} read from the store; ${f.carried.wall.toFixed(2)} s of passes (copying ${f.carried.copyWall.toFixed(2)} s, waiting for the index to read them back ${f.carried.readBackWall.toFixed(2)} s)`,
+      `    CPU while they ran: worker thread ${f.carried.workerCpu.toFixed(2)} s, whole proxy ${f.carried.processCpu.toFixed(2)} s (${int(f.carried.records / f.carried.processCpu)} records per process CPU second; /proc ticks of 10 ms, sampled every 10 ms)`,
+      `    write amplification counts copy batches only (not the two markers a pass writes), Kafka's the bytes its cleaner wrote (MB to one decimal, per clean)`,
+      `  replica with an empty data directory: listening ${r.replica.listeningSeconds.toFixed(2)} s after spawning, ${c.topic} indexed after ${r.replica.indexedSeconds.toFixed(2)} s, ${(r.replica.indexedSeconds - r.replica.listeningSeconds).toFixed(2)} s after it listened (${int(r.replica.offsetsRead)} offsets from the store's log start; live keys ${int(f.live)}, dirty tail ${int(f.tail)}); it then served ${int(r.replica.read.records)} records in ${secs(r.replica.read.seconds)}`,
+      `  reads from offset 0 (franz-go, --to-end; median of ${r.reads.length}): cold ${secs(f.reads.cold)}, warm ${Number.isNaN(f.reads.warm) ? 'n/a' : secs(f.reads.warm)} (the same proxy again), Kafka ${secs(f.reads.kafka)}; ${int(r.reads[0]?.cold.records ?? 0)} records, ${int(r.reads[0]?.cold.requests.fetch ?? 0)} fetches and ${int(r.reads[0]?.cold.batches ?? 0)} batches through kcompact, ${int(r.reads[0]?.kafka.requests.fetch ?? 0)} fetches and ${int(r.reads[0]?.kafka.batches ?? 0)} batches from Kafka`,
+      `    every round: cold ${r.reads.map((x) => x.cold.seconds.toFixed(3)).join(' ')}; Kafka ${r.reads.map((x) => x.kafka.seconds.toFixed(3)).join(' ')}`,
+      `    a reader's fixed cost (the one-record topic; context): ${Number.isNaN(f.reads.oneProxy) ? 'n/a' : secs(f.reads.oneProxy)} through kcompact (after the reads), ${secs(f.reads.oneDirect)} from Kafka;` +
+        ` net of it, cold / Kafka ${ratio((f.reads.cold - f.reads.oneProxy) / (f.reads.kafka - f.reads.oneDirect))}, warm / Kafka ${ratio((f.reads.warm - f.reads.oneProxy) / (f.reads.kafka - f.reads.oneDirect))}`,
+    );
+  }
+  const m = b.carrier.metrics;
+  return [
+    '',
+    'kcompact carrying benchmark (issue 18): a carrying kcompact (its own node process, --carry true) in front of Apache Kafka 4.4 with its cleaner off,',
+    "against Apache Kafka 4.4 with its cleaner on (the test bed's reference settings, Kafka's default 128 MiB dedupe buffer), given the same records.",
+    `Logs on ${b.config.tmp}, the proxies' indexes under ${b.config.indexDir}; a shared ${b.config.cpus}-core machine: both brokers, the proxy and the clients compete for CPU.`,
+    '',
+    table(rows),
+    ...details,
+    '',
+    `the carrier's counters: ${int(m.passes)} passes, ${int(m.records)} records and ${mib(m.bytes)} carried, ${int(m.failures)} failures; its worker thread used ${b.carrier.cpu.workerSeconds.toFixed(1)} CPU s in all (indexing, cleaning, carrying)`,
+    b.violations.length
+      ? `BROKEN INVARIANTS:\n${b.violations.map((v) => `  ${v}`).join('\n')}`
+      : 'invariants held: every read saw one record per live key, every pass was let go',
+    `total ${b.seconds.toFixed(0)} s`,
+  ];
+}

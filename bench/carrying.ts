@@ -1,0 +1,356 @@
+/**
+ * `make bench-carry`: the figures of issue 18 (physical compaction: carrying survivors forward),
+ * each against a baseline measured in the same run. A carrying kcompact (its own process, from the
+ * CLI, `--carry true`) in front of Apache Kafka 4.4 with its cleaner off is compared with Kafka 4.4
+ * with its cleaner on, given the same workload (carry-workload.ts: keys rewritten many times,
+ * in chunks, both sides cleaning after each chunk):
+ *
+ *   1. store bytes: the partition's size (DescribeLogDirs) on the store behind kcompact against
+ *      Kafka's cleaned topic, once every pass has let its range go and both sizes have settled;
+ *   2. a replica with an empty data directory (a second kcompact, not carrying): offsets it reads
+ *      from the store until fully indexed, against the live keys plus the dirty tail, and the
+ *      time until then against one consumer reading Kafka's compacted topic from offset 0;
+ *   3. a cold read from offset 0 (a fresh proxy process on the carrier's data directory, so an
+ *      empty view cache) of the carried topic against reading Kafka's compacted topic, for
+ *      large produced batches and for 4-record ones;
+ *   4. carry passes: records and bytes carried per CPU second of the proxy's compaction worker
+ *      thread, and write amplification (bytes carried per byte produced) against what Kafka's
+ *      cleaner wrote for the same workload (from its own statistics, logged at INFO).
+ *
+ * Timings are reported, never asserted: the exit status is non-zero only on a crash or a broken
+ * invariant (a reader seeing other than one record per live key, a pass not letting its range
+ * go, the two producers writing different keys). Kafka's logs live under $KCOMPACT_BENCH_TMPDIR
+ * (default /dev/shm when it exists), the proxies' data directories under --index-dir.
+ *
+ *   node dist/bench/carrying.js [--keys 100000] [--rewrites 50] [--batch 500] [--small-keys 20000]
+ *     [--small-rewrites 10] [--small-batch 4] [--cleans 5] [--read-rounds 3] [--cpu-prof DIR]
+ *     [--json FILE]   (--help lists every flag)
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { scrape } from '../test/support/prometheus.js';
+import { missingPeers, startKafka, type RunningKafka } from '../test/support/index.js';
+import { printHelpAndExit } from './bench-help.js';
+import { benchDirs } from './bench-dirs.js';
+import { numberFlags } from './number-flag.js';
+import { engineStatus, inspectTopic, partitionsOf } from './engine-client.js';
+import { appendToEachPartition, createTopics } from './bench-topics.js';
+import { kbench, kbenchMissing, type KbenchResult } from './kbench.js';
+import { bytesBelowLogStart, CLEANER_LOGGER, kafkaCleans, logRange, partitionDir, setBrokerLogLevel, settledSize } from './kafka-logs.js';
+import { startProxyProcess, type RunningProxyProcess } from './proxy-process.js';
+import { runWorkload, workerThread, type ShapeConfig } from './carry-workload.js';
+import { carryReport, type CarryBenchResult, type ColdRead, type ShapeResult } from './carry-report.js';
+import { profileReport } from './cpu-profile.js';
+import { threadCpuSeconds } from './proc-stats.js';
+
+const MIB = 1024 * 1024;
+
+const OPTIONS = {
+  keys: { type: 'string', default: '100000' },
+  rewrites: { type: 'string', default: '50' },
+  batch: { type: 'string', default: '500' },
+  'small-keys': { type: 'string', default: '20000' },
+  'small-rewrites': { type: 'string', default: '10' },
+  'small-batch': { type: 'string', default: '4' },
+  'value-size': { type: 'string', default: '100' },
+  cleans: { type: 'string', default: '5' },
+  'read-rounds': { type: 'string', default: '5' },
+  'segment-ms': { type: 'string', default: '1000' },
+  'store-segment-bytes': { type: 'string', default: String(4 * MIB) },
+  'index-dir': { type: 'string' },
+  'cpu-prof': { type: 'string' },
+  json: { type: 'string' },
+  help: { type: 'boolean', default: false },
+} as const;
+
+const HELP: Record<keyof typeof OPTIONS, string> = {
+  keys: 'keys of the main workload (large batches), drawn uniformly at random',
+  rewrites: 'records per key of the main workload, on average (records = keys x rewrites)',
+  batch: 'records per produced batch of the main workload',
+  'small-keys': 'keys of the second workload (small batches, for reads); 0 leaves it out',
+  'small-rewrites': 'records per key of the second workload, on average',
+  'small-batch': 'records per produced batch of the second workload',
+  'value-size': 'value bytes (random: no codec squeezes them)',
+  cleans: 'clean points per workload, evenly spread: kcompact cleans and carries, Kafka rolls and cleans, after each',
+  'read-rounds': 'rounds of cold reads (a fresh proxy process each) and Kafka reads; medians are reported',
+  'segment-ms': "segment.ms of kcompact's topics (its virtual segments)",
+  'store-segment-bytes': "log.segment.bytes of the store behind kcompact (it deletes whole segments only; Kafka's default is 1 GiB)",
+  'index-dir': "parent of the proxies' data directories (default: the system temp dir)",
+  'cpu-prof': 'write CPU profiles of the replica and the cold-reading proxies here and report them (the warm reads are then left out)',
+  json: 'also write every figure to this file',
+  help: 'print the flags',
+};
+
+const { values: args } = parseArgs({ options: OPTIONS });
+if (args.help) printHelpAndExit('node dist/bench/carrying.js [flags]', OPTIONS, HELP);
+const number = numberFlags(args);
+
+const valueSize = number('value-size');
+const cleans = number('cleans');
+const segmentMs = number('segment-ms');
+/** A workload from its three flags (keys, rewrites per key, records per batch). */
+function shape(name: string, flags: { keys: 'keys' | 'small-keys'; rewrites: 'rewrites' | 'small-rewrites'; batch: 'batch' | 'small-batch' }): ShapeConfig {
+  const keys = number(flags.keys);
+  const rewrites = number(flags.rewrites);
+  return {
+    name,
+    topic: `carried-${name}`,
+    keys,
+    records: keys * rewrites,
+    batchRecords: number(flags.batch),
+    valueSize,
+    cleans: Math.min(cleans, rewrites),
+    segmentMs,
+  };
+}
+const shapes = [shape('large', { keys: 'keys', rewrites: 'rewrites', batch: 'batch' })];
+if (number('small-keys', { min: 0 }) > 0) shapes.push(shape('small', { keys: 'small-keys', rewrites: 'small-rewrites', batch: 'small-batch' }));
+const readRounds = number('read-rounds');
+const storeSegmentBytes = number('store-segment-bytes', { min: MIB });
+
+const log = (s: string) => process.stderr.write(`bench: ${s}\n`);
+const violations: string[] = [];
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * What a compacted read must return: every key of the workload, the roll key and the end key;
+ * and as many records as Kafka's compacted topic gives (a roll record below the last clean
+ * survives beside the one past it, on both sides).
+ */
+interface Expected {
+  keys: number;
+  records: number;
+}
+
+/** A read with kbench (franz-go, offset 0 to the end), checked against what a compacted read must return. */
+async function read(bootstrap: string, topic: string, want: Expected | { keys: number }, who: string): Promise<KbenchResult> {
+  const r = await kbench('consume', bootstrap, topic, ['--to-end', '--count-keys'], 600_000);
+  const records = 'records' in want ? want.records : r.records;
+  if (r.records !== records || r.distinctKeys !== want.keys) {
+    violations.push(`${who} read ${r.records} records (${r.distinctKeys} keys) of ${topic}, not ${records} (${want.keys} keys)`);
+  }
+  return r;
+}
+
+/** Waits until the proxy's index holds every topic up to its end; resolves with seconds since `from` per topic. */
+async function indexedAt(proxy: RunningProxyProcess, ends: Map<string, number>, from: number, deadlineMs: number): Promise<Map<string, number>> {
+  const at = new Map<string, number>();
+  const deadline = Date.now() + deadlineMs;
+  while (at.size < ends.size) {
+    const why = proxy.crashed();
+    if (why) throw new Error(why);
+    if (Date.now() > deadline) throw new Error(`the replica did not index ${[...ends.keys()].join(', ')} within ${deadlineMs / 1000} s`);
+    const status = await engineStatus(proxy.admin);
+    for (const [topic, end] of ends) {
+      if (!at.has(topic) && partitionsOf(status, topic).some((p) => p.partition === 0 && p.nextOffset >= end)) at.set(topic, (performance.now() - from) / 1000);
+    }
+    await sleep(20);
+  }
+  return at;
+}
+
+interface Stores {
+  store: RunningKafka;
+  reference: RunningKafka;
+  indexDir: string;
+  carrierArgs: string[];
+  profDir: (name: string) => string | undefined;
+}
+
+/** A compacted topic of one record on each side: what a reader costs besides the records (context). */
+const ONE_TOPIC = 'carry-one';
+
+/** After the workloads: what each side holds, as the carrier and both brokers tell it (1), and the reads' expectations. */
+async function measureStores(s: Stores, carrier: RunningProxyProcess, results: ShapeResult[]): Promise<void> {
+  for (const r of results) {
+    const topic = r.workload.config.topic;
+    const keys = r.workload.distinctKeys + 2;
+    // Kafka's compacted topic sets how many records every other read must return.
+    const check = await read(s.reference.bootstrap, topic, { keys }, "a read of Kafka's compacted topic");
+    r.expected = { keys, records: check.records };
+    const [detail] = await inspectTopic(carrier.admin, topic);
+    const range = await logRange(s.store.bootstrap, topic);
+    log(`(${r.workload.config.name}) waiting for both sizes to settle`);
+    const storeBytes = await settledSize(s.store.bootstrap, topic, 120_000);
+    const kafkaBytes = await settledSize(s.reference.bootstrap, topic, 120_000);
+    const lastPass = r.workload.cleanPoints.at(-1)!.passes.at(-1)!;
+    r.store = {
+      logStart: range.start,
+      end: range.end,
+      bytes: storeBytes,
+      bytesBelowLogStart: bytesBelowLogStart(partitionDir(`${s.store.dir}/data`, topic), range.start),
+      survivors: detail?.survivors ?? -1,
+      cleanedUpTo: detail?.cleanedUpTo ?? -1,
+      lastPassCopies: lastPass.copies,
+    };
+    r.kafka = { bytes: kafkaBytes, cleans: kafkaCleans(path.join(s.reference.dir, 'stderr.log'), topic) };
+    for (const cp of r.workload.cleanPoints)
+      for (const p of cp.passes) if (!p.released) violations.push(`${topic}: pass ${p.pass} was not let go by the store`);
+    if (range.start < lastPass.releaseEnd) violations.push(`${topic}: the store starts at ${range.start}, before the last release end ${lastPass.releaseEnd}`);
+  }
+}
+
+/** (2) A second kcompact, not carrying, with an empty data directory: how much it reads and how long it takes to index the carried topics. */
+async function measureReplica(s: Stores, results: ShapeResult[]): Promise<void> {
+  log('(replica) a second kcompact with an empty data directory, in front of the carried store');
+  const ends = new Map(results.map((r) => [r.workload.config.topic, r.store.end]));
+  const spawned = performance.now();
+  const replica = await startProxyProcess(s.store.bootstrap, 1, {
+    parentDir: s.indexDir,
+    cpuProfDir: s.profDir('replica'),
+    args: ['--cleaner-backoff-ms', '3600000'],
+  });
+  try {
+    const listening = (performance.now() - spawned) / 1000;
+    const indexed = await indexedAt(replica, ends, spawned, 600_000);
+    const status = await engineStatus(replica.admin);
+    for (const r of results) {
+      const topic = r.workload.config.topic;
+      const [p] = partitionsOf(status, topic);
+      r.replica = {
+        listeningSeconds: listening,
+        indexedSeconds: indexed.get(topic)!,
+        nextOffset: p!.nextOffset,
+        offsetsRead: p!.nextOffset - r.store.logStart,
+        read: await read(replica.bootstrap, topic, r.expected, 'the replica'),
+      };
+      log(`(replica) ${topic}: indexed ${r.replica.offsetsRead} offsets in ${r.replica.indexedSeconds.toFixed(2)} s`);
+    }
+  } finally {
+    await replica.stop();
+  }
+}
+
+/** One kbench read of the one-record topic (no check but its count). */
+async function readOne(bootstrap: string, who: string): Promise<KbenchResult> {
+  return read(bootstrap, ONE_TOPIC, { keys: 1, records: 1 }, who);
+}
+
+/**
+ * (3) Cold reads: each round, for each workload, a fresh proxy process on the carrier's data
+ * directory reads the carried topic from offset 0 (then again, warm, and the one-record topic),
+ * and a reader of Kafka's compacted topic does the same.
+ */
+async function measureReads(s: Stores, results: ShapeResult[], profiling: boolean): Promise<void> {
+  for (const r of results) r.reads = [];
+  for (let round = 1; round <= readRounds; round++) {
+    for (const r of results) {
+      const topic = r.workload.config.topic;
+      const want = r.expected;
+      const proxy = await startProxyProcess(s.store.bootstrap, 1, {
+        parentDir: s.indexDir,
+        cpuProfDir: s.profDir(`cold-${r.workload.config.name}`),
+        args: s.carrierArgs,
+      });
+      let through: Pick<ColdRead, 'cold' | 'warm' | 'oneProxy'>;
+      try {
+        await indexedAt(proxy, new Map([[topic, r.store.end]]), performance.now(), 300_000);
+        through = {
+          cold: await read(proxy.bootstrap, topic, want, 'a cold read through kcompact'),
+          warm: profiling ? undefined : await read(proxy.bootstrap, topic, want, 'a warm read through kcompact'),
+          oneProxy: profiling ? undefined : await readOne(proxy.bootstrap, 'the one-record topic through kcompact'),
+        };
+        const passes = (await scrape(proxy.management)).value('kcompact_carry_passes_total') ?? 0;
+        if (passes > 0) violations.push(`the restarted carrier ran ${passes} pass(es) on its own: reads were not of a settled topic`);
+      } finally {
+        await proxy.stop();
+      }
+      const kafka = await read(s.reference.bootstrap, topic, want, "a read of Kafka's compacted topic");
+      r.reads.push({ round, ...through, kafka, oneDirect: await readOne(s.reference.bootstrap, 'the one-record topic on Kafka') });
+      const { cold, warm } = through;
+      log(
+        `(${r.workload.config.name}) round ${round}: cold ${cold.seconds.toFixed(3)} s${warm ? `, warm ${warm.seconds.toFixed(3)} s` : ''}, Kafka ${kafka.seconds.toFixed(3)} s (${cold.records} records)`,
+      );
+    }
+  }
+}
+
+async function main(): Promise<void> {
+  const missing: string[] = missingPeers().filter((m) => m === 'Kafka jars' || m === 'java');
+  if (kbenchMissing()) missing.push('kbench');
+  if (missing.length) throw new Error(`test peers missing (${missing.join(', ')}): run bash test/peers/install.sh`);
+  const { indexDir, tmp, cpuProf, profDir } = benchDirs(args);
+  const started = performance.now();
+  const carrierDir = fs.mkdtempSync(path.join(indexDir, 'kcompact-bench-carrier-'));
+  const carrierArgs = ['--carry', 'true', '--cleaner-backoff-ms', '3600000', '--data-dir', carrierDir];
+
+  log(`starting the store (Kafka 4.4, cleaner off, ${storeSegmentBytes} B segments) and the reference (Kafka 4.4, cleaner on)`);
+  let store: RunningKafka | undefined;
+  let reference: RunningKafka | undefined;
+  let carrier: RunningProxyProcess | undefined;
+  try {
+    store = await startKafka({
+      compaction: 'off',
+      properties: {
+        'log.segment.bytes': storeSegmentBytes,
+        // Segments below a moved log start go at the next retention check: within a second here, not 5 minutes.
+        'log.retention.check.interval.ms': 1000,
+        'log.segment.delete.delay.ms': 100,
+        'log.initial.task.delay.ms': 0,
+      },
+    });
+    // Kafka's default dedupe buffer (the reference store's 16 MiB would clean a chunk in several passes, each rewriting the log).
+    reference = await startKafka({ compaction: 'reference', heapMiB: 768, properties: { 'log.cleaner.dedupe.buffer.size': 128 * MIB } });
+    await setBrokerLogLevel(reference.bootstrap, 1, CLEANER_LOGGER, 'INFO');
+    carrier = await startProxyProcess(store.bootstrap, 1, { parentDir: indexDir, args: carrierArgs });
+    log(`store at ${store.bootstrap}, reference at ${reference.bootstrap}, carrier at ${carrier.bootstrap} (pid ${carrier.proc.pid}, admin ${carrier.admin})`);
+    const stores: Stores = { store, reference, indexDir, carrierArgs, profDir };
+    for (const bootstrap of [carrier.bootstrap, reference.bootstrap]) {
+      await createTopics(bootstrap, [{ topic: ONE_TOPIC, partitions: 1, configs: { 'cleanup.policy': 'compact' } }]);
+      await appendToEachPartition(bootstrap, ONE_TOPIC, 1, 'one');
+    }
+
+    // 1 and 4: the workloads, cleaned and carried.
+    const results: ShapeResult[] = [];
+    for (const shape of shapes) results.push({ workload: await runWorkload(store.bootstrap, carrier, reference, shape, log) } as ShapeResult);
+    const metrics = await scrape(carrier.management);
+    const carrierMetrics = {
+      passes: metrics.value('kcompact_carry_passes_total') ?? 0,
+      records: metrics.value('kcompact_carried_records_total') ?? 0,
+      bytes: metrics.value('kcompact_carried_bytes_total') ?? 0,
+      failures: metrics.value('kcompact_carry_failures_total') ?? 0,
+    };
+    const carrierCpu = { workerSeconds: threadCpuSeconds(carrier.proc.pid).get(workerThread(carrier.proc.pid)) ?? 0 };
+    await measureStores(stores, carrier, results);
+    await carrier.stop();
+    carrier = undefined;
+
+    await measureReplica(stores, results);
+    await measureReads(stores, results, cpuProf !== undefined);
+
+    const bench: CarryBenchResult = {
+      config: { shapes, readRounds, storeSegmentBytes, cpus: os.cpus().length, tmp: tmp ?? os.tmpdir(), indexDir },
+      shapes: results,
+      carrier: { metrics: carrierMetrics, cpu: carrierCpu },
+      violations,
+      seconds: (performance.now() - started) / 1000,
+    };
+    const out = carryReport(bench);
+    if (cpuProf) {
+      for (const name of ['replica', ...results.map((r) => `cold-${r.workload.config.name}`)]) {
+        out.push('', profileReport(path.join(cpuProf, name), { title: `CPU profile of the ${name} proxies (all threads)` }));
+      }
+    }
+    process.stdout.write(out.join('\n') + '\n');
+    if (args.json) fs.writeFileSync(args.json, JSON.stringify(bench, null, 2) + '\n');
+  } finally {
+    await carrier?.stop();
+    await reference?.stop();
+    await store?.stop();
+    fs.rmSync(carrierDir, { recursive: true, force: true });
+  }
+  if (violations.length) {
+    process.stderr.write(`bench: broken invariants:\n${violations.map((v) => `  ${v}`).join('\n')}\n`);
+    process.exit(1);
+  }
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`bench: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(1);
+});
