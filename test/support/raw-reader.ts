@@ -126,7 +126,12 @@ export async function listOffsetRaw(address: string, topic: string, partition: n
 }
 
 /** OffsetForLeaderEpoch of one partition: the end offset the leader gives for `leaderEpoch`. */
-export async function epochEndRaw(address: string, topic: string, partition: number, leaderEpoch: number): Promise<{ errorCode: number; leaderEpoch: number; endOffset: number }> {
+export async function epochEndRaw(
+  address: string,
+  topic: string,
+  partition: number,
+  leaderEpoch: number,
+): Promise<{ errorCode: number; leaderEpoch: number; endOffset: number }> {
   const conn = await RawConnection.open(address);
   try {
     conn.request(
