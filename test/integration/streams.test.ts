@@ -9,8 +9,10 @@
  * With carrying on (docs/carrying.md), the clean is followed by a pass per partition that copies
  * the survivors forward and has the store let the old range go: the store's own log start moves
  * past the history, and the restore from offset 0 through the proxy is served from the copies.
- * That runs on Kafka only: kfake fails the first Produce after a DeleteRecords (see
- * carrying.test.ts), and the app writes its changelog on after the pass.
+ * That runs on Kafka only: the app's producers are idempotent, kfake hands out random 63-bit
+ * producer ids, and a carry copy keeps the producer id as a JavaScript number
+ * (src/compaction/carry/carried-batch.ts), so the pass fails on kfake with "varlong value ... is
+ * not a safe integer" and lets nothing go.
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';

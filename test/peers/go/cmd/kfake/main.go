@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"os/signal"
@@ -14,6 +15,8 @@ import (
 	"syscall"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 type brokerConfigs map[string]string
@@ -54,6 +57,7 @@ func main() {
 		kfake.AllowAutoTopicCreation(),
 		kfake.DefaultNumPartitions(*partitions),
 		kfake.WithLogger(kfake.BasicLogger(os.Stderr, level(*logLevel))),
+		kfake.MaxVersions(advertised()),
 	}
 	if len(cfgs) > 0 {
 		opts = append(opts, kfake.BrokerConfigs(cfgs))
@@ -86,6 +90,27 @@ func main() {
 	fmt.Println(string(line))
 
 	<-sigs
+}
+
+// advertised is every API at kfake's own highest version, but for two:
+//   - DescribeTopicPartitions (KIP-966) is withheld. kfake answers it with null
+//     EligibleLeaderReplicas and LastKnownELR, which Kafka never sends and Java's admin (4.4)
+//     dereferences: kafka-topics --describe fails with a NullPointerException. Without the key
+//     Java's admin describes topics with Metadata.
+//   - ApiVersions stops at v4 (no KIP-1242), so the test bed keeps an upstream that answers a
+//     v5 ApiVersions with UNSUPPORTED_VERSION (proxy-wire.test.ts); Kafka 4.4 speaks v5.
+//
+// The base is kversion.Stable for its features, which kfake advertises from these versions.
+// Setting MaxVersions at all also makes kfake skip KAFKA-15591's check on a first produce to a
+// never-written partition (it models Kafka 4.5 only when uncapped), as Kafka 4.4 does.
+func advertised() *kversion.Versions {
+	vs := kversion.Stable()
+	for k := int16(0); k <= kmsg.MaxKey; k++ {
+		vs.SetMaxKeyVersion(k, math.MaxInt16) // kfake takes the lower of this and its own
+	}
+	vs.SetMaxKeyVersion(int16(kmsg.DescribeTopicPartitions), -1)
+	vs.SetMaxKeyVersion(int16(kmsg.ApiVersions), 4)
+	return vs
 }
 
 func listenPorts(list string, n, base int) ([]int, error) {
