@@ -95,7 +95,7 @@ export function originOf(batch: BatchHeader, scan: RecordScan, pass: number, hor
   into.batchBase = base;
   into.batchLast = base + batch.lastOffsetDelta;
   into.leaderEpoch = batch.partitionLeaderEpoch;
-  into.producerId = Number(batch.producerId);
+  into.producerId = batch.producerId;
   into.producerEpoch = batch.producerEpoch;
   into.transactional = batch.isTransactional;
   into.logAppendTime = logAppendTime;
@@ -347,7 +347,7 @@ export class RestoredBatches {
         lastOffsetDelta: g.batchLast - g.batchBase,
         baseTimestamp: BigInt(g.logAppendTime ? this.maxTimestamp : this.baseTimestamp),
         maxTimestamp: BigInt(this.maxTimestamp),
-        producerId: BigInt(g.producerId),
+        producerId: g.producerId,
         producerEpoch: g.producerEpoch,
         baseSequence: -1,
       },

@@ -38,7 +38,8 @@ export interface CopyOrigin {
   batchBase: number;
   batchLast: number;
   leaderEpoch: number;
-  producerId: number;
+  /** A bigint: stores may hand out ids past 2^53 (kfake draws random 63-bit ones). */
+  producerId: bigint;
   producerEpoch: number;
   transactional: boolean;
   logAppendTime: boolean;
@@ -150,7 +151,7 @@ export function readCopyValue(buf: Buffer, start: number, end: number, o: CopyOr
   o.batchBase = o.offset - c.varint();
   o.batchLast = o.offset + c.varint();
   o.leaderEpoch = c.varint();
-  o.producerId = c.varlong();
+  o.producerId = c.varlongBig();
   o.producerEpoch = c.varint();
   o.horizon = flags & Flag.horizon ? c.varlong() : -1;
   if (c.pos !== end || o.batchBase > o.offset || o.batchLast < o.offset || o.offset < 0) {
@@ -182,7 +183,7 @@ export function emptyOrigin(): CopyOrigin {
     batchBase: 0,
     batchLast: 0,
     leaderEpoch: -1,
-    producerId: -1,
+    producerId: -1n,
     producerEpoch: -1,
     transactional: false,
     logAppendTime: false,

@@ -76,8 +76,14 @@ export class Cursor {
   }
 
   private longVarlong(start: number): number {
+    this.pos = start;
+    return Number(this.varlongBig());
+  }
+
+  /** A varlong as a bigint: exact over all of int64 (producer ids are random 63-bit numbers on some stores). */
+  varlongBig(): bigint {
     let raw = 0n;
-    let pos = start;
+    let pos = this.pos;
     for (let i = 0; ; i++) {
       if (pos >= this.limit) throw truncated('varlong');
       const b = this.buf[pos++]!;
@@ -87,7 +93,7 @@ export class Cursor {
     }
     this.pos = pos;
     raw = BigInt.asUintN(64, raw);
-    return Number(BigInt.asIntN(64, (raw >> 1n) ^ -(raw & 1n)));
+    return BigInt.asIntN(64, (raw >> 1n) ^ -(raw & 1n));
   }
 
   int8(): number {

@@ -39,7 +39,9 @@ describe('carry header values', () => {
   test('a copy round-trips every field, negative and absent ones included', () => {
     const cases: CopyOrigin[] = [
       origin(),
-      origin({ leaderEpoch: 7, producerId: 2 ** 40, producerEpoch: 3, transactional: true, codec: 4, horizon: 1_700_000_086_400_000 }),
+      origin({ leaderEpoch: 7, producerId: 2n ** 40n, producerEpoch: 3, transactional: true, codec: 4, horizon: 1_700_000_086_400_000 }),
+      // Producer ids past 2^53, as kfake hands them out (random 63-bit numbers), stay exact.
+      origin({ producerId: 0x7fff_ffff_ffff_fff1n, producerEpoch: 0 }),
       origin({ logAppendTime: true, codec: 3, offset: 990, batchBase: 990, batchLast: 990 }),
       origin({ offset: 2 ** 50, batchBase: 2 ** 50 - 5, batchLast: 2 ** 50 + 5, timestamp: -1 }),
     ];
