@@ -27,7 +27,7 @@ const CONCURRENT_CLIENTS = 3;
 
 const UPSTREAMS: { kind: UpstreamKind; title: string }[] = [
   { kind: 'kafka', title: `Apache Kafka ${KAFKA_VERSION} with its log cleaner off` },
-  { kind: 'kfake', title: "kfake (franz-go's own Kafka implementation, 3 brokers), which never compacts" },
+  { kind: 'kfake', title: "kfake (franz-go's own Kafka implementation, 3 brokers), which compacts none of these topics itself" },
 ];
 
 /**

@@ -1,6 +1,8 @@
 /**
- * franz-go's kfake as a separate process: an independent Kafka implementation that stores
- * cleanup.policy but never compacts (the pinned pseudo-version predates its compaction).
+ * franz-go's kfake as a separate process: an independent Kafka implementation. It compacts only
+ * topics whose own cleanup.policy is compact, on its own timer (log.cleaner.backoff.ms, an hour by
+ * default); kcompact creates its compacted topics there without that policy, so kfake keeps
+ * every record of them.
  */
 import fs from 'node:fs';
 import path from 'node:path';
