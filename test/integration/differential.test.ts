@@ -1,7 +1,7 @@
 /**
  * The differential compaction test (issue 3, point 6) for a few seeds: Apache Kafka 4.4
  * compacts each seed's workload with its own cleaner, and kcompact, in front of Kafka with its
- * cleaner off (once without carrying, once carrying) and in front of kfake, must leave clients
+ * cleaner off and in front of kfake (each once without carrying, once carrying), must leave clients
  * reading exactly the same log and get the same config and error answers. The Kafka side also
  * checks itself against the model (the latest committed value of each key, nothing else), so
  * the reference is known to be fully compacted before anything is compared with it.

@@ -805,17 +805,23 @@ export async function startKcompactTargets(): Promise<{ targets: DifferentialTar
     for (const s of stops.reverse()) await s();
   };
   try {
-    // The stores start side by side. The carrier gets a Kafka of its own: every target uses the
+    // The stores start side by side. Each carrier gets a store of its own: every target uses the
     // same topic names, and a carrier carries every compacted topic of its store.
-    const started = await Promise.allSettled([startKafka({ compaction: 'off' }), startKafka({ compaction: 'off' }), startKfake({ brokers: 3 })]);
+    const started = await Promise.allSettled([
+      startKafka({ compaction: 'off' }),
+      startKafka({ compaction: 'off' }),
+      startKfake({ brokers: 3 }),
+      startKfake({ brokers: 3 }),
+    ]);
     for (const s of started) if (s.status === 'fulfilled') stops.push(() => s.value.stop());
     const failure = started.find((s) => s.status === 'rejected');
     if (failure) throw failure.reason;
-    const [kafkaOff, kafkaCarried, kfake] = started.map((s) => (s as PromiseFulfilledResult<{ bootstrap: string }>).value);
+    const [kafkaOff, kafkaCarried, kfake, kfakeCarried] = started.map((s) => (s as PromiseFulfilledResult<{ bootstrap: string }>).value);
     for (const [name, upstream, carry] of [
       ['kcompact/kafka-off', kafkaOff!.bootstrap, false],
       ['kcompact/kfake', kfake!.bootstrap, false],
       ['kcompact/kafka-off+carry', kafkaCarried!.bootstrap, true],
+      ['kcompact/kfake+carry', kfakeCarried!.bootstrap, true],
     ] as const) {
       const proxy = await startCompactingProxy(upstream, { brokerDefaults, carry });
       stops.push(() => proxy.stop());
