@@ -17,12 +17,61 @@ import { KEY_DIGEST_BYTES } from './key-digest.js';
 import { RecordFlag } from './record-flags.js';
 import type { RowBuffer } from './row-buffer.js';
 
+/**
+ * Copies go in runs (the consecutive copies of one ingest), a statement binding many of them at
+ * once: chunks of 64, the rest in chunks of 8 and then one by one, so a run of n copies takes
+ * n / 64 + 14 statements of a kind at most. Each kind is prepared in 3 sizes at most, when first
+ * needed: some 210 KiB of SQLite memory per index file if every kind is.
+ */
+const COPY_CHUNK = 64;
+const SMALL_CHUNK = 8;
+
+/** One multi-row statement, prepared per chunk size on first use, with a parameter array per size. */
+class Chunked {
+  private readonly made: (Database.Statement | undefined)[] = [];
+  private readonly params: unknown[][] = [];
+
+  /** `sql` gets `n` tuples of `columns` placeholders; the statement's other parameters (`tail` of them) follow them. */
+  constructor(
+    private readonly db: Database.Database,
+    private readonly columns: number,
+    private readonly tail: number,
+    private readonly sql: (tuples: string) => string,
+    private readonly mode: 'run' | 'pluck' | 'raw' = 'run',
+  ) {}
+
+  statement(n: number): Database.Statement {
+    let st = this.made[n];
+    if (!st) {
+      const tuple = `(${new Array(this.columns).fill('?').join(',')})`;
+      st = this.db.prepare(this.sql(new Array(n).fill(tuple).join(',')));
+      if (this.mode === 'pluck') st.pluck();
+      else if (this.mode === 'raw') st.raw();
+      this.made[n] = st;
+      this.params[n] = new Array(n * this.columns + this.tail);
+    }
+    return st;
+  }
+
+  /** The parameter array of the statement for `n` tuples (made by statement(n)). */
+  args(n: number): unknown[] {
+    return this.params[n]!;
+  }
+}
+
 interface Statements {
-  movePhys: Database.Statement;
-  latestOfKey: Database.Statement;
-  deleteRow: Database.Statement;
-  insertRow: Database.Statement;
-  setKey: Database.Statement;
+  /** (offset, phys, size) → moves the rows held at those offsets. */
+  move: Chunked;
+  /** (offset) → the offsets among them the partition holds. */
+  held: Chunked;
+  /** (partition, offset, key, flags, ts, size, horizon, phys) → inserts them. */
+  insertRows: Chunked;
+  /** (i, key) → [i, offset] for the keys the cleaned part holds. */
+  keysOf: Chunked;
+  /** (offset) → deletes the rows at them. */
+  deleteRows: Chunked;
+  /** (partition, key, offset) → sets the keys' entries. */
+  setKeys: Chunked;
   forgetUnrefreshedKeys: Database.Statement;
   deleteUnrefreshed: Database.Statement;
   keysFor: Database.Statement;
@@ -36,11 +85,24 @@ function statements(db: Database.Database): Statements {
   const known = prepared.get(db);
   if (known) return known;
   const made: Statements = {
-    movePhys: db.prepare('UPDATE records SET phys = ?, size = ? WHERE partition = ? AND offset = ?'),
-    latestOfKey: db.prepare('SELECT offset FROM keys WHERE partition = ? AND key = ?').pluck(),
-    deleteRow: db.prepare('DELETE FROM records WHERE partition = ? AND offset = ?'),
-    insertRow: db.prepare('INSERT INTO records (partition, offset, key, flags, ts, size, horizon, phys) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'),
-    setKey: db.prepare('INSERT OR REPLACE INTO keys (partition, key, offset) VALUES (?, ?, ?)'),
+    move: new Chunked(
+      db,
+      3,
+      1,
+      (t) => `UPDATE records SET phys = c.column2, size = c.column3 FROM (VALUES ${t}) AS c WHERE records.partition = ? AND records.offset = c.column1`,
+    ),
+    held: new Chunked(db, 1, 1, (t) => `SELECT offset FROM records WHERE offset IN (${t}) AND partition = ?`, 'pluck'),
+    insertRows: new Chunked(db, 8, 0, (t) => `INSERT INTO records (partition, offset, key, flags, ts, size, horizon, phys) VALUES ${t}`),
+    // CROSS JOIN keeps the planner from scanning the partition's keys for the few asked for.
+    keysOf: new Chunked(
+      db,
+      2,
+      1,
+      (t) => `SELECT c.column1, k.offset FROM (VALUES ${t}) AS c CROSS JOIN keys k ON k.partition = ? AND k.key = c.column2`,
+      'raw',
+    ),
+    deleteRows: new Chunked(db, 1, 1, (t) => `DELETE FROM records WHERE offset IN (${t}) AND partition = ?`),
+    setKeys: new Chunked(db, 3, 0, (t) => `INSERT OR REPLACE INTO keys (partition, key, offset) VALUES ${t}`),
     // By key (the primary key), for the keys of the rows going only, and only where the key's entry is such a row.
     forgetUnrefreshedKeys: db.prepare(
       `DELETE FROM keys WHERE partition = ? AND key IN (SELECT key FROM records WHERE ${UNREFRESHED} AND key IS NOT NULL)
@@ -56,28 +118,167 @@ function statements(db: Database.Database): Statements {
   return made;
 }
 
+/** How many of `left` items the next statement binds. */
+function chunkSize(left: number): number {
+  return left >= COPY_CHUNK ? COPY_CHUNK : left >= SMALL_CHUNK ? SMALL_CHUNK : 1;
+}
+
+function keyOf(rows: RowBuffer, i: number): Buffer {
+  return rows.keys.subarray(i * KEY_DIGEST_BYTES, (i + 1) * KEY_DIGEST_BYTES);
+}
+
 /**
- * Applies the copy in row `i` of `rows` (in the caller's transaction); returns how many rows the
- * partition gained (0 or 1).
+ * Applies the copies in rows [from, to) of `rows` (in the caller's transaction), as applying them
+ * one by one in that order would; returns how many rows the partition gained, net. A pass's copies
+ * come in offset order; one fetch may hold the copies of two passes, so the offsets can start
+ * again: each stretch of ascending offsets is a run of its own.
  */
-export function applyCopy(db: Database.Database, partition: number, rows: RowBuffer, i: number, firstDirty: number): number {
+export function applyCopies(db: Database.Database, partition: number, rows: RowBuffer, from: number, to: number, firstDirty: number): number {
   const s = statements(db);
-  const offset = rows.offsets[i]!;
-  const phys = rows.phys[i]!;
-  const size = rows.sizes[i]!;
-  if (s.movePhys.run(phys, size, partition, offset).changes === 1) return 0;
-  const key = rows.keys.subarray(i * KEY_DIGEST_BYTES, (i + 1) * KEY_DIGEST_BYTES);
-  const cleaned = offset < firstDirty;
-  let gained = 1;
-  if (cleaned) {
-    const latest = s.latestOfKey.get(partition, key) as number | undefined;
-    if (latest !== undefined && latest > offset) return 0;
-    if (latest !== undefined) gained -= s.deleteRow.run(partition, latest).changes;
+  let gained = 0;
+  for (let i = from; i < to;) {
+    let j = i + 1;
+    while (j < to && rows.offsets[j]! > rows.offsets[j - 1]!) j++;
+    gained += applyRun(s, partition, rows, i, j, firstDirty);
+    i = j;
   }
-  const horizon = rows.horizons[i]!;
-  s.insertRow.run(partition, offset, Buffer.from(key), rows.flags[i]!, rows.timestamps[i]!, size, horizon < 0 ? null : horizon, phys);
-  if (cleaned) s.setKey.run(partition, Buffer.from(key), offset);
   return gained;
+}
+
+/**
+ * Applies copies in strictly ascending offset order, by sets. Each finds its row held or not as
+ * the partition was before the run: one by one, a copy inserts only at its own offset and deletes
+ * only below it. So the held rows move; the others of the dirty part go in; of the others in the
+ * cleaned part only the last copy of each key counts (each would replace the one before), and it
+ * goes in unless the key's entry is newer, replacing the row the entry names.
+ */
+function applyRun(s: Statements, partition: number, rows: RowBuffer, from: number, to: number, firstDirty: number): number {
+  const unheld: number[] = [];
+  for (let at = from; at < to;) {
+    const n = chunkSize(to - at);
+    const move = s.move.statement(n);
+    const args = s.move.args(n);
+    for (let j = 0; j < n; j++) {
+      args[3 * j] = rows.offsets[at + j];
+      args[3 * j + 1] = rows.phys[at + j];
+      args[3 * j + 2] = rows.sizes[at + j];
+    }
+    args[3 * n] = partition;
+    const moved = move.run(args).changes;
+    if (moved === 0) for (let j = 0; j < n; j++) unheld.push(at + j);
+    else if (moved < n) {
+      const held = s.held.statement(n);
+      const heldArgs = s.held.args(n);
+      for (let j = 0; j < n; j++) heldArgs[j] = rows.offsets[at + j];
+      heldArgs[n] = partition;
+      const found = new Set(held.all(heldArgs) as number[]);
+      for (let j = 0; j < n; j++) if (!found.has(rows.offsets[at + j]!)) unheld.push(at + j);
+    }
+    at += n;
+  }
+  if (unheld.length === 0) return 0;
+  const dirty: number[] = [];
+  const lastOfKey = new Map<string, number>();
+  for (const i of unheld) {
+    if (rows.offsets[i]! >= firstDirty) dirty.push(i);
+    else lastOfKey.set(rows.keys.toString('latin1', i * KEY_DIGEST_BYTES, (i + 1) * KEY_DIGEST_BYTES), i);
+  }
+  let gained = insertCopies(s, partition, rows, dirty);
+  if (lastOfKey.size === 0) return gained;
+  const last = inKeyOrder(rows, from, lastOfKey);
+  // Those go in whose key has no entry, or an older one: they replace its row.
+  const taken = new Uint8Array(to - from);
+  for (const i of last) taken[i - from] = 1;
+  const replaced: number[] = [];
+  for (let at = 0; at < last.length;) {
+    const n = chunkSize(last.length - at);
+    const keysOf = s.keysOf.statement(n);
+    const args = s.keysOf.args(n);
+    for (let j = 0; j < n; j++) {
+      args[2 * j] = last[at + j];
+      args[2 * j + 1] = keyOf(rows, last[at + j]!);
+    }
+    args[2 * n] = partition;
+    for (const [i, offset] of keysOf.all(args) as [number, number][]) {
+      if (offset > rows.offsets[i]!) taken[i - from] = 0;
+      else replaced.push(offset);
+    }
+    at += n;
+  }
+  const gone = Float64Array.from(replaced).sort();
+  for (let at = 0; at < gone.length;) {
+    const n = chunkSize(gone.length - at);
+    const del = s.deleteRows.statement(n);
+    const args = s.deleteRows.args(n);
+    for (let j = 0; j < n; j++) args[j] = gone[at + j];
+    args[n] = partition;
+    gained -= del.run(args).changes;
+    at += n;
+  }
+  const inserted: number[] = [];
+  for (let i = from; i < to; i++) if (taken[i - from] === 1) inserted.push(i);
+  gained += insertCopies(s, partition, rows, inserted);
+  const entries = last.filter((i) => taken[i - from] === 1);
+  for (let at = 0; at < entries.length;) {
+    const n = chunkSize(entries.length - at);
+    const setKeys = s.setKeys.statement(n);
+    const args = s.setKeys.args(n);
+    for (let j = 0; j < n; j++) {
+      const i = entries[at + j]!;
+      args[3 * j] = partition;
+      args[3 * j + 1] = keyOf(rows, i);
+      args[3 * j + 2] = rows.offsets[i];
+    }
+    setKeys.run(args);
+    at += n;
+  }
+  return gained;
+}
+
+/** Room for a row's place in its run beside its key's first bytes in a sort key: 2^29 rows, more than a RowBuffer can hold. */
+const PLACES = 2 ** 29;
+
+/**
+ * The rows `which` (of a run from row `from`) in the order of the keys' b-tree, near enough: by
+ * the first 24 bits of their key digests. Digests are hashes; in their order the b-tree's pages
+ * are read and written one after another rather than at random, a large share of the work.
+ */
+function inKeyOrder(rows: RowBuffer, from: number, which: Map<string, number>): number[] {
+  const order = new Float64Array(which.size);
+  let c = 0;
+  for (const i of which.values()) {
+    const k = i * KEY_DIGEST_BYTES;
+    order[c++] = ((rows.keys[k]! << 16) | (rows.keys[k + 1]! << 8) | rows.keys[k + 2]!) * PLACES + (i - from);
+  }
+  order.sort();
+  const rowsInOrder = new Array<number>(order.length);
+  for (let j = 0; j < order.length; j++) rowsInOrder[j] = from + (order[j]! % PLACES);
+  return rowsInOrder;
+}
+
+/** Inserts the rows of the copies at `which` (row indexes, in offset order); returns how many. */
+function insertCopies(s: Statements, partition: number, rows: RowBuffer, which: readonly number[]): number {
+  for (let at = 0; at < which.length;) {
+    const n = chunkSize(which.length - at);
+    const insert = s.insertRows.statement(n);
+    const args = s.insertRows.args(n);
+    for (let j = 0; j < n; j++) {
+      const i = which[at + j]!;
+      const horizon = rows.horizons[i]!;
+      const p = 8 * j;
+      args[p] = partition;
+      args[p + 1] = rows.offsets[i];
+      args[p + 2] = keyOf(rows, i);
+      args[p + 3] = rows.flags[i];
+      args[p + 4] = rows.timestamps[i];
+      args[p + 5] = rows.sizes[i];
+      args[p + 6] = horizon < 0 ? null : horizon;
+      args[p + 7] = rows.phys[i];
+    }
+    insert.run(args);
+    at += n;
+  }
+  return which.length;
 }
 
 /**

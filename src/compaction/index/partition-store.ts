@@ -12,7 +12,7 @@
  * mirror is read back from the file, so it always says what was committed.
  */
 import type Database from 'better-sqlite3';
-import { applyCopy, prunePass } from './carried-rows.js';
+import { applyCopies, prunePass } from './carried-rows.js';
 import { KEY_DIGEST_BYTES } from './key-digest.js';
 import { RecordFlag } from './record-flags.js';
 import type { CarryEvent, RowBuffer } from './row-buffer.js';
@@ -344,14 +344,16 @@ export class PartitionStore {
     });
   }
 
-  /** Rows read at their own offsets are inserted in runs; each copy applies on its own (carried-rows.ts). */
+  /** Rows read at their own offsets are inserted in runs, and so are copies (carried-rows.ts). */
   private insertWithCopies(rows: RowBuffer): void {
     const n = rows.length;
     for (let i = 0; i < n;) {
       let j = i;
       while (j < n && rows.phys[j]! < 0) j++;
       if (j > i) this.insertRows(rows, i, j);
-      for (; j < n && rows.phys[j]! >= 0; j++) this.rows += applyCopy(this.db, this.partition, rows, j, this.cp.firstDirty);
+      i = j;
+      while (j < n && rows.phys[j]! >= 0) j++;
+      if (j > i) this.rows += applyCopies(this.db, this.partition, rows, i, j, this.cp.firstDirty);
       i = j;
     }
   }

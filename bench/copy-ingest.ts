@@ -1,0 +1,159 @@
+/**
+ * Carried copies into the index: how many copies per second a partition's index takes
+ * (carried-rows.ts), by runs (applyCopies) against one copy at a time (the per-row path it
+ * replaced, kept here), in the same process on the same rows. Three cases, each on an index
+ * file of its own: a new replica's index rebuilt from copies of the cleaned part, the same in
+ * the dirty part, and a carrier's or an up-to-date replica's index whose rows the copies move.
+ * Each round applies every copy in transactions of --run copies, one path after the other; the
+ * best round of each counts. Prints figures; asserts nothing.
+ *
+ *   node dist/bench/copy-ingest.js [--copies 100000] [--run 10000] [--rounds 3]
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import type Database from 'better-sqlite3';
+import { applyCopies } from '../src/compaction/index/carried-rows.js';
+import { KEY_DIGEST_BYTES } from '../src/compaction/index/key-digest.js';
+import { PartitionStore } from '../src/compaction/index/partition-store.js';
+import { RowBuffer } from '../src/compaction/index/row-buffer.js';
+import { printHelpAndExit } from './bench-help.js';
+import { numberFlags } from './number-flag.js';
+
+const OPTIONS = {
+  copies: { type: 'string', default: '100000' },
+  run: { type: 'string', default: '10000' },
+  rounds: { type: 'string', default: '3' },
+  help: { type: 'boolean', default: false },
+} as const;
+
+const HELP: Record<keyof typeof OPTIONS, string> = {
+  copies: 'copies applied per case, of as many keys',
+  run: 'copies per ingest (one transaction, one run)',
+  rounds: 'rounds per path and case; the best counts',
+  help: 'print the flags',
+};
+
+const { values } = parseArgs({ options: OPTIONS });
+if (values.help) printHelpAndExit('node dist/bench/copy-ingest.js [flags]', OPTIONS, HELP);
+const number = numberFlags(values);
+const COPIES = number('copies');
+const RUN = number('run');
+const ROUNDS = number('rounds');
+/** Survivors are one offset in this many: a cleaned log's. */
+const SPACING = 10;
+
+/** The per-row path applyCopies replaced: an UPDATE per copy; for a row not held a SELECT, an INSERT and an INSERT OR REPLACE. */
+function oneByOne(): (db: Database.Database, partition: number, rows: RowBuffer, from: number, to: number, firstDirty: number) => number {
+  let s: Record<'movePhys' | 'latestOfKey' | 'deleteRow' | 'insertRow' | 'setKey', Database.Statement> | undefined;
+  return (db, partition, rows, from, to, firstDirty) => {
+    s ??= {
+      movePhys: db.prepare('UPDATE records SET phys = ?, size = ? WHERE partition = ? AND offset = ?'),
+      latestOfKey: db.prepare('SELECT offset FROM keys WHERE partition = ? AND key = ?').pluck(),
+      deleteRow: db.prepare('DELETE FROM records WHERE partition = ? AND offset = ?'),
+      insertRow: db.prepare('INSERT INTO records (partition, offset, key, flags, ts, size, horizon, phys) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'),
+      setKey: db.prepare('INSERT OR REPLACE INTO keys (partition, key, offset) VALUES (?, ?, ?)'),
+    };
+    let gained = 0;
+    for (let i = from; i < to; i++) {
+      const offset = rows.offsets[i]!;
+      const phys = rows.phys[i]!;
+      const size = rows.sizes[i]!;
+      if (s.movePhys.run(phys, size, partition, offset).changes === 1) continue;
+      const key = rows.keys.subarray(i * KEY_DIGEST_BYTES, (i + 1) * KEY_DIGEST_BYTES);
+      const cleaned = offset < firstDirty;
+      let g = 1;
+      if (cleaned) {
+        const latest = s.latestOfKey.get(partition, key) as number | undefined;
+        if (latest !== undefined && latest > offset) continue;
+        if (latest !== undefined) g -= s.deleteRow.run(partition, latest).changes;
+      }
+      const horizon = rows.horizons[i]!;
+      s.insertRow.run(partition, offset, Buffer.from(key), rows.flags[i]!, rows.timestamps[i]!, size, horizon < 0 ? null : horizon, phys);
+      if (cleaned) s.setKey.run(partition, Buffer.from(key), offset);
+      gained += g;
+    }
+    return gained;
+  };
+}
+
+/** One pass's copies of COPIES survivors of as many keys, SPACING offsets apart; a carry record holds 50 of them. */
+function copiesOf(pass: number): RowBuffer {
+  const rows = new RowBuffer(COPIES);
+  for (let c = 0; c < COPIES; c++) {
+    const i = rows.pushCopy(c * SPACING, pass + Math.floor(c / 50), 1_700_000_000_000 + c, 120, 0, -1);
+    // Key digests are hashes: spread them over the key space as those are.
+    for (let w = 0; w < KEY_DIGEST_BYTES; w += 4) rows.keys.writeUInt32BE(Math.imul(c + 1, 0x9e3779b1 + w * 0x85ebca6b) >>> 0, i * KEY_DIGEST_BYTES + w);
+    rows.hasKey[i] = 1;
+  }
+  return rows;
+}
+
+type Apply = ReturnType<typeof oneByOne>;
+
+/** Applies `rows` in transactions of RUN copies; returns the seconds it took and the rows gained. */
+function timed(store: PartitionStore, apply: Apply, rows: RowBuffer, firstDirty: number): { seconds: number; cpu: number; gained: number } {
+  const db = store.db;
+  const cpuBefore = process.cpuUsage();
+  const started = performance.now();
+  let gained = 0;
+  for (let from = 0; from < rows.length; from += RUN) {
+    const to = Math.min(rows.length, from + RUN);
+    gained += db.transaction(() => apply(db, 0, rows, from, to, firstDirty))();
+  }
+  const cpu = process.cpuUsage(cpuBefore);
+  return { seconds: (performance.now() - started) / 1000, cpu: (cpu.user + cpu.system) / 1e6, gained };
+}
+
+interface Case {
+  name: string;
+  firstDirty: number;
+  /** Whether the index holds the rows already (taken from a first pass's copies, not timed). */
+  held: boolean;
+}
+
+const CASES: Case[] = [
+  { name: 'rebuilt, cleaned part', firstDirty: COPIES * SPACING, held: false },
+  { name: 'rebuilt, dirty part', firstDirty: 0, held: false },
+  { name: 'rows held: a move', firstDirty: COPIES * SPACING, held: true },
+];
+
+function runCase(c: Case, apply: Apply, dir: string): { rate: number; cpuRate: number } {
+  const file = path.join(dir, `copies-${Math.random().toString(36).slice(2)}.sqlite`);
+  const { store } = PartitionStore.open(file, { topic: 'bench', partition: 0 });
+  try {
+    if (c.held) timed(store, applyCopies, copiesOf(1_000_000_000), c.firstDirty);
+    const r = timed(store, apply, copiesOf(2_000_000_000), c.firstDirty);
+    const want = c.held ? 0 : COPIES;
+    if (r.gained !== want) throw new Error(`${c.name}: ${r.gained} rows gained, want ${want}`);
+    return { rate: COPIES / r.seconds, cpuRate: COPIES / r.cpu };
+  } finally {
+    store.close();
+    for (const f of fs.readdirSync(dir)) fs.rmSync(path.join(dir, f), { force: true });
+  }
+}
+
+const fmt = (n: number) => Math.round(n).toLocaleString('en');
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kcompact-copies-'));
+try {
+  console.log(`copy ingest: ${COPIES} copies per case, ${RUN} per transaction, best of ${ROUNDS} rounds, one core`);
+  for (const c of CASES) {
+    const best = { old: { rate: 0, cpuRate: 0 }, runs: { rate: 0, cpuRate: 0 } };
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const [which, apply] of [
+        ['old', oneByOne()],
+        ['runs', applyCopies],
+      ] as const) {
+        const r = runCase(c, apply, dir);
+        if (r.rate > best[which].rate) best[which] = r;
+      }
+    }
+    console.log(
+      `${c.name.padEnd(22)} one by one ${fmt(best.old.rate).padStart(9)} copies/s (${fmt(best.old.cpuRate)} per CPU s), ` +
+        `by runs ${fmt(best.runs.rate).padStart(9)} copies/s (${fmt(best.runs.cpuRate)} per CPU s): ${(best.runs.rate / best.old.rate).toFixed(1)}x`,
+    );
+  }
+} finally {
+  fs.rmSync(dir, { recursive: true, force: true });
+}
