@@ -13,6 +13,8 @@ export interface PartitionIndexView {
   cleanedUpTo(): number;
   /** Surviving offsets in [from, to) that are below cleanedUpTo(), ascending. */
   survivors(from: number, to: number): Float64Array;
+  /** How many survivors survivors(from, to) would give. */
+  survivorCount(from: number, to: number): number;
   /** The first surviving offset >= offset, or cleanedUpTo() when none remains below it. */
   nextVisible(offset: number): number;
   /** Where the records are in the store, once a carry pass has moved some (docs/carrying.md). */

@@ -1,27 +1,19 @@
 /**
- * Carried copies in record batches (docs/carrying.md). A carry pass appends batches of copies: a
- * copy is the original record's key, value and headers, with the carry header put first, written
- * with the time of carrying (so the store's time retention sees it new). A client is served the
- * originals rebuilt from them: at their original offsets, in batches with the original batch's
- * base and last offset, leader epoch, producer, transactional flag, timestamp type and codec, the
- * records' own timestamps, keys, values and headers byte for byte, and the carry header gone.
+ * Carried copies in record batches (docs/carrying.md). A carry pass appends carry batches of one
+ * copy each: a copy is one record whose value is a run of original batches, each with its
+ * survivors only, exactly as a client is served it (its base and last offset, leader epoch,
+ * producer, flags, codec, timestamps, the survivors' bytes, a valid CRC), back to back as in a log
+ * segment, written with the time of carrying (so the store's time retention sees it new).
+ * Serving a carried range is then handing the run on, whole where every record of it still
+ * survives, and a replica's index reads the originals' rows out of it as it reads any batches.
  *
- * Records are written straight into one growing buffer in wire form: carrying and serving touch
- * every surviving record, so nothing is allocated per record.
+ * Carry batches are uncompressed: the batches they hold keep their own codec, as Kafka's cleaner
+ * keeps a batch's, and a reader takes them out of a Fetch answer without decompressing anything.
  */
-import { Attributes, encodeBatch, TimestampType, type BatchFields, type BatchHeader } from '../../protocol/records/batch.js';
+import { BATCH_HEADER_SIZE, encodeBatch, iterateBatches, type BatchFields, type BatchHeader } from '../../protocol/records/batch.js';
 import { RecordScan, scanRecordAt } from '../../protocol/records/record-decode.js';
-import { Cursor, sizeOfVarint, sizeOfVarlong, writeVarint, writeVarlong } from '../../protocol/records/varint.js';
-import {
-  CARRY_HEADER_KEY,
-  CarryFormatError,
-  type CarryKind,
-  copyValueSize,
-  emptyOrigin,
-  readCopyValue,
-  writeCopyValue,
-  type CopyOrigin,
-} from './carry-record.js';
+import { Cursor } from '../../protocol/records/varint.js';
+import { CARRY_HEADER_KEY, CarryFormatError, CarryKind, emptyMark, encodeCopyMark, readCopyMark, type CopyMark } from './carry-record.js';
 
 /** A growable buffer that records are written into, reused from batch to batch. */
 class RecordBytes {
@@ -41,67 +33,10 @@ class RecordBytes {
     this.count = 0;
   }
 
-  /** The records written so far, copied out (the buffer is reused). */
-  take(): { bytes: Buffer; count: number } {
-    const out = { bytes: Buffer.from(this.buf.subarray(0, this.length)), count: this.count };
-    this.reset();
-    return out;
+  /** The records written so far, a view of the buffer: valid until the next write. */
+  view(): { bytes: Buffer; count: number } {
+    return { bytes: this.buf.subarray(0, this.length), count: this.count };
   }
-}
-
-function bytesFieldSize(length: number): number {
-  return length < 0 ? 1 : sizeOfVarint(length) + length;
-}
-
-function writeBytesField(out: Buffer, pos: number, src: Buffer, start: number, length: number): number {
-  pos = writeVarint(out, pos, length);
-  if (length > 0) pos += src.copy(out, pos, start, start + length);
-  return pos;
-}
-
-/** Where a record's parts lie in the payload it was read from: what a copy or a restored original is made of. */
-export interface RecordParts {
-  payload: Buffer;
-  keyStart: number;
-  keyLength: number;
-  valueStart: number;
-  valueLength: number;
-  /** The headers a client sees (a copy's carry header excluded) and how many. */
-  headersStart: number;
-  headersEnd: number;
-  headerCount: number;
-}
-
-/** The parts of a client's record, as scanned from its batch's payload. */
-export function originalParts(payload: Buffer, scan: RecordScan, into: RecordParts): RecordParts {
-  into.payload = payload;
-  into.keyStart = scan.keyStart;
-  into.keyLength = scan.keyLength;
-  into.valueStart = scan.valueStart;
-  into.valueLength = scan.valueLength;
-  into.headersStart = scan.headersStart;
-  into.headersEnd = scan.end;
-  into.headerCount = scan.headerCount;
-  return into;
-}
-
-/** What a client sees of a record of `batch` (scanned into `scan`), for its copy written by pass `pass`. */
-export function originOf(batch: BatchHeader, scan: RecordScan, pass: number, horizon: number, into: CopyOrigin): CopyOrigin {
-  const base = Number(batch.baseOffset);
-  const logAppendTime = batch.timestampType === TimestampType.LogAppendTime;
-  into.pass = pass;
-  into.offset = base + scan.offsetDelta;
-  into.timestamp = logAppendTime ? Number(batch.maxTimestamp) : Number(batch.baseTimestamp) + scan.timestampDelta;
-  into.batchBase = base;
-  into.batchLast = base + batch.lastOffsetDelta;
-  into.leaderEpoch = batch.partitionLeaderEpoch;
-  into.producerId = batch.producerId;
-  into.producerEpoch = batch.producerEpoch;
-  into.transactional = batch.isTransactional;
-  into.logAppendTime = logAppendTime;
-  into.codec = batch.compression;
-  into.horizon = horizon;
-  return into;
 }
 
 /** Fields of a batch kcompact writes itself: no producer, CreateTime, stamped `now`. */
@@ -119,59 +54,66 @@ function ownBatch(count: number, now: number): BatchFields {
   };
 }
 
-/** Collects copies and writes them out as batches of the carrying codec. */
-export class CopyBatches {
-  private readonly records = new RecordBytes();
+/**
+ * Collects the batches of one copy: add() them in offset order, with the delete horizons of their
+ * tombstones, and flush() writes them out as one carry batch holding one copy.
+ */
+export class CopyRun {
+  private readonly value = new RecordBytes();
+  private firstBase = -1;
+  /** Absolute offset and horizon pairs, ascending. */
+  private readonly horizons: number[] = [];
+  private readonly mark = emptyMark();
 
-  constructor(private readonly codec: number) {}
-
+  /** Batches collected since the last flush. */
   get count(): number {
-    return this.records.count;
+    return this.value.count;
   }
 
+  /** Bytes of the batches collected since the last flush. */
   get bytes(): number {
-    return this.records.length;
+    return this.value.length;
   }
 
-  /** Adds a copy of the record `parts` with what the client saw of it in `origin`. */
-  add(origin: CopyOrigin, parts: RecordParts): void {
-    const r = this.records;
-    const offsetDelta = r.count;
-    const valueSize = copyValueSize(origin);
-    const headersBytes = parts.headersEnd - parts.headersStart;
-    const body =
-      1 +
-      1 +
-      sizeOfVarint(offsetDelta) +
-      bytesFieldSize(parts.keyLength) +
-      bytesFieldSize(parts.valueLength) +
-      sizeOfVarint(parts.headerCount + 1) +
-      bytesFieldSize(CARRY_HEADER_KEY.length) +
-      sizeOfVarint(valueSize) +
-      valueSize +
-      headersBytes;
-    r.reserve(sizeOfVarint(body) + body);
-    const out = r.buf;
-    let pos = writeVarint(out, r.length, body);
-    out[pos++] = 0;
-    out[pos++] = 0; // timestamp delta 0: every copy has the batch's time
-    pos = writeVarint(out, pos, offsetDelta);
-    pos = writeBytesField(out, pos, parts.payload, parts.keyStart, parts.keyLength);
-    pos = writeBytesField(out, pos, parts.payload, parts.valueStart, parts.valueLength);
-    pos = writeVarint(out, pos, parts.headerCount + 1);
-    pos = writeBytesField(out, pos, CARRY_HEADER_KEY, 0, CARRY_HEADER_KEY.length);
-    pos = writeVarint(out, pos, valueSize);
-    pos = writeCopyValue(out, pos, origin);
-    pos += parts.payload.copy(out, pos, parts.headersStart, parts.headersEnd);
-    r.length = pos;
-    r.count++;
+  /** Adds a batch (its bytes as a client gets them) whose base offset is `base`. */
+  add(batch: Buffer, base: number): void {
+    if (this.firstBase < 0) this.firstBase = base;
+    const v = this.value;
+    v.reserve(batch.length);
+    v.length += batch.copy(v.buf, v.length);
+    v.count++;
   }
 
-  /** The copies added since the last call as one batch stamped `now`; null when there are none. */
-  async flush(now: number): Promise<Buffer | null> {
-    if (this.records.count === 0) return null;
-    const raw = this.records.take();
-    return encodeBatch(ownBatch(raw.count, now), raw, this.codec);
+  addHorizon(offset: number, horizon: number): void {
+    this.horizons.push(offset, horizon);
+  }
+
+  /** The batches added since the last call as one copy of pass `pass`, in a carry batch stamped `now`; null when there are none. */
+  async flush(pass: number, now: number): Promise<Buffer | null> {
+    if (this.value.count === 0) return null;
+    const m = this.mark;
+    m.pass = pass;
+    m.horizons.length = 0;
+    for (let i = 0; i < this.horizons.length; i += 2) m.horizons.push(this.horizons[i]! - this.firstBase, this.horizons[i + 1]!);
+    // Encoding copies the batches out of the reused buffer. A key, as on every carry record: a store
+    // that checks keys (a topic compacted on its side too) refuses records without one.
+    const batch = await encodeBatch(
+      ownBatch(1, now),
+      [
+        {
+          timestampDelta: 0,
+          offsetDelta: 0,
+          key: CARRY_HEADER_KEY,
+          value: this.value.view().bytes,
+          headers: [{ key: CARRY_HEADER_KEY, value: encodeCopyMark(m) }],
+        },
+      ],
+      0,
+    );
+    this.value.reset();
+    this.firstBase = -1;
+    this.horizons.length = 0;
+    return batch;
   }
 }
 
@@ -184,10 +126,11 @@ export function markerBatch(value: Buffer, now: number): Promise<Buffer> {
   );
 }
 
-/** One carried copy read from a batch payload: its origin and parts, its own offset delta, where the next record starts. */
+/** One carried copy read from a carry batch's payload: its mark, where its run of batches lies in the payload, its own offset delta, where the next record starts. */
 export interface CarriedCopy {
-  origin: CopyOrigin;
-  parts: RecordParts;
+  mark: CopyMark;
+  runStart: number;
+  runEnd: number;
   delta: number;
   next: number;
 }
@@ -219,143 +162,41 @@ export function carryValueAt(payload: Buffer, pos: number, scan: RecordScan): Ca
   return { kind: payload[c.pos]! as CarryKind, valueStart: c.pos, valueEnd: c.pos + valueLength, delta: scan.offsetDelta, next };
 }
 
-/**
- * Reads the copy at `pos` of a carry batch's payload into `into` (reused by the caller across
- * records); throws CarryFormatError when the record is not a copy.
- */
-export function readCopyAt(payload: Buffer, pos: number, into: CarriedCopy, scan = new RecordScan()): CarriedCopy {
-  return copyOf(payload, carryValueAt(payload, pos, scan), scan, into);
-}
-
-/** The copy whose carry value `v` and layout `scan` carryValueAt just read. */
+/** The copy whose carry value `v` and layout `scan` carryValueAt just read, into `into` (reused by the caller across records). */
 export function copyOf(payload: Buffer, v: CarryValue, scan: RecordScan, into: CarriedCopy): CarriedCopy {
-  readCopyValue(payload, v.valueStart, v.valueEnd, into.origin);
-  // The record's parts, less its first header: the carry header is not the client's.
-  const p = originalParts(payload, scan, into.parts);
-  p.headersStart = v.valueEnd;
-  p.headerCount--;
+  readCopyMark(payload, v.valueStart, v.valueEnd, into.mark);
+  if (scan.valueLength < BATCH_HEADER_SIZE) throw new CarryFormatError(`a carried copy whose value of ${scan.valueLength} bytes holds no batch`);
+  into.runStart = scan.valueStart;
+  into.runEnd = scan.valueStart + scan.valueLength;
   into.delta = v.delta;
   into.next = v.next;
   return into;
 }
 
-export function emptyCopy(): CarriedCopy {
-  return {
-    origin: emptyOrigin(),
-    parts: { payload: Buffer.alloc(0), keyStart: 0, keyLength: -1, valueStart: 0, valueLength: -1, headersStart: 0, headersEnd: 0, headerCount: 0 },
-    delta: 0,
-    next: 0,
-  };
+/** The batches of a copy's run (`run`: the value's bytes), read in place; CarryFormatError unless they are whole data batches. */
+export function batchesIn(run: Buffer): BatchHeader[] {
+  const { batches, truncatedTail } = iterateBatches(run);
+  if (truncatedTail.length > 0 || batches.length === 0) throw new CarryFormatError(`a carried copy whose value is not whole batches`);
+  for (const b of batches) if (b.isControl || b.recordCount === 0) throw new CarryFormatError(`a carried copy holding a batch without data records`);
+  return batches;
 }
 
-/** Whether two copies' originals belong in one rebuilt batch. */
-function sameBatch(a: CopyOrigin, b: CopyOrigin): boolean {
-  return (
-    a.batchBase === b.batchBase &&
-    a.batchLast === b.batchLast &&
-    a.leaderEpoch === b.leaderEpoch &&
-    a.producerId === b.producerId &&
-    a.producerEpoch === b.producerEpoch &&
-    a.transactional === b.transactional &&
-    a.logAppendTime === b.logAppendTime &&
-    a.codec === b.codec
-  );
+export function emptyCopy(): CarriedCopy {
+  return { mark: emptyMark(), runStart: 0, runEnd: 0, delta: 0, next: 0 };
 }
 
 /**
- * Rebuilds the originals of copies into batches at their original offsets: add() them in offset
- * order, and each run of copies from one original batch becomes one batch, as Kafka's cleaner
- * leaves a batch that lost records (same base and last offset, the survivors' own timestamps).
+ * The delete horizons of a copy's tombstones, looked up in ascending offsets: `at(delta)` is the
+ * horizon of the record at that offset delta from the batch's base, or -1.
  */
-export class RestoredBatches {
-  private readonly records = new RecordBytes();
-  private readonly batches: Buffer[] = [];
-  private readonly group = emptyOrigin();
-  private open = false;
-  private baseTimestamp = 0;
-  private maxTimestamp = 0;
-  /** Bytes of the batches done so far. */
-  size = 0;
+export class HorizonCursor {
+  private i = 0;
 
-  get count(): number {
-    return this.batches.length + (this.open ? 1 : 0);
-  }
+  constructor(private readonly horizons: readonly number[]) {}
 
-  /** Whether a copy of `o` goes into the batch being rebuilt (a byte budget may only stop between batches). */
-  continues(o: CopyOrigin): boolean {
-    return this.open && sameBatch(this.group, o);
-  }
-
-  async add(copy: CarriedCopy): Promise<void> {
-    const o = copy.origin;
-    if (this.open && !sameBatch(this.group, o)) await this.close();
-    if (!this.open) {
-      Object.assign(this.group, o);
-      this.open = true;
-      this.baseTimestamp = o.timestamp;
-      this.maxTimestamp = o.timestamp;
-    }
-    this.maxTimestamp = Math.max(this.maxTimestamp, o.timestamp);
-    const p = copy.parts;
-    const r = this.records;
-    const timestampDelta = o.logAppendTime ? 0 : o.timestamp - this.baseTimestamp;
-    const offsetDelta = o.offset - this.group.batchBase;
-    const headersBytes = p.headersEnd - p.headersStart;
-    const body =
-      1 +
-      sizeOfVarlong(timestampDelta) +
-      sizeOfVarint(offsetDelta) +
-      bytesFieldSize(p.keyLength) +
-      bytesFieldSize(p.valueLength) +
-      sizeOfVarint(p.headerCount) +
-      headersBytes;
-    r.reserve(sizeOfVarint(body) + body);
-    const out = r.buf;
-    let pos = writeVarint(out, r.length, body);
-    out[pos++] = 0;
-    pos = writeVarlong(out, pos, timestampDelta);
-    pos = writeVarint(out, pos, offsetDelta);
-    pos = writeBytesField(out, pos, p.payload, p.keyStart, p.keyLength);
-    pos = writeBytesField(out, pos, p.payload, p.valueStart, p.valueLength);
-    pos = writeVarint(out, pos, p.headerCount);
-    pos += p.payload.copy(out, pos, p.headersStart, p.headersEnd);
-    r.length = pos;
-    r.count++;
-  }
-
-  /** The bytes the open batch would take, roughly (before compression): for byte budgets. */
-  get pendingBytes(): number {
-    return this.records.length;
-  }
-
-  /** Every batch rebuilt, in offset order. */
-  async finish(): Promise<Buffer[]> {
-    await this.close();
-    return this.batches;
-  }
-
-  private async close(): Promise<void> {
-    if (!this.open) return;
-    const g = this.group;
-    const raw = this.records.take();
-    const attributes = (g.logAppendTime ? Attributes.timestampType : 0) | (g.transactional ? Attributes.transactional : 0);
-    const batch = await encodeBatch(
-      {
-        baseOffset: BigInt(g.batchBase),
-        partitionLeaderEpoch: g.leaderEpoch,
-        attributes,
-        lastOffsetDelta: g.batchLast - g.batchBase,
-        baseTimestamp: BigInt(g.logAppendTime ? this.maxTimestamp : this.baseTimestamp),
-        maxTimestamp: BigInt(this.maxTimestamp),
-        producerId: g.producerId,
-        producerEpoch: g.producerEpoch,
-        baseSequence: -1,
-      },
-      raw,
-      g.codec,
-    );
-    this.batches.push(batch);
-    this.size += batch.length;
-    this.open = false;
+  at(delta: number): number {
+    const h = this.horizons;
+    while (this.i < h.length && h[this.i]! < delta) this.i += 2;
+    return this.i < h.length && h[this.i] === delta ? h[this.i + 1]! : -1;
   }
 }

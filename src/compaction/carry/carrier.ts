@@ -11,23 +11,23 @@
  */
 import type { Logger } from '../../ops/log.js';
 import type { UpstreamClient } from '../../upstream/client.js';
+import { UpstreamError } from '../../upstream/error-class.js';
+import { ErrorCode } from '../../protocol/errors.js';
 import type { PartitionStore } from '../index/partition-store.js';
 import type { TopicPolicy } from '../policy.js';
 import { copiesAged } from './carry-age.js';
 import type { StoreRegistry } from '../index/store-registry.js';
 import { deleteRecordsBefore, fetchRecords, produceBatch } from '../indexer/partition-requests.js';
-import { carryValueAt, copyOf, CopyBatches, emptyCopy, markerBatch, originalParts, originOf } from './carried-batch.js';
-import { emptyOrigin, encodePassEnd, encodePassStart } from './carry-record.js';
-import { RecordScan } from '../../protocol/records/batch.js';
+import { CopyRun, markerBatch } from './carried-batch.js';
+import { encodePassEnd, encodePassStart } from './carry-record.js';
 import { PhysicalReader } from './physical-reader.js';
+import { CarryError, SourceGroup } from './source-group.js';
 
 export interface CarrierDeps {
   registry: StoreRegistry;
   /** A connection to the partition's leader. */
   leader: (topic: string, partition: number) => Promise<UpstreamClient>;
   log: Logger;
-  /** The codec copies are written with. */
-  codec: number;
   clock?: () => number;
   /** How long a pass waits for the index to read its end marker back (default 60 s). */
   readBackMs?: number;
@@ -59,15 +59,11 @@ export interface CarrierStats {
   failuresTotal: number;
 }
 
-/** Copies per batch are cut here, well below a store's default max.message.bytes (1 MiB). */
-const BATCH_BYTES = 512 * 1024;
+/** A copy's run of batches is cut here, well below a store's default max.message.bytes (1 MiB). */
+const RUN_BYTES = 512 * 1024;
 const ROWS_PER_QUERY = 10_000;
 const FETCH_BYTES = 4 * 1024 * 1024;
 const READ_BACK_POLL_MS = 20;
-
-export class CarryError extends Error {
-  override readonly name = 'CarryError';
-}
 
 export class Carrier {
   readonly stats: CarrierStats = { passesTotal: 0, copiesTotal: 0, bytesWrittenTotal: 0, failuresTotal: 0 };
@@ -104,45 +100,50 @@ export class Carrier {
       const pass = await produceBatch(client, topic, partition, await markerBatch(encodePassStart({ releaseEnd, topicStart: store.topicStart }), now));
       const target = { topic, topicId: store.checkpoint.topicId, partition };
       const reader = new PhysicalReader((offset) => fetchRecords(client, target, offset, FETCH_BYTES));
-      const copies = new CopyBatches(this.deps.codec);
-      const scan = new RecordScan();
-      const copy = emptyCopy();
-      const origin = emptyOrigin();
-      const parts = copy.parts;
+      const run = new CopyRun();
+      const group = new SourceGroup(releaseEnd);
       let count = 0;
       let bytesWritten = 0;
       const flush = async () => {
-        const batch = await copies.flush(now);
+        const batch = await run.flush(pass, now);
         if (!batch) return;
-        await produceBatch(client, topic, partition, batch);
+        try {
+          await produceBatch(client, topic, partition, batch);
+        } catch (err) {
+          if (err instanceof UpstreamError && err.errorCode === ErrorCode.MESSAGE_TOO_LARGE) {
+            throw new CarryError(
+              `the store refused a carry batch of ${batch.length} bytes as too large: raise max.message.bytes of ${topic} on the store to at least ${batch.length + 1024}`,
+            );
+          }
+          throw err;
+        }
         bytesWritten += batch.length;
+      };
+      const emit = async () => {
+        const copy = await group.copy();
+        if (!copy) return;
+        if (run.count > 0 && run.bytes + copy.length > RUN_BYTES) await flush();
+        run.add(copy, group.base);
+        for (let i = 0; i < group.horizons.length; i += 2) run.addHorizon(group.horizons[i]!, group.horizons[i + 1]!);
+        count += group.offsets.length;
       };
       for (let from = 0; ;) {
         this.current(store);
         const rows = store.carriedRows(from, releaseEnd, ROWS_PER_QUERY);
         if (rows.length === 0) break;
         for (const [offset, phys, horizon] of rows) {
-          const at = phys ?? offset;
-          const found = await reader.record(at);
-          if (!found) throw new CarryError(`the record of offset ${offset} is not in the store at ${at}`);
-          if (found.carried) {
-            copyOf(found.payload, carryValueAt(found.payload, found.start, scan), scan, copy);
-            copy.origin.pass = pass;
-            if (horizon !== null) copy.origin.horizon = horizon;
-            if (copy.origin.offset !== offset) throw new CarryError(`the copy at ${at} is of offset ${copy.origin.offset}, not ${offset}`);
-            copies.add(copy.origin, copy.parts);
-          } else {
-            const tombstone = found.scan.valueLength < 0;
-            copies.add(
-              originOf(found.batch, found.scan, pass, tombstone && horizon !== null ? horizon : -1, origin),
-              originalParts(found.payload, found.scan, parts),
-            );
+          if (!group.holds(offset, phys)) {
+            await emit();
+            const at = phys ?? offset;
+            const source = await reader.batchAt(at, offset);
+            if (!source) throw new CarryError(`the record of offset ${offset} is not in the store at ${at}`);
+            group.start(source, phys);
           }
-          count++;
-          if (copies.bytes >= BATCH_BYTES) await flush();
+          group.add(offset, horizon);
         }
         from = rows[rows.length - 1]![0] + 1;
       }
+      await emit();
       await flush();
       await produceBatch(client, topic, partition, await markerBatch(encodePassEnd({ pass, copies: count, releaseEnd }), this.now()));
       const copied = performance.now();

@@ -1,18 +1,19 @@
 /**
  * How kcompact marks the records it writes into a compacted partition itself (docs/carrying.md):
- * a carried copy of a surviving record, and the markers that open and close a carry pass. The
+ * a carried copy of a batch's survivors, and the markers that open and close a carry pass. The
  * mark is the record's first header, `kcompact.carry`, whose value says which kind of record it
- * is and, for a copy, where and what the original was. A header is what every store and every
- * codec keeps as written (a store may rebuild batches, move offsets and timestamps, recompress;
- * it never edits a record's headers), so every replica, and an index rebuilt from the store,
- * recognises them.
+ * is. A header is what every store and every codec keeps as written (a store may rebuild batches,
+ * move offsets and timestamps, recompress; it never edits a record's headers), so every replica,
+ * and an index rebuilt from the store, recognises them.
  *
- * Value layout (integers are Kafka's zigzag varints):
+ * A copy's value is a run of original batches as a client is served them: each with its survivors
+ * only, at its original offsets, with its own header, codec and CRC, back to back as in a log
+ * segment (carried-batch.ts).
+ *
+ * Header value layout (integers are Kafka's zigzag varints):
  *   kind int8, format int8, then per kind:
- *   copy:       flags int8 (0x01 transactional, 0x02 LogAppendTime, 0x04 delete horizon follows,
- *               0x38 the original batch's codec), pass varlong, offset varlong, timestamp varlong,
- *               offset - batch base varint, batch last - offset varint, leader epoch varint,
- *               producer id varlong, producer epoch varint, [delete horizon varlong]
+ *   copy:       pass varlong, horizon count varint, then per tombstone with a delete horizon:
+ *               offset - the first batch's base varlong, horizon varlong (ascending offsets)
  *   pass start: release end varlong, topic start varlong
  *   pass end:   pass varlong, copies varlong, release end varlong
  */
@@ -20,32 +21,21 @@ import { CorruptRecordError } from '../../protocol/records/errors.js';
 import { Cursor, sizeOfVarint, sizeOfVarlong, writeVarint, writeVarlong } from '../../protocol/records/varint.js';
 
 export const CARRY_HEADER_KEY = Buffer.from('kcompact.carry', 'latin1');
-/** The format this version writes; a record of a later one is refused rather than misread. */
-export const CARRY_FORMAT = 1;
+/** The format this version writes; a record of another one is refused rather than misread. */
+export const CARRY_FORMAT = 2;
 
 export const CarryKind = { None: 0, Copy: 1, PassStart: 2, PassEnd: 3 } as const;
 export type CarryKind = (typeof CarryKind)[keyof typeof CarryKind];
 
-const Flag = { transactional: 0x01, logAppendTime: 0x02, horizon: 0x04, codecShift: 3, codecMask: 0x38 } as const;
-
-/** What a client saw of a record and its batch, kept in its carried copy. */
-export interface CopyOrigin {
+/** What a copy's header says besides the batch it holds. */
+export interface CopyMark {
   /** The pass that wrote the copy: the offset of its start marker. */
   pass: number;
-  offset: number;
-  timestamp: number;
-  /** The original batch's base and last offsets, which a rebuilt batch keeps as Kafka's cleaner does. */
-  batchBase: number;
-  batchLast: number;
-  leaderEpoch: number;
-  /** A bigint: stores may hand out ids past 2^53 (kfake draws random 63-bit ones). */
-  producerId: bigint;
-  producerEpoch: number;
-  transactional: boolean;
-  logAppendTime: boolean;
-  codec: number;
-  /** The tombstone's delete horizon (epoch ms), or -1 while none is set. */
-  horizon: number;
+  /**
+   * The delete horizons (epoch ms) of the copy's tombstones that have one, as pairs of offset
+   * delta from the first batch's base and horizon, flattened, by ascending delta.
+   */
+  horizons: number[];
 }
 
 export interface PassStart {
@@ -64,46 +54,28 @@ export interface PassEnd {
 /** A carried record this version cannot read: a CorruptRecordError, so readers treat it as they treat a damaged batch. */
 export class CarryFormatError extends CorruptRecordError {}
 
-export function copyValueSize(o: CopyOrigin): number {
-  return (
-    3 +
-    sizeOfVarlong(o.pass) +
-    sizeOfVarlong(o.offset) +
-    sizeOfVarlong(o.timestamp) +
-    sizeOfVarint(o.offset - o.batchBase) +
-    sizeOfVarint(o.batchLast - o.offset) +
-    sizeOfVarint(o.leaderEpoch) +
-    sizeOfVarlong(o.producerId) +
-    sizeOfVarint(o.producerEpoch) +
-    (o.horizon >= 0 ? sizeOfVarlong(o.horizon) : 0)
-  );
+export function copyMarkSize(m: CopyMark): number {
+  let size = 2 + sizeOfVarlong(m.pass) + sizeOfVarint(m.horizons.length / 2);
+  for (let i = 0; i < m.horizons.length; i += 2) size += sizeOfVarlong(m.horizons[i]!) + sizeOfVarlong(m.horizons[i + 1]!);
+  return size;
 }
 
 /** Writes a copy's header value at `pos`; returns the end. */
-export function writeCopyValue(out: Buffer, pos: number, o: CopyOrigin): number {
-  if (o.batchBase > o.offset || o.batchLast < o.offset) throw new RangeError(`offset ${o.offset} is outside its batch [${o.batchBase}, ${o.batchLast}]`);
+export function writeCopyMark(out: Buffer, pos: number, m: CopyMark): number {
   out[pos++] = CarryKind.Copy;
   out[pos++] = CARRY_FORMAT;
-  out[pos++] =
-    (o.transactional ? Flag.transactional : 0) |
-    (o.logAppendTime ? Flag.logAppendTime : 0) |
-    (o.horizon >= 0 ? Flag.horizon : 0) |
-    ((o.codec << Flag.codecShift) & Flag.codecMask);
-  pos = writeVarlong(out, pos, o.pass);
-  pos = writeVarlong(out, pos, o.offset);
-  pos = writeVarlong(out, pos, o.timestamp);
-  pos = writeVarint(out, pos, o.offset - o.batchBase);
-  pos = writeVarint(out, pos, o.batchLast - o.offset);
-  pos = writeVarint(out, pos, o.leaderEpoch);
-  pos = writeVarlong(out, pos, o.producerId);
-  pos = writeVarint(out, pos, o.producerEpoch);
-  if (o.horizon >= 0) pos = writeVarlong(out, pos, o.horizon);
+  pos = writeVarlong(out, pos, m.pass);
+  pos = writeVarint(out, pos, m.horizons.length / 2);
+  for (let i = 0; i < m.horizons.length; i += 2) {
+    pos = writeVarlong(out, pos, m.horizons[i]!);
+    pos = writeVarlong(out, pos, m.horizons[i + 1]!);
+  }
   return pos;
 }
 
-export function encodeCopyValue(o: CopyOrigin): Buffer {
-  const out = Buffer.allocUnsafe(copyValueSize(o));
-  writeCopyValue(out, 0, o);
+export function encodeCopyMark(m: CopyMark): Buffer {
+  const out = Buffer.allocUnsafe(copyMarkSize(m));
+  writeCopyMark(out, 0, m);
   return out;
 }
 
@@ -137,26 +109,23 @@ function kindOf(buf: Buffer, start: number, end: number): CarryKind {
   return kind as CarryKind;
 }
 
-/** Reads a copy's header value from buf[start, end) into `o`. */
-export function readCopyValue(buf: Buffer, start: number, end: number, o: CopyOrigin): void {
+/** Reads a copy's header value from buf[start, end) into `m` (its horizons array reused). */
+export function readCopyMark(buf: Buffer, start: number, end: number, m: CopyMark): CopyMark {
   if (kindOf(buf, start, end) !== CarryKind.Copy) throw new CarryFormatError(`a carry marker where a copy was expected`);
   const c = new Cursor(buf, start + 2, end);
-  const flags = c.int8();
-  o.transactional = (flags & Flag.transactional) !== 0;
-  o.logAppendTime = (flags & Flag.logAppendTime) !== 0;
-  o.codec = (flags & Flag.codecMask) >> Flag.codecShift;
-  o.pass = c.varlong();
-  o.offset = c.varlong();
-  o.timestamp = c.varlong();
-  o.batchBase = o.offset - c.varint();
-  o.batchLast = o.offset + c.varint();
-  o.leaderEpoch = c.varint();
-  o.producerId = c.varlongBig();
-  o.producerEpoch = c.varint();
-  o.horizon = flags & Flag.horizon ? c.varlong() : -1;
-  if (c.pos !== end || o.batchBase > o.offset || o.batchLast < o.offset || o.offset < 0) {
-    throw new CarryFormatError(`a carried copy's header does not hold what its format says`);
+  m.pass = c.varlong();
+  const count = c.varint();
+  if (count < 0 || count > end - c.pos) throw new CarryFormatError(`a carried copy's header claims ${count} delete horizons`);
+  m.horizons.length = 0;
+  let previous = -1;
+  for (let i = 0; i < count; i++) {
+    const delta = c.varlong();
+    if (delta <= previous) throw new CarryFormatError(`a carried copy's delete horizons are not in offset order`);
+    previous = delta;
+    m.horizons.push(delta, c.varlong());
   }
+  if (c.pos !== end) throw new CarryFormatError(`a carried copy's header does not hold what its format says`);
+  return m;
 }
 
 export function readPassStart(buf: Buffer, start: number, end: number): PassStart {
@@ -175,35 +144,16 @@ export function readPassEnd(buf: Buffer, start: number, end: number): PassEnd {
   return p;
 }
 
-export function emptyOrigin(): CopyOrigin {
-  return {
-    pass: 0,
-    offset: 0,
-    timestamp: 0,
-    batchBase: 0,
-    batchLast: 0,
-    leaderEpoch: -1,
-    producerId: -1n,
-    producerEpoch: -1,
-    transactional: false,
-    logAppendTime: false,
-    codec: 0,
-    horizon: -1,
-  };
+export function emptyMark(): CopyMark {
+  return { pass: 0, horizons: [] };
 }
 
-/**
- * The offset a decoded record stands for, for readers that see the store's records one by one
- * (the configs topic's reader): a client's record its own, a carried copy its original's, a
- * pass marker none (null). `into` receives a copy's origin.
- */
-export function offsetStoodFor(headers: readonly { key: Buffer; value: Buffer | null }[], offset: number, into = emptyOrigin()): number | null {
+/** A record's carry kind from its decoded headers: CarryKind.None for a client's record. */
+export function carryKindOf(headers: readonly { key: Buffer; value: Buffer | null }[]): CarryKind {
   const first = headers[0];
-  if (!first || !first.key.equals(CARRY_HEADER_KEY)) return offset;
+  if (!first || !first.key.equals(CARRY_HEADER_KEY)) return CarryKind.None;
   if (first.value === null) throw new CarryFormatError('a carry header without a value');
-  if (kindOf(first.value, 0, first.value.length) !== CarryKind.Copy) return null;
-  readCopyValue(first.value, 0, first.value.length, into);
-  return into.offset;
+  return kindOf(first.value, 0, first.value.length);
 }
 
 /**

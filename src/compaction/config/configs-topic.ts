@@ -6,7 +6,8 @@
  * one replica is compact through all.
  */
 import type { Logger } from '../../ops/log.js';
-import { emptyOrigin, offsetStoodFor } from '../carry/carry-record.js';
+import { batchesIn } from '../carry/carried-batch.js';
+import { CarryKind, carryKindOf } from '../carry/carry-record.js';
 import { refusedRetention } from './capped-retention.js';
 import { ConfigResourceType } from '../../protocol/config-resource.js';
 import { ErrorCode, ProtocolError } from '../../protocol/errors.js';
@@ -121,7 +122,6 @@ export class ConfigsTopic {
     if (p.errorCode === OFFSET_OUT_OF_RANGE) throw new OffsetOutOfRange(`offset ${from} is out of range for ${this.topic}`);
     this.check(p.errorCode, 'fetch from');
     const records: ConfigRecord[] = [];
-    const origin = emptyOrigin();
     let nextOffset = from;
     const data = p.records;
     if (data && data.length > 0) {
@@ -130,11 +130,11 @@ export class ConfigsTopic {
         nextOffset = Math.max(nextOffset, base + batch.lastOffsetDelta + 1);
         if (batch.isControl) continue;
         for (const r of await decodeRecords(data, batch)) {
-          if (base + r.offsetDelta < from || r.key === null) continue;
-          // A copy a pass carried (docs/carrying.md) is its original: the latest original offset per key wins.
-          const offset = offsetStoodFor(r.headers, base + r.offsetDelta, origin);
-          if (offset === null) continue;
-          records.push({ offset, key: r.key.toString('utf8'), value: r.value === null ? null : Buffer.from(r.value) });
+          if (base + r.offsetDelta < from) continue;
+          const kind = carryKindOf(r.headers);
+          // A copy a pass carried (docs/carrying.md) holds originals: the latest original offset per key wins.
+          if (kind === CarryKind.Copy) records.push(...(await carriedOriginals(r.value)));
+          else if (kind === CarryKind.None && r.key !== null) records.push(configRecord(base + r.offsetDelta, r.key, r.value));
         }
       }
     }
@@ -306,4 +306,19 @@ export class ConfigsTopic {
       });
     }
   }
+}
+
+function configRecord(offset: number, key: Buffer, value: Buffer | null): ConfigRecord {
+  return { offset, key: key.toString('utf8'), value: value === null ? null : Buffer.from(value) };
+}
+
+/** The original records a carried copy holds, at their own offsets. */
+async function carriedOriginals(value: Buffer | null): Promise<ConfigRecord[]> {
+  const run = value ?? Buffer.alloc(0);
+  const out: ConfigRecord[] = [];
+  for (const batch of batchesIn(run)) {
+    const base = Number(batch.baseOffset);
+    for (const r of await decodeRecords(run, batch)) if (r.key !== null) out.push(configRecord(base + r.offsetDelta, r.key, r.value));
+  }
+  return out;
 }

@@ -1,25 +1,30 @@
 /**
  * A carried partition below the last whole pass's release end (docs/carrying.md): its records
  * are no longer at their offsets in the store once the store let the range go, only in the copies
- * that pass wrote, so the fetch view reads those and serves the originals rebuilt at their
- * offsets. It does so from the moment its index has read the pass whole, before the range is let
- * go as after: no read below the release end reaches the store while DeleteRecords is under way. The copies are in offset order
- * of their originals; the snapshot's marks say where to start for an offset. A copy is served
- * when its original survives in this replica's index, so that what a replica serves from the
- * copies follows its index as it does above them.
+ * that pass wrote, so the fetch view reads those and serves the batches they hold. It does so
+ * from the moment its index has read the pass whole, before the range is let go as after: no read
+ * below the release end reaches the store while DeleteRecords is under way. A copy holds a run of
+ * original batches as a client is served them, back to back, in offset order of the originals;
+ * the snapshot's marks say where to start for an offset. A stretch of a run whose every record
+ * still survives in this replica's index goes out as it is, in one piece, without a look inside;
+ * one that lost records since the pass goes through the view batch by batch like a read from the
+ * store (visible-records.ts), so that what a replica serves from the copies follows its index as
+ * it does above them.
  *
- * A budget only stops the answer between two original batches: a client moves on past a batch's
- * last offset, so a batch cut short would skip the survivors left out of it.
+ * A budget only stops the answer between two batches, as it does above the copies.
  */
-import { batchPayload, iterateBatches, RecordScan } from '../../protocol/records/batch.js';
-import { emptyCopy, readCopyAt, RestoredBatches } from '../carry/carried-batch.js';
+import { BATCH_HEADER_SIZE, batchPayload, iterateBatches, readBatchHeader, RecordScan } from '../../protocol/records/batch.js';
+import { CorruptRecordError } from '../../protocol/records/errors.js';
+import { carryValueAt, copyOf, emptyCopy } from '../carry/carried-batch.js';
 import { CarryKind, carryKindAt } from '../carry/carry-record.js';
 import type { PartitionIndexView } from '../index-view.js';
 import { copiesReadFrom, type CarriedSnapshot } from '../index/survivor-set.js';
 import type { UpstreamReads } from './upstream-reads.js';
-import { leftOut, type Budget, type VisibleRecords } from './visible-records.js';
+import { leftOut, viewBatch, type Budget, type Visibility, type VisibleRecords } from './visible-records.js';
 
-const READ_BYTES = 4 * 1024 * 1024;
+/** Reads of the copies ask for about the room left (the copies hold the batches nearly byte for byte), within these bounds. */
+const MIN_READ_BYTES = 64 * 1024;
+const MAX_READ_BYTES = 4 * 1024 * 1024;
 const READ_UNCOMMITTED = 0;
 
 export interface CopiesTarget {
@@ -29,56 +34,158 @@ export interface CopiesTarget {
   carried: CarriedSnapshot;
 }
 
+function readBytes(budget: Budget, taken: number): number {
+  const room = budget.maxBytes - taken;
+  return Math.floor(Math.max(MIN_READ_BYTES, Math.min(MAX_READ_BYTES, room + room / 8 + MIN_READ_BYTES)));
+}
+
+/** Where a batch of a run starts, reads of its header fields that allocate nothing (offsets are below 2^53). */
+const baseAt = (run: Buffer, pos: number) => run.readUInt32BE(pos) * 2 ** 32 + run.readUInt32BE(pos + 4);
+const lastAt = (run: Buffer, pos: number) => baseAt(run, pos) + run.readInt32BE(pos + 23);
+const countAt = (run: Buffer, pos: number) => run.readInt32BE(pos + 57);
+
+/** Where the batch at `pos` of a run ending at `end` ends; CorruptRecordError when it does not fit. */
+function endAt(run: Buffer, pos: number, end: number): number {
+  if (pos + BATCH_HEADER_SIZE > end) throw new CorruptRecordError(`a carried copy's run holds a partial batch at byte ${pos}`);
+  const next = pos + 12 + run.readInt32BE(pos + 8);
+  if (next < pos + BATCH_HEADER_SIZE || next > end) throw new CorruptRecordError(`a carried copy's batch at byte ${pos} does not fit its run`);
+  return next;
+}
+
+/** The answer being put together from the copies. */
+class CopiesAnswer {
+  readonly batches: Buffer[] = [];
+  size = 0;
+  progress = 0;
+  removed = 0;
+  rebuilt = 0;
+  /** The last offset of the last batch that went out; -1 before one did. */
+  servedThrough = -1;
+  full = false;
+
+  constructor(
+    private readonly budget: Budget,
+    private readonly visibility: Visibility,
+    private readonly view: PartitionIndexView,
+    private readonly from: number,
+  ) {}
+
+  /**
+   * Takes the batches of run[pos, end) that lie below `start` and end at or after the client's
+   * offset and past what went out, as far as the budget goes; returns where it stopped: `end`,
+   * the first batch at or past `start`, or (with `full` set) the first batch left out.
+   */
+  async take(run: Buffer, pos: number, end: number, start: number): Promise<number> {
+    // The batches up to the client's offset are passed over, and one spanning it goes through the view.
+    while (pos < end) {
+      const next = endAt(run, pos, end);
+      const base = baseAt(run, pos);
+      const last = lastAt(run, pos);
+      if (base >= start) return pos;
+      if (last < this.from || last <= this.servedThrough) {
+        pos = next;
+        continue;
+      }
+      if (base >= this.from) break;
+      if (!(await this.viewed(run, pos))) return pos;
+      pos = next;
+    }
+    // A stretch whose every record survives goes out as it is.
+    let stretchEnd = pos;
+    let records = 0;
+    let last = -1;
+    while (stretchEnd < end && baseAt(run, stretchEnd) < start) {
+      records += countAt(run, stretchEnd);
+      last = lastAt(run, stretchEnd);
+      stretchEnd = endAt(run, stretchEnd, end);
+    }
+    if (stretchEnd === pos) return pos;
+    const first = baseAt(run, pos);
+    if (last < this.visibility.cleanedUpTo && this.view.survivorCount(first, last + 1) === records) {
+      let taken = pos;
+      while (taken < stretchEnd) {
+        const next = endAt(run, taken, stretchEnd);
+        if (leftOut(this.budget, this.size + taken - pos, next - taken)) {
+          this.full = true;
+          break;
+        }
+        this.progress += countAt(run, taken);
+        this.servedThrough = lastAt(run, taken);
+        taken = next;
+      }
+      if (taken > pos) {
+        // A view of the read, which is released once the answer is put together: copied out.
+        this.batches.push(Buffer.from(run.subarray(pos, taken)));
+        this.size += taken - pos;
+      }
+      return taken;
+    }
+    for (; pos < stretchEnd; pos = endAt(run, pos, stretchEnd)) if (!(await this.viewed(run, pos))) return pos;
+    return pos;
+  }
+
+  /** The batch at `pos` through the view; false when the budget leaves it out. */
+  private async viewed(run: Buffer, pos: number): Promise<boolean> {
+    const batch = readBatchHeader(run, pos);
+    const seen = await viewBatch(run, batch, this.visibility, this.from);
+    this.removed += batch.recordCount - seen.kept;
+    if (seen.kept === 0) return true;
+    if (leftOut(this.budget, this.size, seen.bytes.length)) {
+      this.full = true;
+      return false;
+    }
+    // A batch served as it was is a view of the read, which is released once the answer is put together.
+    this.batches.push(seen.bytes === batch.bytes ? Buffer.from(seen.bytes) : seen.bytes);
+    this.size += seen.bytes.length;
+    this.progress += seen.progress;
+    if (seen.rebuilt) this.rebuilt++;
+    this.servedThrough = Number(batch.baseOffset) + batch.lastOffsetDelta;
+    return true;
+  }
+}
+
 /** The records from `from` up to the snapshot's copiesBelow, as far as the budget takes them. */
 export async function carriedRecords(upstream: UpstreamReads, target: CopiesTarget, from: number, budget: Budget): Promise<VisibleRecords> {
   const { view, carried } = target;
   const start = carried.copiesBelow;
-  const restored = new RestoredBatches();
+  const visibility: Visibility = { cleanedUpTo: view.cleanedUpTo(), survivors: (a, b) => view.survivors(a, b) };
+  const answer = new CopiesAnswer(budget, visibility, view, from);
   const copy = emptyCopy();
   const scan = new RecordScan();
   let pos = copiesReadFrom(carried, from);
-  let served = -1;
-  let servedThrough = -1;
-  let full = false;
   let reachedStart = false;
   let bytesRead = 0;
-  let count = 0;
   walk: while (pos <= carried.copiesTo) {
     const read = await upstream.readPartition({
       topic: target.topic,
       partition: target.partition,
       fetchOffset: pos,
       currentLeaderEpoch: -1,
-      maxBytes: READ_BYTES,
+      maxBytes: readBytes(budget, answer.size),
       isolationLevel: READ_UNCOMMITTED,
     });
     try {
       // The pass's copies went (a newer pass this replica has not read yet): what was found stands.
       if (read.errorCode !== 0 || !read.records) break;
-      const { batches } = iterateBatches(read.records);
-      if (batches.length === 0) break;
+      const walked = iterateBatches(read.records).batches;
+      if (walked.length === 0) break;
       bytesRead += read.records.length;
-      for (const b of batches) {
+      for (const b of walked) {
         pos = Number(b.baseOffset) + b.lastOffsetDelta + 1;
         if (b.producerId >= 0n || b.isControl || b.recordCount === 0) continue;
         const payload = await batchPayload(read.records, b);
         if (carryKindAt(payload, 0) !== CarryKind.Copy) continue;
-        for (let p = 0; p < payload.length; p = copy.next) {
-          readCopyAt(payload, p, copy, scan);
-          const o = copy.origin.offset;
-          if (o >= start) {
+        for (let p = 0; p < payload.length;) {
+          const v = carryValueAt(payload, p, scan);
+          p = v.next;
+          if (v.kind !== CarryKind.Copy) continue;
+          const { runStart, runEnd } = copyOf(payload, v, scan, copy);
+          const stopped = await answer.take(payload, runStart, runEnd, start);
+          if (answer.full) break walk;
+          if (stopped < runEnd) {
             reachedStart = true;
             break walk;
           }
-          if (o < from || o <= served || view.nextVisible(o) !== o) continue;
-          if (!restored.continues(copy.origin) && leftOut(budget, restored.size + restored.pendingBytes, 1) && served >= 0) {
-            full = true;
-            break walk;
-          }
-          await restored.add(copy);
-          count++;
-          served = o;
-          servedThrough = Math.max(servedThrough, copy.origin.batchLast);
         }
       }
     } finally {
@@ -86,14 +193,14 @@ export async function carriedRecords(upstream: UpstreamReads, target: CopiesTarg
     }
   }
   if (pos > carried.copiesTo) reachedStart = true;
-  const batches = await restored.finish();
-  const out: VisibleRecords = {
+  const { batches, progress, removed, rebuilt, servedThrough, full } = answer;
+  return {
     batches,
     trailingEmpty: null,
     truncatedTail: Buffer.alloc(0),
-    progress: count,
-    removedRecords: 0,
-    rebuiltBatches: batches.length,
+    progress,
+    removedRecords: removed,
+    rebuiltBatches: rebuilt,
     end: reachedStart && !full ? Math.max(start - 1, servedThrough) : servedThrough,
     markers: [],
     corrupt: null,
@@ -101,5 +208,4 @@ export async function carriedRecords(upstream: UpstreamReads, target: CopiesTarg
     full,
     walked: { bytes: bytesRead, offsets: 0, batches: 0 },
   };
-  return out;
 }

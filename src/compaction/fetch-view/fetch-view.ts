@@ -74,6 +74,7 @@ const targetKey = (topicKey: string, partition: number) => `${topicKey}\u0000${p
 const NOT_INDEXED: PartitionIndexView = {
   cleanedUpTo: () => 0,
   survivors: () => new Float64Array(0),
+  survivorCount: () => 0,
   nextVisible: (offset) => offset,
   carried: () => undefined,
 };

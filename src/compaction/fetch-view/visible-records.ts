@@ -100,7 +100,7 @@ function contiguous(batch: BatchHeader): boolean {
   return batch.lastOffsetDelta === batch.recordCount - 1;
 }
 
-interface BatchOutcome {
+export interface BatchOutcome {
   bytes: Buffer;
   kept: number;
   progress: number;
@@ -186,7 +186,7 @@ function byOffset(payload: Buffer, starts: Int32Array, survivors: Float64Array, 
  * that is rebuilt anyway: no client shows them, and kafkajs would take a batch holding only such
  * records for a compaction gap and step one offset at a time.
  */
-async function viewBatch(records: Buffer, batch: BatchHeader, visibility: Visibility, from: number): Promise<BatchOutcome> {
+export async function viewBatch(records: Buffer, batch: BatchHeader, visibility: Visibility, from: number): Promise<BatchOutcome> {
   const base = Number(batch.baseOffset);
   const last = lastOffset(batch);
   const horizon = visibility.cleanedUpTo;

@@ -98,6 +98,8 @@ const EMPTY = new Float64Array(0);
 interface OffsetSet {
   /** The offsets in [from, to), ascending. */
   between(from: number, to: number): Float64Array;
+  /** How many offsets lie in [from, to). */
+  count(from: number, to: number): number;
   /** The first offset at or after `offset`, or -1. */
   firstFrom(offset: number): number;
 }
@@ -124,6 +126,11 @@ export class SurvivorSet implements PartitionIndexView {
   survivors(from: number, to: number): Float64Array {
     const end = Math.min(to, this.upTo);
     return end <= from ? EMPTY : this.offsets.between(from, end);
+  }
+
+  survivorCount(from: number, to: number): number {
+    const end = Math.min(to, this.upTo);
+    return end <= from ? 0 : this.offsets.count(from, end);
   }
 
   nextVisible(offset: number): number {
@@ -161,6 +168,10 @@ class SortedOffsets implements OffsetSet {
     private readonly base: number,
     private readonly deltas: Uint32Array | Float64Array,
   ) {}
+
+  count(from: number, to: number): number {
+    return Math.max(0, this.lowerBound(to) - this.lowerBound(from));
+  }
 
   between(from: number, to: number): Float64Array {
     const lo = this.lowerBound(from);
@@ -211,6 +222,12 @@ class OffsetBitmap implements OffsetSet {
       for (let w = b * BLOCK_WORDS; w < end; w++) rank += popcount(words[w]!);
       this.blockRank[b + 1] = rank;
     }
+  }
+
+  count(from: number, to: number): number {
+    const lo = Math.max(from - this.base, 0);
+    const hi = Math.min(to - this.base, this.bits);
+    return hi <= lo ? 0 : this.rank(hi) - this.rank(lo);
   }
 
   between(from: number, to: number): Float64Array {

@@ -24,7 +24,7 @@ import {
   verifyCrc,
   type BatchHeader,
 } from '../../protocol/records/batch.js';
-import { carryValueAt, copyOf, emptyCopy } from '../carry/carried-batch.js';
+import { batchesIn, carryValueAt, copyOf, emptyCopy, HorizonCursor } from '../carry/carried-batch.js';
 import { CarryFormatError, CarryKind, carryKindAt, readPassEnd, readPassStart } from '../carry/carry-record.js';
 import { KEY_DIGEST_BYTES } from '../index/key-digest.js';
 import { EXACT_BYTES, type KeyDigester } from '../key-identity/key-digesters.js';
@@ -80,7 +80,7 @@ export async function collectRows(
     if (payload && producerId < 0 && carryKindAt(payload, 0) !== CarryKind.None) {
       // kcompact's own: its bytes are the survivors' (counted by their rows), not dirty log.
       out.pushBatch(first, last, 0, Number(batch.maxTimestamp));
-      addCarried(batch, first, payload, out, digester);
+      await addCarried(batch, first, payload, out, digester);
       next = last + 1;
       continue;
     }
@@ -139,10 +139,12 @@ function addData(payload: Buffer, batch: BatchHeader, first: number, flags: numb
 }
 
 /**
- * Adds a carry batch (docs/carrying.md): each copy becomes the row of its original, at the
- * original's offset and timestamp, with where the copy is; pass markers become events.
+ * Adds a carry batch (docs/carrying.md): each record of the batches a copy holds becomes the row
+ * of its original, at the original's offset and timestamp, with where the copy is; pass markers
+ * become events. A copy's share of the carry batch's bytes is spread over its batches by their
+ * size, and a batch's over its records by their encoded length.
  */
-function addCarried(batch: BatchHeader, first: number, payload: Buffer, out: RowBuffer, digester: KeyDigester): void {
+async function addCarried(batch: BatchHeader, first: number, payload: Buffer, out: RowBuffer, digester: KeyDigester): Promise<void> {
   const base = Number(batch.baseOffset);
   const bytes = batch.end - batch.start;
   const scale = payload.length > 0 ? bytes / payload.length : 0;
@@ -162,12 +164,32 @@ function addCarried(batch: BatchHeader, first: number, payload: Buffer, out: Row
     } else if (v.kind === CarryKind.PassEnd) {
       out.events.push({ kind: 'end', at, time, ...readPassEnd(payload, v.valueStart, v.valueEnd) });
     } else {
-      const { origin, parts } = copyOf(payload, v, scan, copy);
-      if (parts.keyLength < 0) throw new CarryFormatError(`a carried copy at offset ${at} without a key`);
-      const tombstone = parts.valueLength < 0;
-      const i = out.pushCopy(origin.offset, at, origin.timestamp, share, tombstone ? RecordFlag.Tombstone : 0, tombstone ? origin.horizon : -1);
-      digester.digestInto(payload.subarray(parts.keyStart, parts.keyStart + parts.keyLength), out.keys, i * KEY_DIGEST_BYTES);
-      out.hasKey[i] = 1;
+      const { mark, runStart, runEnd } = copyOf(payload, v, scan, copy);
+      const run = payload.subarray(runStart, runEnd);
+      const batches = batchesIn(run);
+      const runBase = Number(batches[0]!.baseOffset);
+      const horizons = new HorizonCursor(mark.horizons);
+      const perByte = share / run.length;
+      let spread = 0;
+      for (const original of batches) {
+        const records = await payloadOf(run, original);
+        const originalBase = Number(original.baseOffset);
+        // The batch's share of the copy, spread over its records by their encoded length.
+        const batchShare = Math.round(original.end * perByte) - spread;
+        spread += batchShare;
+        const perRecordByte = records.length > 0 ? batchShare / records.length : 0;
+        let recordsGiven = 0;
+        for (const r of scanRecordKeys(records, original)) {
+          if (r.key === null) throw new CarryFormatError(`a carried copy at offset ${at} holds a record without a key`);
+          const size = Math.round(r.end * perRecordByte) - recordsGiven;
+          recordsGiven += size;
+          const offset = originalBase + r.offsetDelta;
+          const tombstone = r.valueIsNull;
+          const i = out.pushCopy(offset, at, r.timestamp, size, tombstone ? RecordFlag.Tombstone : 0, tombstone ? horizons.at(offset - runBase) : -1);
+          digester.digestInto(r.key, out.keys, i * KEY_DIGEST_BYTES);
+          out.hasKey[i] = 1;
+        }
+      }
     }
   }
 }

@@ -7,7 +7,6 @@ import { parentPort, workerData } from 'node:worker_threads';
 import type { TopicPolicy } from '../policy.js';
 import { Carrier } from '../carry/carrier.js';
 import { Cleaner } from '../cleaner/cleaner.js';
-import { Compression } from '../../protocol/records/compression.js';
 import { Indexer } from '../indexer/indexer.js';
 import { StoreRegistry } from '../index/store-registry.js';
 import { KeyIdentities } from '../key-identity/key-identities.js';
@@ -57,9 +56,7 @@ const indexer = new Indexer(
   new KeyIdentities(config.keyIdentity, schemas, log),
 );
 let policies: ReadonlyMap<string, TopicPolicy> = new Map();
-const carrier = config.carry
-  ? new Carrier({ registry, leader: (topic, partition) => indexer.leader(topic, partition), log, codec: Compression.Lz4 })
-  : undefined;
+const carrier = config.carry ? new Carrier({ registry, leader: (topic, partition) => indexer.leader(topic, partition), log }) : undefined;
 const cleaner = new Cleaner({
   registry,
   policies: () => policies,

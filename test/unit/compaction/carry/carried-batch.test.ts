@@ -7,49 +7,44 @@ import {
   encodeBatch,
   iterateBatches,
   RecordScan,
-  scanRecordAt,
   verifyCrc,
   type BatchFields,
   type BatchHeader,
   type RecordInput,
 } from '../../../../src/protocol/records/batch.js';
-import { CopyBatches, emptyCopy, markerBatch, originalParts, originOf, readCopyAt, RestoredBatches } from '../../../../src/compaction/carry/carried-batch.js';
+import { batchesIn, carryValueAt, copyOf, CopyRun, emptyCopy, HorizonCursor, markerBatch } from '../../../../src/compaction/carry/carried-batch.js';
 import {
   CARRY_FORMAT,
   CarryFormatError,
   CarryKind,
   carryKindAt,
-  emptyOrigin,
-  encodeCopyValue,
+  emptyMark,
+  encodeCopyMark,
   encodePassEnd,
   encodePassStart,
-  readCopyValue,
+  readCopyMark,
   readPassEnd,
   readPassStart,
-  type CopyOrigin,
+  type CopyMark,
 } from '../../../../src/compaction/carry/carry-record.js';
+import { SourceGroup } from '../../../../src/compaction/carry/source-group.js';
+import { viewBatch } from '../../../../src/compaction/fetch-view/visible-records.js';
 
 const CODECS = [0, 1, 2, 3, 4];
 
-function origin(over: Partial<CopyOrigin> = {}): CopyOrigin {
-  return { ...emptyOrigin(), pass: 123_456, offset: 1000, timestamp: 1_700_000_000_123, batchBase: 990, batchLast: 1009, ...over };
-}
-
 describe('carry header values', () => {
-  test('a copy round-trips every field, negative and absent ones included', () => {
-    const cases: CopyOrigin[] = [
-      origin(),
-      origin({ leaderEpoch: 7, producerId: 2n ** 40n, producerEpoch: 3, transactional: true, codec: 4, horizon: 1_700_000_086_400_000 }),
-      // Producer ids past 2^53, as kfake hands them out (random 63-bit numbers), stay exact.
-      origin({ producerId: 0x7fff_ffff_ffff_fff1n, producerEpoch: 0 }),
-      origin({ logAppendTime: true, codec: 3, offset: 990, batchBase: 990, batchLast: 990 }),
-      origin({ offset: 2 ** 50, batchBase: 2 ** 50 - 5, batchLast: 2 ** 50 + 5, timestamp: -1 }),
+  test('a copy mark round-trips, with no, one and many horizons, and large values', () => {
+    const cases: CopyMark[] = [
+      { pass: 123_456, horizons: [] },
+      { pass: 0, horizons: [0, 1_700_000_086_400_000] },
+      { pass: 2 ** 50, horizons: [1, 5, 2, 1_700_000_000_000, 2 ** 31 - 1, 2 ** 52] },
     ];
-    for (const o of cases) {
-      const bytes = encodeCopyValue(o);
-      const back = emptyOrigin();
-      readCopyValue(bytes, 0, bytes.length, back);
-      assert.deepEqual(back, o);
+    for (const m of cases) {
+      const bytes = encodeCopyMark(m);
+      const back = emptyMark();
+      back.horizons.push(9, 9);
+      readCopyMark(bytes, 0, bytes.length, back);
+      assert.deepEqual(back, m);
     }
   });
 
@@ -60,27 +55,35 @@ describe('carry header values', () => {
     assert.deepEqual(readPassEnd(end, 0, end.length), { pass: 4321, copies: 99_999, releaseEnd: 5000 });
   });
 
-  test('a later format, an unknown kind, a truncated or overlong value fail with CarryFormatError', () => {
-    const good = encodeCopyValue(origin());
-    const later = Buffer.from(good);
-    later[1] = CARRY_FORMAT + 1;
-    assert.throws(
-      () => readCopyValue(later, 0, later.length, emptyOrigin()),
-      (e: Error) => e instanceof CarryFormatError && /another kcompact version/.test(e.message),
-    );
+  test('another format, an unknown kind, a truncated or overlong value, unordered horizons fail with CarryFormatError', () => {
+    const good = encodeCopyMark({ pass: 77, horizons: [3, 1000, 9, 2000] });
+    for (const format of [CARRY_FORMAT - 1, CARRY_FORMAT + 1]) {
+      const other = Buffer.from(good);
+      other[1] = format;
+      assert.throws(
+        () => readCopyMark(other, 0, other.length, emptyMark()),
+        (e: Error) => e instanceof CarryFormatError && /another kcompact version/.test(e.message),
+      );
+    }
     const kind = Buffer.from(good);
     kind[0] = 9;
-    assert.throws(() => readCopyValue(kind, 0, kind.length, emptyOrigin()), CarryFormatError);
-    assert.throws(() => readCopyValue(good, 0, good.length - 1, emptyOrigin()), /ends inside|does not hold/);
+    assert.throws(() => readCopyMark(kind, 0, kind.length, emptyMark()), CarryFormatError);
+    assert.throws(() => readCopyMark(good, 0, good.length - 1, emptyMark()), /ends inside|does not hold/);
     const long = Buffer.concat([good, Buffer.from([0])]);
-    assert.throws(() => readCopyValue(long, 0, long.length, emptyOrigin()), CarryFormatError);
-    assert.throws(() => readCopyValue(good, 0, 1, emptyOrigin()), CarryFormatError);
+    assert.throws(() => readCopyMark(long, 0, long.length, emptyMark()), CarryFormatError);
+    assert.throws(() => readCopyMark(good, 0, 1, emptyMark()), CarryFormatError);
+    const unordered = encodeCopyMark({ pass: 1, horizons: [9, 1000, 3, 2000] });
+    assert.throws(() => readCopyMark(unordered, 0, unordered.length, emptyMark()), /not in offset order/);
     const start = encodePassStart({ releaseEnd: 1, topicStart: 0 });
-    assert.throws(() => readCopyValue(start, 0, start.length, emptyOrigin()), /marker where a copy/);
+    assert.throws(() => readCopyMark(start, 0, start.length, emptyMark()), /marker where a copy/);
   });
 
-  test('an offset outside its batch is refused when written', () => {
-    assert.throws(() => encodeCopyValue(origin({ offset: 980 })), RangeError);
+  test('a horizon cursor finds the horizons of ascending deltas', () => {
+    const c = new HorizonCursor([2, 200, 5, 500]);
+    assert.deepEqual(
+      [0, 1, 2, 3, 5, 6].map((d) => c.at(d)),
+      [-1, -1, 200, -1, 500, -1],
+    );
   });
 });
 
@@ -119,102 +122,124 @@ async function onlyBatch(bytes: Buffer): Promise<{ header: BatchHeader; payload:
   return { header, payload: await batchPayload(bytes, header) };
 }
 
-/** Copies of the records of `source` at the given deltas, as a carry pass writes them. */
-async function carry(source: Buffer, keep: (delta: number) => boolean, codec: number, now: number): Promise<Buffer> {
-  const { header, payload } = await onlyBatch(source);
-  const copies = new CopyBatches(codec);
-  const scan = new RecordScan();
-  const parts = emptyCopy().parts;
-  const o = emptyOrigin();
-  for (let pos = 0; pos < payload.length;) {
-    pos = scanRecordAt(payload, pos, scan);
-    if (keep(scan.offsetDelta)) copies.add(originOf(header, scan, 9000, scan.valueLength < 0 ? now + 1000 : -1, o), originalParts(payload, scan, parts));
-  }
-  const out = await copies.flush(now);
-  assert.ok(out);
-  return out;
+/** The source batch as a carry pass finds it in the store. */
+async function sourceOf(bytes: Buffer): Promise<{ batch: BatchHeader; records: Buffer; mark: null; runBase: number }> {
+  const { header } = await onlyBatch(bytes);
+  return { batch: header, records: bytes, mark: null, runBase: 0 };
+}
+
+/** What a pass copies of `source` keeping the records at the deltas `keep` holds, horizons for its tombstones. */
+async function copyOfSource(source: Buffer, keep: (delta: number) => boolean, horizon: number | null): Promise<{ copy: Buffer; horizons: number[] }> {
+  const group = new SourceGroup(10_000);
+  const from = await sourceOf(source);
+  group.start(from, null);
+  const base = Number(from.batch.baseOffset);
+  for (const r of await decodeRecords(source, from.batch)) if (keep(r.offsetDelta)) group.add(base + r.offsetDelta, r.value === null ? horizon : null);
+  const copy = await group.copy();
+  assert.ok(copy);
+  return { copy: Buffer.from(copy), horizons: [...group.horizons] };
+}
+
+/** A visibility whose survivors are the records at the deltas `keep` holds, all below the horizon. */
+function survivorsOf(base: number, count: number, keep: (delta: number) => boolean) {
+  const kept = Array.from({ length: count }, (_, d) => d)
+    .filter(keep)
+    .map((d) => base + d);
+  return { cleanedUpTo: 1e12, survivors: (a: number, b: number) => Float64Array.from(kept.filter((o) => o >= a && o < b)) };
 }
 
 describe('carried batches', () => {
-  for (const sourceCodec of CODECS) {
-    for (const carryCodec of [0, 3]) {
-      test(`survivors of a codec ${sourceCodec} batch, carried with codec ${carryCodec}, come back byte for byte at their offsets`, async () => {
-        const source = await encodeBatch(SOURCE, sourceRecords(), sourceCodec);
-        const kept = (d: number) => d % 3 !== 1;
-        const now = 1_800_000_000_000;
-        const carried = await carry(source, kept, carryCodec, now);
-
-        // As the store sees them: no producer, stamped with the time of carrying, marked.
-        const { header: ch, payload: cp } = await onlyBatch(carried);
-        assert.equal(ch.producerId, -1n);
-        assert.equal(ch.maxTimestamp, BigInt(now));
-        assert.equal(ch.compression, carryCodec);
-        assert.equal(carryKindAt(cp, 0), CarryKind.Copy);
-        for (const r of await decodeRecords(carried, ch)) assert.equal(r.timestampDelta, 0);
-
-        const restored = new RestoredBatches();
-        const copy = emptyCopy();
-        for (let pos = 0; pos < cp.length; pos = copy.next) {
-          readCopyAt(cp, pos, copy);
-          await restored.add(copy);
-        }
-        const [batch, ...more] = await restored.finish();
-        assert.equal(more.length, 0);
-        const { header: rh } = await onlyBatch(batch!);
-        assert.equal(rh.baseOffset, SOURCE.baseOffset);
-        assert.equal(rh.lastOffsetDelta, SOURCE.lastOffsetDelta);
-        assert.equal(rh.partitionLeaderEpoch, SOURCE.partitionLeaderEpoch);
-        assert.equal(rh.producerId, SOURCE.producerId);
-        assert.equal(rh.producerEpoch, SOURCE.producerEpoch);
-        assert.equal(rh.isTransactional, true);
-        assert.equal(rh.compression, sourceCodec);
-
-        const want = (await decodeRecords(source, (await onlyBatch(source)).header)).filter((r) => kept(r.offsetDelta));
-        const got = await decodeRecords(batch!, rh);
-        assert.equal(got.length, want.length);
-        const abs = (h: BatchHeader, r: { timestampDelta: number }) => Number(h.baseTimestamp) + r.timestampDelta;
-        const srcHeader = (await onlyBatch(source)).header;
-        for (let i = 0; i < want.length; i++) {
-          const [g, w] = [got[i]!, want[i]!];
-          assert.equal(g.offsetDelta, w.offsetDelta);
-          assert.equal(abs(rh, g), abs(srcHeader, w));
-          assert.deepEqual(g.key, w.key);
-          assert.deepEqual(g.value, w.value);
-          assert.deepEqual(g.headers, w.headers);
-        }
-      });
-    }
+  for (const codec of CODECS) {
+    test(`the copy of a codec ${codec} batch is what the view serves of it, and every copy reads back byte for byte`, async () => {
+      const source = await encodeBatch(SOURCE, sourceRecords(), codec);
+      for (const keep of [(d: number) => d % 3 !== 1, () => true, (d: number) => d === 19]) {
+        const { copy, horizons } = await copyOfSource(source, keep, 1_800_000_086_400_000);
+        const { header } = await onlyBatch(source);
+        const viewed = await viewBatch(source, header, survivorsOf(500, 20, keep), 0);
+        assert.deepEqual(copy, Buffer.from(viewed.bytes), 'the copy holds the batch the view serves');
+        const { header: ch } = await onlyBatch(copy);
+        assert.equal(ch.compression, codec);
+        assert.equal(ch.baseOffset, SOURCE.baseOffset);
+        assert.equal(ch.lastOffsetDelta, SOURCE.lastOffsetDelta);
+        const tombstones = (await decodeRecords(source, header)).filter((r) => keep(r.offsetDelta) && r.value === null).map((r) => r.offsetDelta);
+        assert.deepEqual(
+          horizons,
+          tombstones.flatMap((d) => [500 + d, 1_800_000_086_400_000]),
+        );
+      }
+    });
   }
 
-  test('copies of several original batches come back as one batch each, in order', async () => {
-    const a = await encodeBatch({ ...SOURCE, attributes: 0, producerId: -1n, producerEpoch: -1, baseSequence: -1 }, sourceRecords(), 0);
-    const b = await encodeBatch({ ...SOURCE, baseOffset: 520n }, sourceRecords(), 2);
-    const copies = new CopyBatches(0);
+  test('a run of batches goes into one copy, in an uncompressed carry batch stamped with the time of carrying, and reads back in place', async () => {
+    const sources = [
+      await encodeBatch({ ...SOURCE, attributes: 0, producerId: -1n, producerEpoch: -1, baseSequence: -1 }, sourceRecords(), 0),
+      await encodeBatch({ ...SOURCE, baseOffset: 520n }, sourceRecords(), 2),
+      await encodeBatch({ ...SOURCE, baseOffset: 540n }, sourceRecords(), 4),
+    ];
+    const run = new CopyRun();
+    sources.forEach((b, i) => run.add(b, 500 + 20 * i));
+    run.addHorizon(523, 1234);
+    run.addHorizon(541, 5678);
+    assert.equal(run.count, 3);
+    assert.equal(
+      run.bytes,
+      sources.reduce((n, b) => n + b.length, 0),
+    );
+    const now = 1_800_000_000_000;
+    const carried = await run.flush(7, now);
+    assert.ok(carried);
+    assert.equal(await run.flush(7, now), null, 'nothing left after a flush');
+    const { header: ch, payload } = await onlyBatch(carried);
+    assert.equal(ch.producerId, -1n);
+    assert.equal(ch.maxTimestamp, BigInt(now));
+    assert.equal(ch.compression, 0);
+    assert.equal(ch.recordCount, 1);
+    assert.equal(carryKindAt(payload, 0), CarryKind.Copy);
     const scan = new RecordScan();
-    for (const source of [a, b]) {
-      const { header, payload } = await onlyBatch(source);
-      for (let pos = 0; pos < payload.length;) {
-        pos = scanRecordAt(payload, pos, scan);
-        if (scan.offsetDelta % 5 === 0) copies.add(originOf(header, scan, 1, -1, emptyOrigin()), originalParts(payload, scan, emptyCopy().parts));
-      }
-    }
-    const { payload } = await onlyBatch((await copies.flush(1))!);
-    const restored = new RestoredBatches();
-    const copy = emptyCopy();
-    for (let pos = 0; pos < payload.length; pos = copy.next) await restored.add(readCopyAt(payload, pos, copy));
-    const batches = await restored.finish();
+    const v = carryValueAt(payload, 0, scan);
+    assert.equal(v.kind, CarryKind.Copy);
+    assert.equal(v.next, payload.length);
+    const copy = copyOf(payload, v, scan, emptyCopy());
+    assert.deepEqual(copy.mark, { pass: 7, horizons: [23, 1234, 41, 5678] }, 'horizons count from the run\u2019s first base');
+    const runBytes = payload.subarray(copy.runStart, copy.runEnd);
+    assert.deepEqual(runBytes, Buffer.concat(sources), 'the batches come back byte for byte, back to back');
+    const batches = batchesIn(runBytes);
     assert.deepEqual(
-      batches.map((x) => {
-        const h = iterateBatches(x).batches[0]!;
-        return [h.baseOffset, h.recordCount, h.compression, h.producerId];
-      }),
+      batches.map((b) => [b.baseOffset, verifyCrc(runBytes, b)]),
       [
-        [500n, 4, 0, -1n],
-        [520n, 4, 2, 77n],
+        [500n, true],
+        [520n, true],
+        [540n, true],
       ],
     );
+    // The next run starts afresh: its horizons count from its own first base.
+    run.add(sources[2]!, 540);
+    run.addHorizon(545, 9);
+    const next = (await onlyBatch((await run.flush(8, now))!)).payload;
+    const second = copyOf(next, carryValueAt(next, 0, scan), scan, emptyCopy());
+    assert.deepEqual(second.mark, { pass: 8, horizons: [5, 9] });
+    assert.deepEqual(next.subarray(second.runStart, second.runEnd), sources[2]);
   });
 
+  test('a copy value that is not whole data batches is refused', async () => {
+    const one = await encodeBatch(SOURCE, sourceRecords(), 0);
+    assert.throws(() => batchesIn(one.subarray(0, 40)), CarryFormatError);
+    assert.throws(() => batchesIn(one.subarray(0, one.length - 1)), /not whole batches/);
+    const empty = await encodeBatch(SOURCE, [], 0);
+    assert.throws(() => batchesIn(Buffer.concat([one, empty])), /without data records/);
+    assert.equal(batchesIn(Buffer.concat([one, one])).length, 2);
+  });
+
+  test('a pass refuses rows outside their batch and a batch reaching past its release end', async () => {
+    const source = await sourceOf(await encodeBatch(SOURCE, sourceRecords(), 0));
+    const group = new SourceGroup(600);
+    group.start(source, null);
+    assert.throws(() => group.add(499, null), /not in the batch/);
+    assert.ok(group.holds(519, null));
+    assert.ok(!group.holds(520, null));
+    assert.ok(!group.holds(510, 3000), 'a row whose bytes are in a copy is not in an original');
+    assert.throws(() => new SourceGroup(510).start(source, null), /reaches past the pass's release end/);
+  });
   test('pass markers are one-record batches the kind check recognises; client records are not', async () => {
     for (const [value, kind] of [
       [encodePassStart({ releaseEnd: 10, topicStart: 0 }), CarryKind.PassStart],

@@ -5,8 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { CopyBatches, emptyCopy, markerBatch, originalParts, originOf } from '../../../../src/compaction/carry/carried-batch.js';
-import { emptyOrigin, encodePassEnd, encodePassStart } from '../../../../src/compaction/carry/carry-record.js';
+import { CopyRun, markerBatch } from '../../../../src/compaction/carry/carried-batch.js';
+import { encodePassEnd, encodePassStart } from '../../../../src/compaction/carry/carry-record.js';
 import { BrokerDefaults } from '../../../../src/compaction/config/broker-defaults.js';
 import type { ConfigCache } from '../../../../src/compaction/config/config-cache.js';
 import { ConfigSync } from '../../../../src/compaction/config/config-sync.js';
@@ -16,7 +16,7 @@ import { TopicConfigState } from '../../../../src/compaction/config/topic-config
 import { createTopicConfigs } from '../../../../src/compaction/config/topic-configs.js';
 import { createLogger } from '../../../../src/ops/log.js';
 import { TopicIds } from '../../../../src/proxy/topic-ids.js';
-import { batchPayload, encodeBatch, iterateBatches, RecordScan, scanRecordAt } from '../../../../src/protocol/records/batch.js';
+import { encodeBatch } from '../../../../src/protocol/records/batch.js';
 import type { UpstreamClusterClient } from '../../../../src/upstream/upstream-cluster-client.js';
 
 const stored = (policy: string) => encodeStoredTopic({ configs: { 'cleanup.policy': policy } });
@@ -42,17 +42,11 @@ async function original(base: number, key: string, value: Buffer | null): Promis
   return at(base, await encodeBatch(fields, [{ timestampDelta: 0, offsetDelta: 0, key: Buffer.from(key), value }], 0));
 }
 
-/** One lz4 batch of copies of the (single-record) originals, as a pass writes it. */
+/** One copy of the originals, as a pass writes it. */
 async function copies(base: number, pass: number, originals: Buffer[]): Promise<Buffer> {
-  const out = new CopyBatches(3);
-  const scan = new RecordScan();
-  for (const bytes of originals) {
-    const header = iterateBatches(bytes).batches[0]!;
-    const payload = await batchPayload(bytes, header);
-    scanRecordAt(payload, 0, scan);
-    out.add(originOf(header, scan, pass, -1, emptyOrigin()), originalParts(payload, scan, emptyCopy().parts));
-  }
-  return at(base, (await out.flush(1_700_000_100_000))!);
+  const out = new CopyRun();
+  for (const bytes of originals) out.add(bytes, Number(bytes.readBigInt64BE(0)));
+  return at(base, (await out.flush(pass, 1_700_000_100_000))!);
 }
 
 /** A configs topic on a store whose partition holds `log` (batches at their offsets). */

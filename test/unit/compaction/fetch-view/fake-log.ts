@@ -150,6 +150,10 @@ export class FakeIndex implements PartitionIndexView {
     return Float64Array.from(out);
   }
 
+  survivorCount(from: number, to: number): number {
+    return this.survivors(from, to).length;
+  }
+
   nextVisible(offset: number): number {
     const next = this.sorted[this.firstAtOrAfter(offset)];
     return next !== undefined && next < this.horizon ? next : this.horizon;

@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { visibleRecords, type Visibility } from '../../../../src/compaction/fetch-view/visible-records.js';
 import { BATCH_HEADER_SIZE, encodeBatch, iterateBatches, readBatchHeader } from '../../../../src/protocol/records/batch.js';
 import { markerBatch } from '../../../../src/compaction/carry/carried-batch.js';
-import { CARRY_HEADER_KEY, emptyOrigin, encodeCopyValue, encodePassStart } from '../../../../src/compaction/carry/carry-record.js';
+import { CARRY_HEADER_KEY, encodeCopyMark, encodePassStart } from '../../../../src/compaction/carry/carry-record.js';
 import { FakeIndex, FakeLog, readBatches } from './fake-log.js';
 
 const CODECS = [0, 1, 2, 3, 4];
@@ -249,14 +249,13 @@ describe('kcompact carry records past the horizon', () => {
     producerEpoch: -1,
     baseSequence: -1,
   });
-  const origin = { ...emptyOrigin(), pass: 3, offset: 1, batchBase: 0, batchLast: 4 };
   const copyRecord = (i: number, valueSize: number) => ({
     timestampDelta: 0,
     offsetDelta: i,
     key: Buffer.from(`key-${i}`),
     value: Buffer.alloc(valueSize, 120),
     headers: [
-      { key: CARRY_HEADER_KEY, value: encodeCopyValue({ ...origin, offset: i }) },
+      { key: CARRY_HEADER_KEY, value: encodeCopyMark({ pass: 3, horizons: [] }) },
       { key: Buffer.from('h'), value: Buffer.from('v') },
     ],
   });
