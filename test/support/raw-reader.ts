@@ -148,7 +148,7 @@ export async function epochEndRaw(
   }
 }
 
-function fetchBody(topic: string, partition: number, offset: number, isolationLevel: number, maxWaitMs: number): object {
+export function fetchBody(topic: string, partition: number, offset: number, isolationLevel: number, maxWaitMs: number): object {
   return {
     replicaId: -1,
     maxWaitMs,

@@ -55,6 +55,13 @@ function ownBatch(count: number, now: number): BatchFields {
 }
 
 /**
+ * A copy's run of batches is cut here, well below a store's default max.message.bytes: a read of
+ * the copies starts at a run's first batch (a store answers from the batch holding the offset,
+ * and a carry batch holds one run), so a small run wastes little of a read that starts inside it.
+ */
+export const RUN_BYTES = 64 * 1024;
+
+/**
  * Collects the batches of one copy: add() them in offset order, with the delete horizons of their
  * tombstones, and flush() writes them out as one carry batch holding one copy.
  */

@@ -18,7 +18,7 @@ import type { TopicPolicy } from '../policy.js';
 import { copiesAged } from './carry-age.js';
 import type { StoreRegistry } from '../index/store-registry.js';
 import { deleteRecordsBefore, fetchRecords, produceBatch } from '../indexer/partition-requests.js';
-import { CopyRun, markerBatch } from './carried-batch.js';
+import { CopyRun, markerBatch, RUN_BYTES } from './carried-batch.js';
 import { encodePassEnd, encodePassStart } from './carry-record.js';
 import { PhysicalReader } from './physical-reader.js';
 import { CarryError, SourceGroup } from './source-group.js';
@@ -59,8 +59,6 @@ export interface CarrierStats {
   failuresTotal: number;
 }
 
-/** A copy's run of batches is cut here, well below a store's default max.message.bytes (1 MiB). */
-const RUN_BYTES = 512 * 1024;
 const ROWS_PER_QUERY = 10_000;
 const FETCH_BYTES = 4 * 1024 * 1024;
 const READ_BACK_POLL_MS = 20;

@@ -15,14 +15,17 @@
  */
 import { BATCH_HEADER_SIZE, batchPayload, iterateBatches, readBatchHeader, RecordScan } from '../../protocol/records/batch.js';
 import { CorruptRecordError } from '../../protocol/records/errors.js';
-import { carryValueAt, copyOf, emptyCopy } from '../carry/carried-batch.js';
+import { carryValueAt, copyOf, emptyCopy, RUN_BYTES } from '../carry/carried-batch.js';
 import { CarryKind, carryKindAt } from '../carry/carry-record.js';
 import type { PartitionIndexView } from '../index-view.js';
 import { copiesReadFrom, type CarriedSnapshot } from '../index/survivor-set.js';
-import type { UpstreamReads } from './upstream-reads.js';
+import type { PartitionRead, UpstreamRead, UpstreamReads } from './upstream-reads.js';
 import { leftOut, viewBatch, type Budget, type Visibility, type VisibleRecords } from './visible-records.js';
 
-/** Reads of the copies ask for about the room left (the copies hold the batches nearly byte for byte), within these bounds. */
+/**
+ * A read of the copies starts at the run holding the client's offset: it asks for the room left
+ * and a run (the most of a read that can lie before the offset), within these bounds.
+ */
 const MIN_READ_BYTES = 64 * 1024;
 const MAX_READ_BYTES = 4 * 1024 * 1024;
 const READ_UNCOMMITTED = 0;
@@ -34,9 +37,43 @@ export interface CopiesTarget {
   carried: CarriedSnapshot;
 }
 
+/** A read of the copies begun ahead (with the client's request): from where, and the read. */
+export interface CopiesRead {
+  at: number;
+  read: Promise<UpstreamRead>;
+}
+
+/** Begins the first read of the copies for a client's offset, before the upstream answers the client's request. */
+export function readCopiesAhead(upstream: UpstreamReads, target: CopiesTarget, from: number, budget: Budget): CopiesRead {
+  const at = copiesReadFrom(target.carried, from);
+  const read = upstream.readPartition(copiesRead(target, at, budget, 0));
+  // Not awaited when the answer goes another way: its failure is the answer's, or nobody's.
+  read.catch(() => undefined);
+  return { at, read };
+}
+
+/** Gives a read begun ahead back when the answer does not use it. */
+export function dropRead(ahead: CopiesRead | undefined): void {
+  ahead?.read.then(
+    (r) => r.release(),
+    () => undefined,
+  );
+}
+
+function copiesRead(target: CopiesTarget, fetchOffset: number, budget: Budget, taken: number): PartitionRead {
+  return {
+    topic: target.topic,
+    partition: target.partition,
+    fetchOffset,
+    currentLeaderEpoch: -1,
+    maxBytes: readBytes(budget, taken),
+    isolationLevel: READ_UNCOMMITTED,
+  };
+}
+
 function readBytes(budget: Budget, taken: number): number {
   const room = budget.maxBytes - taken;
-  return Math.floor(Math.max(MIN_READ_BYTES, Math.min(MAX_READ_BYTES, room + room / 8 + MIN_READ_BYTES)));
+  return Math.floor(Math.max(MIN_READ_BYTES, Math.min(MAX_READ_BYTES, room + room / 16 + RUN_BYTES)));
 }
 
 /** Where a batch of a run starts, reads of its header fields that allocate nothing (offsets are below 2^53). */
@@ -145,7 +182,7 @@ class CopiesAnswer {
 }
 
 /** The records from `from` up to the snapshot's copiesBelow, as far as the budget takes them. */
-export async function carriedRecords(upstream: UpstreamReads, target: CopiesTarget, from: number, budget: Budget): Promise<VisibleRecords> {
+export async function carriedRecords(upstream: UpstreamReads, target: CopiesTarget, from: number, budget: Budget, ahead?: CopiesRead): Promise<VisibleRecords> {
   const { view, carried } = target;
   const start = carried.copiesBelow;
   const visibility: Visibility = { cleanedUpTo: view.cleanedUpTo(), survivors: (a, b) => view.survivors(a, b) };
@@ -155,15 +192,13 @@ export async function carriedRecords(upstream: UpstreamReads, target: CopiesTarg
   let pos = copiesReadFrom(carried, from);
   let reachedStart = false;
   let bytesRead = 0;
+  if (ahead && ahead.at !== pos) {
+    dropRead(ahead);
+    ahead = undefined;
+  }
   walk: while (pos <= carried.copiesTo) {
-    const read = await upstream.readPartition({
-      topic: target.topic,
-      partition: target.partition,
-      fetchOffset: pos,
-      currentLeaderEpoch: -1,
-      maxBytes: readBytes(budget, answer.size),
-      isolationLevel: READ_UNCOMMITTED,
-    });
+    const read = await (ahead?.read ?? upstream.readPartition(copiesRead(target, pos, budget, answer.size)));
+    ahead = undefined;
     try {
       // The pass's copies went (a newer pass this replica has not read yet): what was found stands.
       if (read.errorCode !== 0 || !read.records) break;
@@ -192,6 +227,7 @@ export async function carriedRecords(upstream: UpstreamReads, target: CopiesTarg
       read.release();
     }
   }
+  dropRead(ahead);
   if (pos > carried.copiesTo) reachedStart = true;
   const { batches, progress, removed, rebuilt, servedThrough, full } = answer;
   return {

@@ -24,6 +24,7 @@ import { planRead, type ReadPlan } from './read-plan.js';
 import { answerOutOfRange } from './out-of-range.js';
 import { ErrorCode } from '../../protocol/errors.js';
 import { copiesHold } from '../index/survivor-set.js';
+import { dropRead, readCopiesAhead, type CopiesRead } from './carried-records.js';
 import type { UpstreamReads } from './upstream-reads.js';
 import { DEFAULT_VIEW_CACHE_BYTES, ViewCache, type ViewCacheStats, type ViewedBatch } from './view-cache.js';
 
@@ -131,8 +132,14 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
         const carried = view.carried();
         let read: ReadPlan;
         let cached: readonly ViewedBatch[] | undefined;
+        let copiesRead: CopiesRead | undefined;
         if (copiesHold(carried, clientOffset)) {
-          // Below the last pass's release end the copies answer (carried-records.ts): the upstream is asked for its offsets only.
+          // Below the last pass's release end the copies answer (carried-records.ts): the upstream is
+          // asked for its offsets only, and the copies are read meanwhile.
+          copiesRead = readCopiesAhead(opts.upstream, { topic: name, partition: p.partition, view, carried }, clientOffset, {
+            maxBytes: partitionMaxBytes,
+            oneAnyway: true,
+          });
           read = { fetchOffset: carried.copiesBelow };
           p.fetchOffset = BigInt(carried.copiesBelow);
           p.partitionMaxBytes = 0;
@@ -166,6 +173,7 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
           plan: read,
           ...(cached && { cached }),
           ...(carried && { carried }),
+          ...(copiesRead && { copiesRead }),
           currentLeaderEpoch: p.currentLeaderEpoch ?? -1,
           partitionMaxBytes,
           isolationLevel: body.isolationLevel,
@@ -223,6 +231,7 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
       for (const p of t.partitions) {
         const target = targets.get(targetKey(topicKey(t, byId), p.partitionIndex));
         if (target && p.errorCode === ErrorCode.OFFSET_OUT_OF_RANGE && (await answerOutOfRange(opts.index, opts.upstream, target, p, deadline - clock()))) {
+          dropRead(target.copiesRead);
           stats.outOfRangeHeld++;
           changed = true;
         } else if (target) {

@@ -17,7 +17,7 @@ import { rawBytesFor } from './read-size.js';
 import type { PartitionRecords, UpstreamReads } from './upstream-reads.js';
 import type { ViewCache, ViewedBatch } from './view-cache.js';
 import type { CarriedSnapshot } from '../index/survivor-set.js';
-import { carriedRecords } from './carried-records.js';
+import { carriedRecords, dropRead, type CopiesRead } from './carried-records.js';
 import { cachedRecords, visibleRecords, type BatchesWalked, type Budget, type MarkerSeen, type VisibleRecords, type Visibility } from './visible-records.js';
 
 const READ_UNCOMMITTED = 0;
@@ -33,7 +33,8 @@ export interface PartitionTarget {
   cached?: readonly ViewedBatch[];
   /** Where a carried partition's records are (carried-records.ts answers below its copiesBelow). */
   carried?: CarriedSnapshot;
-  /** Whether the partition's records may hold kcompact's own carry records (visible-records.ts drops them). */
+  /** The first read of the copies, begun with the client's request rather than after its answer. */
+  copiesRead?: CopiesRead;
   currentLeaderEpoch: number;
   partitionMaxBytes: number;
   isolationLevel: number;
@@ -93,12 +94,20 @@ export class PartitionAnswer {
     upstream: UpstreamReads,
   ): Promise<PartitionAnswer> {
     const answer = new PartitionAnswer(target, data, counters, cache);
-    if (data.errorCode !== 0) return answer;
+    const copiesRead = target.copiesRead;
+    target.copiesRead = undefined;
+    if (data.errorCode !== 0) {
+      dropRead(copiesRead);
+      return answer;
+    }
     const budget = { maxBytes: Math.min(target.partitionMaxBytes, responseRoom), oneAnyway: true };
     if (target.carried && target.carried.copiesFrom >= 0 && target.clientOffset < target.carried.copiesBelow) {
       answer.changed = true;
-      answer.add(await answer.fromCopies(upstream, target.clientOffset, budget));
-    } else if (target.cached && target.plan.fetchOffset < Number(answer.limit())) {
+      answer.add(await answer.fromCopies(upstream, target.clientOffset, budget, copiesRead));
+      return answer;
+    }
+    dropRead(copiesRead);
+    if (target.cached && target.plan.fetchOffset < Number(answer.limit())) {
       answer.changed = true;
       answer.add(cachedRecords(target.cached, budget), true);
     } else {
@@ -213,9 +222,9 @@ export class PartitionAnswer {
    * The records from `from` below copiesBelow, from the last whole pass's copies; when none
    * survive there, an empty batch up to copiesBelow moves the client on.
    */
-  private async fromCopies(upstream: UpstreamReads, from: number, budget: Budget): Promise<VisibleRecords> {
+  private async fromCopies(upstream: UpstreamReads, from: number, budget: Budget, first?: CopiesRead): Promise<VisibleRecords> {
     const { topic, partition, view, carried } = this.target;
-    const seen = await carriedRecords(upstream, { topic, partition, view, carried: carried! }, from, budget);
+    const seen = await carriedRecords(upstream, { topic, partition, view, carried: carried! }, from, budget, first);
     if (seen.batches.length === 0 && seen.end >= from) seen.trailingEmpty = await emptyBatch(from, seen.end);
     return seen;
   }

@@ -21,13 +21,19 @@ export interface ReadPlan {
  * the cleaner's horizon, that is the horizon itself, or with `probe` the last offset before it:
  * reading the last removed offset answers at once with the batch that ends the removed range,
  * even when the horizon is the high watermark and a read there would wait for new records.
+ * The last carry pass's own records (docs/carrying.md) are passed over the same way, its end
+ * marker being the last offset of the range.
  */
 export function nextReadable(view: PartitionIndexView, offset: number, probe: boolean): number {
   const horizon = view.cleanedUpTo();
-  if (offset >= horizon) return offset;
-  const next = Math.max(view.nextVisible(offset), offset);
-  if (next < horizon) return next;
-  return probe ? horizon - 1 : horizon;
+  let next = offset;
+  if (offset < horizon) {
+    next = Math.max(view.nextVisible(offset), offset);
+    if (next >= horizon) next = probe ? horizon - 1 : horizon;
+  }
+  const carried = view.carried();
+  if (carried?.passOnly && next >= carried.copiesFrom && next < carried.copiesTo) return probe ? carried.copiesTo : carried.copiesTo + 1;
+  return next;
 }
 
 export function planRead(view: PartitionIndexView, clientOffset: number, emptyUpTo: number | undefined): ReadPlan {

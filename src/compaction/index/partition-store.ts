@@ -72,9 +72,6 @@ export interface CarryState {
 
 const NO_CARRY: CarryState = { topicStart: -1, openPass: -1, openRelease: -1, pass: -1, passEnd: -1, passRelease: -1, openTime: -1, passTime: -1 };
 
-/** One row in so many marks where its copy is, in a carried snapshot. */
-const MARK_EVERY = 256;
-
 const PARTITION_TABLES = ['records', 'keys', 'segments', 'open_txns', 'carry', 'checkpoint'] as const;
 
 /**
@@ -522,22 +519,33 @@ export class PartitionStore {
 
   /**
    * Where the carried records are, for the fetch view; undefined before any pass was seen
-   * starting (copiesFrom -1 until one was seen whole). The marks sample the rows whose copy is in
-   * that pass, one in MARK_EVERY.
+   * starting (copiesFrom -1 until one was seen whole). The marks are the first row of each copy of
+   * that pass: a read of the copies for an offset starts at the copy holding it.
    */
   carriedSnapshot(): CarriedSnapshot | undefined {
     const c = this.carryState;
     if (c.pass < 0 && c.openPass < 0) return undefined;
-    if (c.pass < 0) return { copiesBelow: this.cp.logStartOffset, topicStart: this.topicStart, copiesFrom: -1, copiesTo: -1, marks: new Float64Array(0) };
+    if (c.pass < 0)
+      return { copiesBelow: this.cp.logStartOffset, topicStart: this.topicStart, copiesFrom: -1, copiesTo: -1, passOnly: false, marks: new Float64Array(0) };
     const marks: number[] = [];
     const rows = this.db
       .prepare('SELECT offset, phys FROM records WHERE partition = ? AND phys >= ? AND phys <= ? ORDER BY offset')
       .raw()
       .iterate(this.partition, c.pass, c.passEnd) as IterableIterator<[number, number]>;
-    let i = 0;
-    for (const [offset, phys] of rows) if (i++ % MARK_EVERY === 0) marks.push(offset, phys);
+    let last = -1;
+    for (const [offset, phys] of rows) {
+      if (phys === last) continue;
+      marks.push(offset, phys);
+      last = phys;
+    }
     const copiesBelow = Math.max(this.cp.logStartOffset, c.passRelease);
-    return { copiesBelow, topicStart: this.topicStart, copiesFrom: c.pass, copiesTo: c.passEnd, marks: Float64Array.from(marks) };
+    // Rows at their own offsets there are records clients wrote while the pass ran (copies' rows are at their originals', below it).
+    const passOnly =
+      this.db
+        .prepare('SELECT EXISTS (SELECT 1 FROM records WHERE partition = ? AND offset >= ? AND offset <= ?)')
+        .pluck()
+        .get(this.partition, c.pass, c.passEnd) === 0;
+    return { copiesBelow, topicStart: this.topicStart, copiesFrom: c.pass, copiesTo: c.passEnd, passOnly, marks: Float64Array.from(marks) };
   }
 
   /** Tombstones still held in the cleaned part, waiting for their delete horizon. */

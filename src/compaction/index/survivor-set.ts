@@ -29,8 +29,10 @@ export interface CarriedSnapshot {
    */
   copiesFrom: number;
   copiesTo: number;
+  /** Whether [copiesFrom, copiesTo] holds the pass's own records only (no client wrote there while it ran): reads skip it. */
+  passOnly: boolean;
   /**
-   * Pairs (original offset, copy offset), ascending, of every so many rows copied by that pass:
+   * Pairs (original offset, copy offset), ascending: the first row each copy of that pass holds,
    * where to start reading the copies for a given offset.
    */
   marks: Float64Array;

@@ -74,7 +74,8 @@ class Log {
   }
 
   /** A carry pass as the carrier writes it: a start marker, copies of `survivors`, an end marker. */
-  async carry(survivors: Set<number>, releaseEnd: number): Promise<number> {
+  /** `written`: records clients write while the pass runs, between its copies and its end marker. */
+  async carry(survivors: Set<number>, releaseEnd: number, written = 0): Promise<number> {
     const pass = this.append(await markerBatch(encodePassStart({ releaseEnd, topicStart: 0 }), 5));
     const run = new CopyRun();
     let count = 0;
@@ -97,6 +98,7 @@ class Log {
       count += group.offsets.length;
     }
     this.append((await run.flush(pass, 6))!);
+    if (written > 0) await this.writeRecords(written, 10);
     this.append(await markerBatch(encodePassEnd({ pass, copies: count, releaseEnd }), 7));
     return pass;
   }
@@ -147,6 +149,7 @@ describe('carried copies in the index', () => {
       range(90, 100).map((o) => [o, 101]),
     );
     assert.deepEqual(store.carry, { topicStart: 0, openPass: -1, openRelease: -1, openTime: -1, pass, passEnd: 102, passRelease: 100, passTime: 5 });
+    assert.equal(store.carriedSnapshot()!.passOnly, true, 'reads may pass over the pass\u2019s own records');
     assert.equal(store.dropBelow(100), false, 'the survivors are still there, in their copies');
     assert.equal(store.rowCount, 10);
     assert.equal(store.checkpoint.logStartOffset, 100);
@@ -179,6 +182,25 @@ describe('carried copies in the index', () => {
     assert.equal(store.checkpoint.firstDirty, 100);
     store = reopened(store);
     assert.deepEqual(keysOf(store), range(90, 100));
+  });
+
+  it('a pass that clients wrote among is read through', async () => {
+    const log = new Log();
+    await log.writeRecords(100, 10);
+    const store = open();
+    await ingest(store, log);
+    cleanPartition(store, 0, 100, 1, 0);
+    await log.carry(new Set(range(90, 100)), 100, 3);
+    await ingest(store, log);
+    assert.deepEqual(store.carriedSnapshot(), {
+      copiesBelow: 100,
+      topicStart: 0,
+      copiesFrom: 100,
+      copiesTo: 105,
+      passOnly: false,
+      marks: new Float64Array([90, 101]),
+    });
+    store.close();
   });
 
   it('a replica whose cleaner lags ends with the carrier\u2019s survivors once the pass ends', async () => {

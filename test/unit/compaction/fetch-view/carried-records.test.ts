@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { CopyRun, markerBatch } from '../../../../src/compaction/carry/carried-batch.js';
 import { encodePassEnd, encodePassStart } from '../../../../src/compaction/carry/carry-record.js';
-import { carriedRecords } from '../../../../src/compaction/fetch-view/carried-records.js';
+import { carriedRecords, readCopiesAhead } from '../../../../src/compaction/fetch-view/carried-records.js';
 import type { PartitionRead, UpstreamRead, UpstreamReads } from '../../../../src/compaction/fetch-view/upstream-reads.js';
 import { encodeBatch, iterateBatches } from '../../../../src/protocol/records/batch.js';
 import { FakeIndex, readBatches, recordsFor } from './fake-log.js';
@@ -81,7 +81,7 @@ async function carriedStore(): Promise<{ log: Buffer[]; reads: UpstreamReads; re
 
 function indexOf(survivors: number[]): FakeIndex {
   const index = new FakeIndex(survivors, 205);
-  index.carry = { copiesBelow: RELEASE, topicStart: 0, copiesFrom: 200, copiesTo: 204, marks: new Float64Array([0, 201, 50, 202, 125, 203]) };
+  index.carry = { copiesBelow: RELEASE, topicStart: 0, copiesFrom: 200, copiesTo: 204, passOnly: false, marks: new Float64Array([0, 201, 50, 202, 125, 203]) };
   return index;
 }
 
@@ -174,5 +174,26 @@ describe('carriedRecords', () => {
     assert.equal(requested[0]!.fetchOffset, 202, 'from the mark at or before the offset');
     // The fake store zeroes a read's memory on release: served batches must have been copied out.
     for (const b of iterateBatches(Buffer.concat(seen.batches)).batches) assert.ok(b.baseOffset >= 60n);
+  });
+
+  test('a read begun ahead from the copy holding the offset is the first read; one from elsewhere is given back', async () => {
+    const { reads, requested } = await carriedStore();
+    const view = indexOf(all);
+    const target = { topic: 't', partition: 0, view, carried: view.carry! };
+    const ahead = readCopiesAhead(reads, target, 60, UNLIMITED);
+    assert.equal(requested.length, 1);
+    assert.equal(requested[0]!.fetchOffset, 202);
+    const seen = await carriedRecords(reads, target, 60, UNLIMITED, ahead);
+    assert.equal(requested.length, 1, 'no second read: the one begun ahead held everything');
+    assert.equal((await readBatches(Buffer.concat(seen.batches))).records[0]!.offset, 60);
+
+    let released = false;
+    const elsewhere = { at: 203, read: ahead.read.then((r) => ({ ...r, release: () => (released = true) })) };
+    const again = await carriedRecords(reads, target, 60, UNLIMITED, elsewhere);
+    await elsewhere.read;
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.ok(released, 'a read begun from another copy is given back');
+    assert.equal(requested.at(-1)!.fetchOffset, 202);
+    assert.equal(again.progress, RELEASE - 60);
   });
 });

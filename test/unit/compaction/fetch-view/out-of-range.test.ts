@@ -62,7 +62,7 @@ describe('OFFSET_OUT_OF_RANGE of a compacted partition', () => {
     const index = new FakeIndex([], 0);
     // What the worker's index knows once it has caught up: the pass's copies (none survive here).
     const caughtUp = async () => {
-      index.carry = { copiesBelow: 30, topicStart: 0, copiesFrom: 35, copiesTo: 39, marks: new Float64Array(0) };
+      index.carry = { copiesBelow: 30, topicStart: 0, copiesFrom: 35, copiesTo: 39, passOnly: false, marks: new Float64Array(0) };
       return true;
     };
     const view = viewOver(upstream, indexView({ 'c-0': index }, caughtUp));
@@ -83,7 +83,7 @@ describe('OFFSET_OUT_OF_RANGE of a compacted partition', () => {
     assert.equal((await roundTrip(view, upstream, fetchAt(5))).response.responses[0].partitions[0].errorCode, OUT_OF_RANGE);
     // Below the topic's own start (compact,delete retention, DeleteRecords) the copies hold nothing either.
     const index = new FakeIndex([], 0);
-    index.carry = { copiesBelow: 30, topicStart: 10, copiesFrom: 35, copiesTo: 39, marks: new Float64Array(0) };
+    index.carry = { copiesBelow: 30, topicStart: 10, copiesFrom: 35, copiesTo: 39, passOnly: false, marks: new Float64Array(0) };
     const carried = viewOver(
       upstream,
       indexView({ 'c-0': index }, async () => true),

@@ -38,3 +38,15 @@ test('an index that moved (nextVisible behind the offset) never moves a fetch ba
   const odd = { cleanedUpTo: () => 50, survivors: () => new Float64Array(), survivorCount: () => 0, nextVisible: () => 5, carried: () => undefined };
   assert.equal(nextReadable(odd, 20, true), 20);
 });
+
+test('the last pass\u2019s own records are passed over when no client wrote among them, to its end marker when probing', () => {
+  const carried = new FakeIndex([3, 10, 11, 40], 50);
+  carried.carry = { copiesBelow: 50, topicStart: 0, copiesFrom: 60, copiesTo: 90, passOnly: true, marks: new Float64Array(0) };
+  assert.equal(nextReadable(carried, 55, true), 55, 'the tail before the pass is read');
+  assert.equal(nextReadable(carried, 60, true), 90);
+  assert.equal(nextReadable(carried, 75, false), 91);
+  assert.equal(nextReadable(carried, 90, false), 90, 'the end marker itself is read when asked for');
+  assert.equal(nextReadable(carried, 91, true), 91);
+  carried.carry = { ...carried.carry, passOnly: false };
+  assert.equal(nextReadable(carried, 75, true), 75, 'a client wrote among the copies: everything there is read');
+});

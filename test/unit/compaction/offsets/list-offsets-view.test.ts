@@ -16,7 +16,7 @@ import { configView, FakeIndex, indexView } from '../fetch-view/fake-log.js';
 const EARLIEST = -2n;
 const LATEST = -1n;
 const OFFSET_NOT_AVAILABLE = 78;
-const CARRIED: CarriedSnapshot = { copiesBelow: 300, topicStart: 0, copiesFrom: 310, copiesTo: 340, marks: new Float64Array(0) };
+const CARRIED: CarriedSnapshot = { copiesBelow: 300, topicStart: 0, copiesFrom: 310, copiesTo: 340, passOnly: false, marks: new Float64Array(0) };
 
 interface Store {
   /** What the store answers: its log start for EARLIEST, its end for LATEST, this offset by time. */
