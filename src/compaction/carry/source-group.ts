@@ -3,7 +3,7 @@
  * holds): the rows it carries there, gathered in offset order, make one copy, the batch as it was
  * when every record survives, else rebuilt with the survivors only, as the fetch view serves it.
  */
-import { batchPayload, rebuildBatch, RecordScan, scanRecordAt, type RecordSpan } from '../../protocol/records/batch.js';
+import { viewBatch } from '../fetch-view/visible-records.js';
 import { HorizonCursor } from './carried-batch.js';
 import type { SourceBatch } from './physical-reader.js';
 
@@ -23,7 +23,6 @@ export class SourceGroup {
   private last = -1;
   private known: HorizonCursor | undefined;
   private runBase = 0;
-  private readonly scan = new RecordScan();
 
   constructor(private readonly releaseEnd: number) {}
 
@@ -60,22 +59,13 @@ export class SourceGroup {
   async copy(): Promise<Buffer | undefined> {
     const source = this.source;
     if (!source || this.offsets.length === 0) return undefined;
-    const { batch, records } = source;
     this.source = undefined;
-    if (this.offsets.length === batch.recordCount) return batch.bytes;
-    const payload = await batchPayload(records, batch);
-    const kept: RecordSpan[] = [];
-    let next = 0;
-    for (let pos = 0; pos < payload.length && next < this.offsets.length;) {
-      const start = pos;
-      pos = scanRecordAt(payload, pos, this.scan);
-      if (this.base + this.scan.offsetDelta === this.offsets[next]) {
-        kept.push({ start, end: pos });
-        next++;
-      }
-    }
-    if (next < this.offsets.length) throw new CarryError(`the record of offset ${this.offsets[next]} is not in the batch at ${this.base}`);
-    // The indexer checked the CRC of every batch below the cleaner's horizon, and the carry batch's of every copy.
-    return rebuildBatch(batch, payload, kept, true);
+    // The copy is what the fetch view serves of the batch with these survivors. The indexer
+    // checked the CRC of every batch below the cleaner's horizon, and the carry batch's of every copy.
+    const survivors = Float64Array.from(this.offsets);
+    const seen = await viewBatch(source.records, source.batch, { cleanedUpTo: Infinity, survivors: () => survivors }, 0);
+    if (seen.kept !== this.offsets.length)
+      throw new CarryError(`${this.offsets.length - seen.kept} of the rows carried from the batch at ${this.base} are not records of it`);
+    return seen.bytes;
   }
 }

@@ -14,6 +14,7 @@
  * A budget only stops the answer between two batches, as it does above the copies.
  */
 import { BATCH_HEADER_SIZE, batchPayload, iterateBatches, readBatchHeader, RecordScan } from '../../protocol/records/batch.js';
+import { LOG_OVERHEAD, Offsets } from '../../protocol/records/batch-header.js';
 import { CorruptRecordError } from '../../protocol/records/errors.js';
 import { carryValueAt, copyOf, emptyCopy, RUN_BYTES } from '../carry/carried-batch.js';
 import { CarryKind, carryKindAt } from '../carry/carry-record.js';
@@ -77,14 +78,14 @@ function readBytes(budget: Budget, taken: number): number {
 }
 
 /** Where a batch of a run starts, reads of its header fields that allocate nothing (offsets are below 2^53). */
-const baseAt = (run: Buffer, pos: number) => run.readUInt32BE(pos) * 2 ** 32 + run.readUInt32BE(pos + 4);
-const lastAt = (run: Buffer, pos: number) => baseAt(run, pos) + run.readInt32BE(pos + 23);
-const countAt = (run: Buffer, pos: number) => run.readInt32BE(pos + 57);
+const baseAt = (run: Buffer, pos: number) => run.readUInt32BE(pos + Offsets.baseOffset) * 2 ** 32 + run.readUInt32BE(pos + Offsets.baseOffset + 4);
+const lastAt = (run: Buffer, pos: number) => baseAt(run, pos) + run.readInt32BE(pos + Offsets.lastOffsetDelta);
+const countAt = (run: Buffer, pos: number) => run.readInt32BE(pos + Offsets.recordCount);
 
 /** Where the batch at `pos` of a run ending at `end` ends; CorruptRecordError when it does not fit. */
 function endAt(run: Buffer, pos: number, end: number): number {
   if (pos + BATCH_HEADER_SIZE > end) throw new CorruptRecordError(`a carried copy's run holds a partial batch at byte ${pos}`);
-  const next = pos + 12 + run.readInt32BE(pos + 8);
+  const next = pos + LOG_OVERHEAD + run.readInt32BE(pos + Offsets.batchLength);
   if (next < pos + BATCH_HEADER_SIZE || next > end) throw new CorruptRecordError(`a carried copy's batch at byte ${pos} does not fit its run`);
   return next;
 }
