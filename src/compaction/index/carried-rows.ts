@@ -40,7 +40,12 @@ class Chunked {
     private readonly mode: 'run' | 'pluck' | 'raw' = 'run',
   ) {}
 
-  statement(n: number): Database.Statement {
+  /** The statement for `n` tuples and its parameter array, to fill before running it. */
+  bound(n: number): { statement: Database.Statement; args: unknown[] } {
+    return { statement: this.statement(n), args: this.params[n]! };
+  }
+
+  private statement(n: number): Database.Statement {
     let st = this.made[n];
     if (!st) {
       const tuple = `(${new Array(this.columns).fill('?').join(',')})`;
@@ -53,10 +58,24 @@ class Chunked {
     return st;
   }
 
-  /** The parameter array of the statement for `n` tuples (made by statement(n)). */
-  args(n: number): unknown[] {
-    return this.params[n]!;
+  /**
+   * `count` items bound chunk by chunk: for each chunk, where it starts among them, its size, its
+   * statement and that statement's parameter array, to fill and run before asking for the next.
+   */
+  *chunks(count: number): Generator<Chunk> {
+    for (let at = 0; at < count;) {
+      const n = chunkSize(count - at);
+      yield { at, n, ...this.bound(n) };
+      at += n;
+    }
   }
+}
+
+interface Chunk {
+  at: number;
+  n: number;
+  statement: Database.Statement;
+  args: unknown[];
 }
 
 interface Statements {
@@ -154,10 +173,8 @@ export function applyCopies(db: Database.Database, partition: number, rows: RowB
  */
 function applyRun(s: Statements, partition: number, rows: RowBuffer, from: number, to: number, firstDirty: number): number {
   const unheld: number[] = [];
-  for (let at = from; at < to;) {
-    const n = chunkSize(to - at);
-    const move = s.move.statement(n);
-    const args = s.move.args(n);
+  for (const { at: chunkAt, n, statement: move, args } of s.move.chunks(to - from)) {
+    const at = from + chunkAt;
     for (let j = 0; j < n; j++) {
       args[3 * j] = rows.offsets[at + j];
       args[3 * j + 1] = rows.phys[at + j];
@@ -167,14 +184,12 @@ function applyRun(s: Statements, partition: number, rows: RowBuffer, from: numbe
     const moved = move.run(args).changes;
     if (moved === 0) for (let j = 0; j < n; j++) unheld.push(at + j);
     else if (moved < n) {
-      const held = s.held.statement(n);
-      const heldArgs = s.held.args(n);
+      const { statement: held, args: heldArgs } = s.held.bound(n);
       for (let j = 0; j < n; j++) heldArgs[j] = rows.offsets[at + j];
       heldArgs[n] = partition;
       const found = new Set(held.all(heldArgs) as number[]);
       for (let j = 0; j < n; j++) if (!found.has(rows.offsets[at + j]!)) unheld.push(at + j);
     }
-    at += n;
   }
   if (unheld.length === 0) return 0;
   const dirty: number[] = [];
@@ -190,10 +205,7 @@ function applyRun(s: Statements, partition: number, rows: RowBuffer, from: numbe
   const taken = new Uint8Array(to - from);
   for (const i of last) taken[i - from] = 1;
   const replaced: number[] = [];
-  for (let at = 0; at < last.length;) {
-    const n = chunkSize(last.length - at);
-    const keysOf = s.keysOf.statement(n);
-    const args = s.keysOf.args(n);
+  for (const { at, n, statement: keysOf, args } of s.keysOf.chunks(last.length)) {
     for (let j = 0; j < n; j++) {
       args[2 * j] = last[at + j];
       args[2 * j + 1] = keyOf(rows, last[at + j]!);
@@ -203,26 +215,18 @@ function applyRun(s: Statements, partition: number, rows: RowBuffer, from: numbe
       if (offset > rows.offsets[i]!) taken[i - from] = 0;
       else replaced.push(offset);
     }
-    at += n;
   }
   const gone = Float64Array.from(replaced).sort();
-  for (let at = 0; at < gone.length;) {
-    const n = chunkSize(gone.length - at);
-    const del = s.deleteRows.statement(n);
-    const args = s.deleteRows.args(n);
+  for (const { at, n, statement: del, args } of s.deleteRows.chunks(gone.length)) {
     for (let j = 0; j < n; j++) args[j] = gone[at + j];
     args[n] = partition;
     gained -= del.run(args).changes;
-    at += n;
   }
   const inserted: number[] = [];
   for (let i = from; i < to; i++) if (taken[i - from] === 1) inserted.push(i);
   gained += insertCopies(s, partition, rows, inserted);
   const entries = last.filter((i) => taken[i - from] === 1);
-  for (let at = 0; at < entries.length;) {
-    const n = chunkSize(entries.length - at);
-    const setKeys = s.setKeys.statement(n);
-    const args = s.setKeys.args(n);
+  for (const { at, n, statement: setKeys, args } of s.setKeys.chunks(entries.length)) {
     for (let j = 0; j < n; j++) {
       const i = entries[at + j]!;
       args[3 * j] = partition;
@@ -230,7 +234,6 @@ function applyRun(s: Statements, partition: number, rows: RowBuffer, from: numbe
       args[3 * j + 2] = rows.offsets[i];
     }
     setKeys.run(args);
-    at += n;
   }
   return gained;
 }
@@ -258,10 +261,7 @@ function inKeyOrder(rows: RowBuffer, from: number, which: Map<string, number>): 
 
 /** Inserts the rows of the copies at `which` (row indexes, in offset order); returns how many. */
 function insertCopies(s: Statements, partition: number, rows: RowBuffer, which: readonly number[]): number {
-  for (let at = 0; at < which.length;) {
-    const n = chunkSize(which.length - at);
-    const insert = s.insertRows.statement(n);
-    const args = s.insertRows.args(n);
+  for (const { at, n, statement: insert, args } of s.insertRows.chunks(which.length)) {
     for (let j = 0; j < n; j++) {
       const i = which[at + j]!;
       const horizon = rows.horizons[i]!;
@@ -276,7 +276,6 @@ function insertCopies(s: Statements, partition: number, rows: RowBuffer, which: 
       args[p + 7] = rows.phys[i];
     }
     insert.run(args);
-    at += n;
   }
   return which.length;
 }
