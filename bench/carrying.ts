@@ -23,8 +23,8 @@
  * go, the two producers writing different keys). Kafka's logs live under $KCOMPACT_BENCH_TMPDIR
  * (default /dev/shm when it exists), the proxies' data directories under --index-dir.
  *
- *   node dist/bench/carrying.js [--keys 100000] [--rewrites 50] [--batch 500] [--small-keys 20000]
- *     [--small-rewrites 10] [--small-batch 4] [--cleans 5] [--read-rounds 3] [--cpu-prof DIR]
+ *   node dist/bench/carrying.js [--keys 100000] [--rewrites 50] [--batch 500] [--small-keys 100000]
+ *     [--small-rewrites 2] [--small-batch 4] [--cleans 5] [--read-rounds 5] [--cpu-prof DIR]
  *     [--json FILE]   (--help lists every flag)
  */
 import fs from 'node:fs';
@@ -53,8 +53,8 @@ const OPTIONS = {
   keys: { type: 'string', default: '100000' },
   rewrites: { type: 'string', default: '50' },
   batch: { type: 'string', default: '500' },
-  'small-keys': { type: 'string', default: '20000' },
-  'small-rewrites': { type: 'string', default: '10' },
+  'small-keys': { type: 'string', default: '100000' },
+  'small-rewrites': { type: 'string', default: '2' },
   'small-batch': { type: 'string', default: '4' },
   'value-size': { type: 'string', default: '100' },
   cleans: { type: 'string', default: '5' },
@@ -71,7 +71,8 @@ const HELP: Record<keyof typeof OPTIONS, string> = {
   keys: 'keys of the main workload (large batches), drawn uniformly at random',
   rewrites: 'records per key of the main workload, on average (records = keys x rewrites)',
   batch: 'records per produced batch of the main workload',
-  'small-keys': 'keys of the second workload (small batches, for reads); 0 leaves it out',
+  'small-keys':
+    "keys of the second workload (small batches, for reads: its default makes a cleaned topic about the size of the first one's, so the two reads differ in batch size alone); 0 leaves it out",
   'small-rewrites': 'records per key of the second workload, on average',
   'small-batch': 'records per produced batch of the second workload',
   'value-size': 'value bytes (random: no codec squeezes them)',

@@ -133,6 +133,7 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
     filteredRecords: () => engine.fetchView.stats.removedRecords,
     heldFetches: () => engine.fetchView.stats.outOfRangeHeld,
     viewCache: () => engine.fetchView.cache,
+    copiesAhead: () => engine.fetchView.copiesAhead,
   });
 
   const proxy = new ProxyServer({

@@ -5,6 +5,7 @@ import { type RequestHeaderInit, responseHeaderVersion, writeRequestHeader, writ
 import { Reader } from './wire/reader.js';
 import { compileStruct, protocolError, type Struct, type StructCodec } from './wire/struct-codec.js';
 import { Writer } from './wire/writer.js';
+import { FrameParts, type OutgoingFrame } from './wire/frame-parts.js';
 
 export type { Struct } from './wire/struct-codec.js';
 export type { TaggedField } from './wire/tagged-field.js';
@@ -171,13 +172,31 @@ export function encodeRequestFrame(header: RequestHeaderInit, body: object): Buf
 
 /** A complete response frame: size prefix, response header (v0 or v1 as the version needs), body. */
 export function encodeResponseFrame(apiKey: number, version: number, correlationId: number, body: object): Buffer {
+  return sealFrame(responseWriter(apiKey, version, correlationId, body));
+}
+
+/** Frames at least this large go out in parts rather than joined (frame-parts.ts). */
+const PARTS_FROM_BYTES = 64 * 1024;
+
+/** A response frame for a socket: in parts when large (its byte fields by reference), else one buffer. */
+export function encodeOutgoingResponse(apiKey: number, version: number, correlationId: number, body: object): OutgoingFrame {
+  const w = responseWriter(apiKey, version, correlationId, body);
+  const length = w.length;
+  if (length < PARTS_FROM_BYTES) return sealFrame(w);
+  const parts = w.finishParts();
+  // The first part begins with the size prefix: the writer's first four bytes, never a byte field.
+  parts[0]!.writeInt32BE(length - 4, 0);
+  return parts.length === 1 ? parts[0]! : new FrameParts(parts, length);
+}
+
+function responseWriter(apiKey: number, version: number, correlationId: number, body: object): Writer {
   const { codec, label } = compiledFor(apiKey, version, 'response');
   try {
     const w = new Writer(512);
     w.int32(0);
     writeResponseHeader(w, correlationId, responseHeaderVersion(apiKey, version)!);
     codec.write(w, body);
-    return sealFrame(w);
+    return w;
   } catch (e) {
     throw protocolError(label, e);
   }

@@ -16,6 +16,7 @@ import { decodeRequestHeader } from '../protocol/headers.js';
 import { ProtocolError } from '../protocol/errors.js';
 import type { HostPort } from './broker-map.js';
 import { FrameReader, type FrameRouter } from './frame-reader.js';
+import { FrameParts, type OutgoingFrame } from '../protocol/wire/frame-parts.js';
 import { produceAcks } from './produce-acks.js';
 import { patchRequestVersion } from './request-version-patch.js';
 import { largeReads } from './large-reads.js';
@@ -39,7 +40,7 @@ export interface ConnectionDeps {
 }
 
 interface Slot {
-  frame: Buffer | null;
+  frame: OutgoingFrame | null;
   api: ApiMeter;
   /** performance.now() when the request arrived. */
   start: number;
@@ -391,7 +392,7 @@ export class ProxyConnection {
       this.flush();
       return;
     }
-    let out: Buffer | Closing | Promise<Buffer | Closing>;
+    let out: OutgoingFrame | Closing | Promise<OutgoingFrame | Closing>;
     try {
       out = this.deps.chain.response(head.apiKey, head.apiVersion, correlationId, frame, head.continuations);
     } catch (err) {
@@ -408,7 +409,7 @@ export class ProxyConnection {
     );
   }
 
-  private answered(head: Awaiting, out: Buffer | Closing): void {
+  private answered(head: Awaiting, out: OutgoingFrame | Closing): void {
     if (this.closed) return;
     if (out instanceof Closing) {
       this.close(out.reason, out.error);
@@ -432,9 +433,20 @@ export class ProxyConnection {
       const frame = slot.frame!;
       this.meter.bytesToClients += frame.length;
       slot.api.observe((performance.now() - slot.start) / 1000);
-      if (!this.client.write(frame)) this.pauseUpstream();
+      if (!this.writeToClient(frame)) this.pauseUpstream();
     }
     if (this.draining) this.closeIfDrained();
+  }
+
+  /** Writes a frame to the client; false when the socket asks to wait for 'drain'. */
+  private writeToClient(frame: OutgoingFrame): boolean {
+    if (!(frame instanceof FrameParts)) return this.client.write(frame);
+    // Corked, the parts go to the socket together (one writev), none of them copied first.
+    this.client.cork();
+    let room = true;
+    for (const part of frame.parts) room = this.client.write(part);
+    this.client.uncork();
+    return room;
   }
 
   private pauseClient(): void {

@@ -17,6 +17,7 @@ import { confluentKafka, franzGo, kafkaPython } from '../support/client-matrix/d
 import { kafkaJs } from '../support/client-matrix/drivers/kafkajs.js';
 import { comparableRecords } from '../support/client-matrix/records.js';
 import { pollUntil, requirePeers, startKafka, startKfake } from '../support/index.js';
+import { readPartitionRaw } from '../support/raw-reader.js';
 
 const TOPIC = 'carried';
 const KEYS = 200;
@@ -139,6 +140,17 @@ async function carryingSuite(t: TestContext, upstream: string): Promise<void> {
       assert.equal(Number(byTime!.offset), want.find((w) => w.timestamp >= r.timestamp)!.offset, `the first offset at or after ${r.timestamp}`);
     }
     t.diagnostic(`carried ${pass!.copies} copies (${pass!.bytesWritten} bytes) of ${written.length} records; store starts at ${earliest}`);
+
+    // A reader taking one batch per fetch: from the second fetch on, its answers were begun
+    // while it read the one before (copies-ahead.ts), and it sees the same records byte for byte, CRCs checked.
+    const stepped = await readPartitionRaw(carrier.bootstrap, TOPIC, 0, { partitionMaxBytes: 2048, timeoutMs: 60_000 });
+    assert.deepEqual(
+      stepped.records.filter((r) => r.offset < cleanedUpTo).map(({ offset, timestamp, key, value }) => ({ offset, timestamp, key, value })),
+      want,
+    );
+    assert.ok(stepped.fetches >= 4, `${stepped.fetches} fetches`);
+    const ahead = carrier.compaction.fetchView.copiesAhead;
+    assert.ok(ahead.used >= 2 && ahead.used <= ahead.begun, `answers begun ahead ${ahead.begun}, used ${ahead.used}`);
 
     // A second round of updates, carried again: the first pass's copies are let go in turn.
     await writeUpdates(producer, 3, ROUNDS);

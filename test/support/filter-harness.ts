@@ -4,6 +4,7 @@
  * The filter runs in a real FilterChain of its own, over frames encoded and decoded by the real
  * codec, so what a test sees is what a client and an upstream would see.
  */
+import { wholeFrame } from '../../src/protocol/wire/frame-parts.js';
 import { decodeRequestHeader, decodeResponseHeader, responseHeaderVersion } from '../../src/protocol/headers.js';
 import {
   decodeRequest,
@@ -95,7 +96,10 @@ export class FilterHarness {
     const original = Buffer.from(frame);
     const routed = await this.chain.request(frame, decodeRequestHeader(frame.subarray(4)), opts.expectsResponse ?? true);
     if (routed instanceof Closing) return { kind: 'close', reason: routed.reason, error: routed.error };
-    if (routed.kind === 'respond') return { kind: 'respond', body: readResponse(apiKey, version, routed.frame), frame: routed.frame };
+    if (routed.kind === 'respond') {
+      const whole = wholeFrame(routed.frame);
+      return { kind: 'respond', body: readResponse(apiKey, version, whole), frame: whole };
+    }
     const header = decodeRequestHeader(routed.frame.subarray(4));
     const continuations = routed.continuations;
     return {
@@ -124,8 +128,9 @@ export class FilterHarness {
   ): Promise<ResponseRun<K>> {
     const frame = encodeResponseFrame(apiKey, version, correlationId, body as object);
     const original = Buffer.from(frame);
-    const out = await this.chain.response(apiKey, version, correlationId, frame, continuations);
-    if (out instanceof Closing) return { kind: 'close', reason: out.reason, error: out.error };
+    const routed = await this.chain.response(apiKey, version, correlationId, frame, continuations);
+    if (routed instanceof Closing) return { kind: 'close', reason: routed.reason, error: routed.error };
+    const out = wholeFrame(routed);
     return { kind: 'forward', body: readResponse(apiKey, version, out), changed: !out.equals(original), frame: out };
   }
 }

@@ -50,7 +50,7 @@ export async function readPartitionRaw(
   address: string,
   topic: string,
   partition: number,
-  opts: { from?: number; isolationLevel?: number; timeoutMs?: number; maxWaitMs?: number } = {},
+  opts: { from?: number; isolationLevel?: number; timeoutMs?: number; maxWaitMs?: number; partitionMaxBytes?: number } = {},
 ): Promise<RawRead> {
   const conn = await RawConnection.open(address);
   const deadline = Date.now() + (opts.timeoutMs ?? 60_000);
@@ -60,7 +60,12 @@ export async function readPartitionRaw(
     for (;;) {
       if (Date.now() > deadline) throw new Error(`no end of ${topic}-${partition} within the deadline: at ${position}, high watermark ${out.end}`);
       const id = correlation++;
-      conn.request(ApiKey.Fetch, FETCH_VERSION, fetchBody(topic, partition, position, opts.isolationLevel ?? 0, opts.maxWaitMs ?? 100), id);
+      conn.request(
+        ApiKey.Fetch,
+        FETCH_VERSION,
+        fetchBody(topic, partition, position, opts.isolationLevel ?? 0, opts.maxWaitMs ?? 100, opts.partitionMaxBytes),
+        id,
+      );
       const { body } = await conn.response(ApiKey.Fetch, FETCH_VERSION, 30_000);
       out.fetches++;
       if (body.errorCode !== 0) throw new RawReadError(`Fetch of ${topic} answered error ${body.errorCode}`, body.errorCode);
@@ -148,7 +153,7 @@ export async function epochEndRaw(
   }
 }
 
-export function fetchBody(topic: string, partition: number, offset: number, isolationLevel: number, maxWaitMs: number): object {
+export function fetchBody(topic: string, partition: number, offset: number, isolationLevel: number, maxWaitMs: number, partitionMaxBytes = 1 << 20): object {
   return {
     replicaId: -1,
     maxWaitMs,
@@ -160,7 +165,7 @@ export function fetchBody(topic: string, partition: number, offset: number, isol
     topics: [
       {
         topic,
-        partitions: [{ partition, currentLeaderEpoch: -1, fetchOffset: BigInt(offset), lastFetchedEpoch: -1, logStartOffset: -1n, partitionMaxBytes: 1 << 20 }],
+        partitions: [{ partition, currentLeaderEpoch: -1, fetchOffset: BigInt(offset), lastFetchedEpoch: -1, logStartOffset: -1n, partitionMaxBytes }],
       },
     ],
     forgottenTopicsData: [],

@@ -11,7 +11,9 @@
  * store (visible-records.ts), so that what a replica serves from the copies follows its index as
  * it does above them.
  *
- * A budget only stops the answer between two batches, as it does above the copies.
+ * A budget only stops the answer between two batches, as it does above the copies. The answer's
+ * batches are views of the reads of the copies, which it hands on with them (`held`), to be given
+ * back once the answer has been put together (copies-ahead.ts begins answers early).
  */
 import { BATCH_HEADER_SIZE, batchPayload, iterateBatches, readBatchHeader, RecordScan } from '../../protocol/records/batch.js';
 import { LOG_OVERHEAD, Offsets } from '../../protocol/records/batch-header.js';
@@ -38,29 +40,6 @@ export interface CopiesTarget {
   carried: CarriedSnapshot;
 }
 
-/** A read of the copies begun ahead (with the client's request): from where, and the read. */
-export interface CopiesRead {
-  at: number;
-  read: Promise<UpstreamRead>;
-}
-
-/** Begins the first read of the copies for a client's offset, before the upstream answers the client's request. */
-export function readCopiesAhead(upstream: UpstreamReads, target: CopiesTarget, from: number, budget: Budget): CopiesRead {
-  const at = copiesReadFrom(target.carried, from);
-  const read = upstream.readPartition(copiesRead(target, at, budget, 0));
-  // Not awaited when the answer goes another way: its failure is the answer's, or nobody's.
-  read.catch(() => undefined);
-  return { at, read };
-}
-
-/** Gives a read begun ahead back when the answer does not use it. */
-export function dropRead(ahead: CopiesRead | undefined): void {
-  ahead?.read.then(
-    (r) => r.release(),
-    () => undefined,
-  );
-}
-
 function copiesRead(target: CopiesTarget, fetchOffset: number, budget: Budget, taken: number): PartitionRead {
   return {
     topic: target.topic,
@@ -77,22 +56,34 @@ function readBytes(budget: Budget, taken: number): number {
   return Math.floor(Math.max(MIN_READ_BYTES, Math.min(MAX_READ_BYTES, room + room / 16 + RUN_BYTES)));
 }
 
-/** Where a batch of a run starts, reads of its header fields that allocate nothing (offsets are below 2^53). */
-const baseAt = (run: Buffer, pos: number) => run.readUInt32BE(pos + Offsets.baseOffset) * 2 ** 32 + run.readUInt32BE(pos + Offsets.baseOffset + 4);
-const lastAt = (run: Buffer, pos: number) => baseAt(run, pos) + run.readInt32BE(pos + Offsets.lastOffsetDelta);
-const countAt = (run: Buffer, pos: number) => run.readInt32BE(pos + Offsets.recordCount);
+/**
+ * Header fields of the batch at `pos` of a run, read byte by byte: a read of a megabyte of small
+ * batches reads some ten thousand of them, and Buffer's own readers check their arguments on
+ * every call. endAt() has checked that the header lies within the run.
+ */
+const u32At = (run: Buffer, at: number) => ((run[at]! << 24) | (run[at + 1]! << 16) | (run[at + 2]! << 8) | run[at + 3]!) >>> 0;
+const i32At = (run: Buffer, at: number) => (run[at]! << 24) | (run[at + 1]! << 16) | (run[at + 2]! << 8) | run[at + 3]!;
+/** Offsets are below 2^53. */
+const baseAt = (run: Buffer, pos: number) => u32At(run, pos + Offsets.baseOffset) * 2 ** 32 + u32At(run, pos + Offsets.baseOffset + 4);
+const countAt = (run: Buffer, pos: number) => i32At(run, pos + Offsets.recordCount);
 
 /** Where the batch at `pos` of a run ending at `end` ends; CorruptRecordError when it does not fit. */
 function endAt(run: Buffer, pos: number, end: number): number {
   if (pos + BATCH_HEADER_SIZE > end) throw new CorruptRecordError(`a carried copy's run holds a partial batch at byte ${pos}`);
-  const next = pos + LOG_OVERHEAD + run.readInt32BE(pos + Offsets.batchLength);
+  const next = pos + LOG_OVERHEAD + i32At(run, pos + Offsets.batchLength);
   if (next < pos + BATCH_HEADER_SIZE || next > end) throw new CorruptRecordError(`a carried copy's batch at byte ${pos} does not fit its run`);
   return next;
 }
 
-/** The answer being put together from the copies. */
+/**
+ * The answer being put together from the copies. Its batches are views of the reads of the
+ * copies, which it holds (`reads`) until the answer has been put together in one piece: a read
+ * is about the size of the answer, so copying out of it would cost a copy of every byte and save
+ * little memory.
+ */
 class CopiesAnswer {
   readonly batches: Buffer[] = [];
+  readonly reads: UpstreamRead[] = [];
   size = 0;
   progress = 0;
   removed = 0;
@@ -118,8 +109,8 @@ class CopiesAnswer {
     while (pos < end) {
       const next = endAt(run, pos, end);
       const base = baseAt(run, pos);
-      const last = lastAt(run, pos);
       if (base >= start) return pos;
+      const last = base + i32At(run, pos + Offsets.lastOffsetDelta);
       if (last < this.from || last <= this.servedThrough) {
         pos = next;
         continue;
@@ -128,37 +119,29 @@ class CopiesAnswer {
       if (!(await this.viewed(run, pos))) return pos;
       pos = next;
     }
-    // A stretch whose every record survives goes out as it is.
-    let stretchEnd = pos;
+    // The stretch below `start` that the budget takes, in one walk; it goes out as it is when every record of it survives.
+    let cut = pos;
     let records = 0;
     let last = -1;
-    while (stretchEnd < end && baseAt(run, stretchEnd) < start) {
-      records += countAt(run, stretchEnd);
-      last = lastAt(run, stretchEnd);
-      stretchEnd = endAt(run, stretchEnd, end);
+    while (cut < end) {
+      const next = endAt(run, cut, end);
+      const base = baseAt(run, cut);
+      if (base >= start || leftOut(this.budget, this.size + cut - pos, next - cut)) break;
+      records += countAt(run, cut);
+      last = base + i32At(run, cut + Offsets.lastOffsetDelta);
+      cut = next;
     }
-    if (stretchEnd === pos) return pos;
-    const first = baseAt(run, pos);
-    if (last < this.visibility.cleanedUpTo && this.view.survivorCount(first, last + 1) === records) {
-      let taken = pos;
-      while (taken < stretchEnd) {
-        const next = endAt(run, taken, stretchEnd);
-        if (leftOut(this.budget, this.size + taken - pos, next - taken)) {
-          this.full = true;
-          break;
-        }
-        this.progress += countAt(run, taken);
-        this.servedThrough = lastAt(run, taken);
-        taken = next;
-      }
-      if (taken > pos) {
-        // A view of the read, which is released once the answer is put together: copied out.
-        this.batches.push(Buffer.from(run.subarray(pos, taken)));
-        this.size += taken - pos;
-      }
-      return taken;
+    if (cut > pos && last < this.visibility.cleanedUpTo && this.view.survivorCount(baseAt(run, pos), last + 1) === records) {
+      this.batches.push(run.subarray(pos, cut));
+      this.size += cut - pos;
+      this.progress += records;
+      this.servedThrough = last;
+      // Stopped by the budget rather than at `start` or the run's end.
+      if (cut < end && baseAt(run, cut) < start) this.full = true;
+      return cut;
     }
-    for (; pos < stretchEnd; pos = endAt(run, pos, stretchEnd)) if (!(await this.viewed(run, pos))) return pos;
+    // Records were removed since the pass (or a rebuilt batch may fit where the original did not): batch by batch.
+    for (; pos < end && baseAt(run, pos) < start; pos = endAt(run, pos, end)) if (!(await this.viewed(run, pos))) return pos;
     return pos;
   }
 
@@ -172,8 +155,7 @@ class CopiesAnswer {
       this.full = true;
       return false;
     }
-    // A batch served as it was is a view of the read, which is released once the answer is put together.
-    this.batches.push(seen.bytes === batch.bytes ? Buffer.from(seen.bytes) : seen.bytes);
+    this.batches.push(seen.bytes);
     this.size += seen.bytes.length;
     this.progress += seen.progress;
     if (seen.rebuilt) this.rebuilt++;
@@ -183,7 +165,7 @@ class CopiesAnswer {
 }
 
 /** The records from `from` up to the snapshot's copiesBelow, as far as the budget takes them. */
-export async function carriedRecords(upstream: UpstreamReads, target: CopiesTarget, from: number, budget: Budget, ahead?: CopiesRead): Promise<VisibleRecords> {
+export async function carriedRecords(upstream: UpstreamReads, target: CopiesTarget, from: number, budget: Budget): Promise<VisibleRecords> {
   const { view, carried } = target;
   const start = carried.copiesBelow;
   const visibility: Visibility = { cleanedUpTo: view.cleanedUpTo(), survivors: (a, b) => view.survivors(a, b) };
@@ -193,13 +175,9 @@ export async function carriedRecords(upstream: UpstreamReads, target: CopiesTarg
   let pos = copiesReadFrom(carried, from);
   let reachedStart = false;
   let bytesRead = 0;
-  if (ahead && ahead.at !== pos) {
-    dropRead(ahead);
-    ahead = undefined;
-  }
   walk: while (pos <= carried.copiesTo) {
-    const read = await (ahead?.read ?? upstream.readPartition(copiesRead(target, pos, budget, answer.size)));
-    ahead = undefined;
+    const read = await upstream.readPartition(copiesRead(target, pos, budget, answer.size));
+    const taken = answer.batches.length;
     try {
       // The pass's copies went (a newer pass this replica has not read yet): what was found stands.
       if (read.errorCode !== 0 || !read.records) break;
@@ -225,14 +203,15 @@ export async function carriedRecords(upstream: UpstreamReads, target: CopiesTarg
         }
       }
     } finally {
-      read.release();
+      if (answer.batches.length > taken) answer.reads.push(read);
+      else read.release();
     }
   }
-  dropRead(ahead);
   if (pos > carried.copiesTo) reachedStart = true;
-  const { batches, progress, removed, rebuilt, servedThrough, full } = answer;
+  const { batches, reads, progress, removed, rebuilt, servedThrough, full } = answer;
   return {
     batches,
+    held: reads,
     trailingEmpty: null,
     truncatedTail: Buffer.alloc(0),
     progress,

@@ -24,7 +24,8 @@ import { planRead, type ReadPlan } from './read-plan.js';
 import { answerOutOfRange } from './out-of-range.js';
 import { ErrorCode } from '../../protocol/errors.js';
 import { copiesHold } from '../index/survivor-set.js';
-import { dropRead, readCopiesAhead, type CopiesRead } from './carried-records.js';
+import { beginCopies, CopiesAhead, DEFAULT_COPIES_AHEAD, dropBegun, type CopiesAheadOptions, type CopiesBegun } from './copies-ahead.js';
+import type { Budget } from './visible-records.js';
 import type { UpstreamReads } from './upstream-reads.js';
 import { DEFAULT_VIEW_CACHE_BYTES, ViewCache, type ViewCacheStats, type ViewedBatch } from './view-cache.js';
 
@@ -38,6 +39,8 @@ export interface FetchViewOptions {
   log: Logger;
   /** Memory for the view's batches below the horizon (view-cache.ts); 0 turns the cache off. */
   cacheBytes?: number;
+  /** Answers from carried copies begun for clients' next fetches (copies-ahead.ts). */
+  copiesAhead?: CopiesAheadOptions;
   clock?: () => number;
 }
 
@@ -57,6 +60,8 @@ export interface FetchViewStats extends ViewCounters {
 export interface FetchView extends Filter {
   readonly stats: FetchViewStats;
   readonly cache: ViewCacheStats;
+  /** Answers from the copies begun for clients' next fetches, and how many of them a next fetch used. */
+  readonly copiesAhead: { readonly begun: number; readonly used: number };
 }
 
 const FIRST_TOPIC_ID_VERSION = 13;
@@ -80,6 +85,14 @@ const NOT_INDEXED: PartitionIndexView = {
   carried: () => undefined,
 };
 
+/**
+ * The budget of a partition's answer from the copies, as its request's limits will give it when
+ * no partition before it in the response takes any of the room (PartitionAnswer.start).
+ */
+function copiesBudget(partitionMaxBytes: number, requestMaxBytes: number): Budget {
+  return { maxBytes: Math.min(partitionMaxBytes, requestMaxBytes, MAX_VIEWED_RESPONSE_BYTES), oneAnyway: true };
+}
+
 /** What a cached run brings an answer limited to `limit` bytes. */
 function cachedBytesUpTo(batches: readonly ViewedBatch[], limit: number): number {
   let bytes = 0;
@@ -92,6 +105,7 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
   const log = opts.log.child({ component: 'fetch-view' });
   const answers = new EmptyAnswers({ clock });
   const cache = new ViewCache(opts.cacheBytes ?? DEFAULT_VIEW_CACHE_BYTES);
+  const ahead = new CopiesAhead(opts.copiesAhead ?? DEFAULT_COPIES_AHEAD);
   const stats: FetchViewStats = {
     requests: 0,
     viewedRequests: 0,
@@ -132,14 +146,14 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
         const carried = view.carried();
         let read: ReadPlan;
         let cached: readonly ViewedBatch[] | undefined;
-        let copiesRead: CopiesRead | undefined;
+        let copiesBegun: CopiesBegun | undefined;
         if (copiesHold(carried, clientOffset)) {
           // Below the last pass's release end the copies answer (carried-records.ts): the upstream is
-          // asked for its offsets only, and the copies are read meanwhile.
-          copiesRead = readCopiesAhead(opts.upstream, { topic: name, partition: p.partition, view, carried }, clientOffset, {
-            maxBytes: partitionMaxBytes,
-            oneAnyway: true,
-          });
+          // asked for its offsets only, and the answer is put together meanwhile, if it was not already.
+          const budget = copiesBudget(partitionMaxBytes, body.maxBytes);
+          copiesBegun =
+            ahead.take(name, p.partition, clientOffset, view, budget) ??
+            beginCopies(opts.upstream, { topic: name, partition: p.partition, view, carried }, clientOffset, budget);
           read = { fetchOffset: carried.copiesBelow };
           p.fetchOffset = BigInt(carried.copiesBelow);
           p.partitionMaxBytes = 0;
@@ -173,7 +187,7 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
           plan: read,
           ...(cached && { cached }),
           ...(carried && { carried }),
-          ...(copiesRead && { copiesRead }),
+          ...(copiesBegun && { copiesBegun }),
           currentLeaderEpoch: p.currentLeaderEpoch ?? -1,
           partitionMaxBytes,
           isolationLevel: body.isolationLevel,
@@ -231,7 +245,7 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
       for (const p of t.partitions) {
         const target = targets.get(targetKey(topicKey(t, byId), p.partitionIndex));
         if (target && p.errorCode === ErrorCode.OFFSET_OUT_OF_RANGE && (await answerOutOfRange(opts.index, opts.upstream, target, p, deadline - clock()))) {
-          dropRead(target.copiesRead);
+          dropBegun(target.copiesBegun);
           stats.outOfRangeHeld++;
           changed = true;
         } else if (target) {
@@ -264,9 +278,21 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
           partition: answer.target.partition,
           reason: answer.corrupt,
         });
+      beginNext(answer, request.maxBytes);
     }
     // A consumer reading past the cleaner's horizon gets the upstream's frame itself.
     return changed ? ctx.forward(body) : ctx.forward();
+  }
+
+  /** A client whose answer ended among the copies will want the next stretch of them: begun now, under the index as it is now. */
+  function beginNext(answer: PartitionAnswer, requestMaxBytes: number): void {
+    const next = answer.nextFromCopies;
+    if (next === undefined) return;
+    const { topic, partition, partitionMaxBytes } = answer.target;
+    const view = opts.index.partition(topic, partition);
+    const carried = view?.carried();
+    if (view && copiesHold(carried, next))
+      ahead.begin(opts.upstream, { topic, partition, view, carried }, next, copiesBudget(partitionMaxBytes, requestMaxBytes));
   }
 
   function onRequest(req: FilterRequest<Fetch>, ctx: RequestContext<Fetch>): RequestOutcome<Fetch> | Promise<RequestOutcome<Fetch>> {
@@ -298,6 +324,9 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
     stats,
     get cache() {
       return cache.stats;
+    },
+    get copiesAhead() {
+      return { begun: ahead.begun, used: ahead.used };
     },
   };
 }

@@ -12,13 +12,24 @@ import { encodeBatch, iterateBatches } from '../../protocol/records/batch.js';
 import type { PartitionIndexView } from '../index-view.js';
 import { mergeAbortedTransactions, visibleAbortedTransactions } from './aborted-transactions.js';
 import type { EmptyAnswers } from './empty-answers.js';
-import { nextReadable, type ReadPlan } from './read-plan.js';
+import { amongPassRecords, nextReadable, type ReadPlan } from './read-plan.js';
 import { rawBytesFor } from './read-size.js';
 import type { PartitionRecords, UpstreamReads } from './upstream-reads.js';
 import type { ViewCache, ViewedBatch } from './view-cache.js';
 import type { CarriedSnapshot } from '../index/survivor-set.js';
-import { carriedRecords, dropRead, type CopiesRead } from './carried-records.js';
-import { cachedRecords, visibleRecords, type BatchesWalked, type Budget, type MarkerSeen, type VisibleRecords, type Visibility } from './visible-records.js';
+import { carriedRecords } from './carried-records.js';
+import { begunFits, dropBegun, type CopiesBegun } from './copies-ahead.js';
+import {
+  cachedRecords,
+  visibleRecords,
+  releaseHeld,
+  type BatchesWalked,
+  type Budget,
+  type Releasable,
+  type MarkerSeen,
+  type VisibleRecords,
+  type Visibility,
+} from './visible-records.js';
 
 const READ_UNCOMMITTED = 0;
 
@@ -33,8 +44,8 @@ export interface PartitionTarget {
   cached?: readonly ViewedBatch[];
   /** Where a carried partition's records are (carried-records.ts answers below its copiesBelow). */
   carried?: CarriedSnapshot;
-  /** The first read of the copies, begun with the client's request rather than after its answer. */
-  copiesRead?: CopiesRead;
+  /** The answer from the copies, begun with the client's request or after its previous answer (copies-ahead.ts). */
+  copiesBegun?: CopiesBegun;
   currentLeaderEpoch: number;
   partitionMaxBytes: number;
   isolationLevel: number;
@@ -65,8 +76,10 @@ export class PartitionAnswer {
   private full = false;
   /** The complete raw batches seen so far, to size further reads by what an offset costs. */
   private readonly walked: BatchesWalked = { bytes: 0, offsets: 0, batches: 0 };
-  /** Whether the answer's last batches came from the view cache rather than an upstream read. */
-  private lastFromCache = false;
+  /** Where the answer's last batches came from: a read of the store, the view cache or the carried copies. */
+  private lastFrom: 'store' | 'cache' | 'copies' = 'store';
+  /** Reads the batches are views of (carried-records.ts), given back once the answer is one buffer. */
+  private readonly held: Releasable[] = [];
 
   constructor(
     readonly target: PartitionTarget,
@@ -94,22 +107,22 @@ export class PartitionAnswer {
     upstream: UpstreamReads,
   ): Promise<PartitionAnswer> {
     const answer = new PartitionAnswer(target, data, counters, cache);
-    const copiesRead = target.copiesRead;
-    target.copiesRead = undefined;
+    const begun = target.copiesBegun;
+    target.copiesBegun = undefined;
     if (data.errorCode !== 0) {
-      dropRead(copiesRead);
+      dropBegun(begun);
       return answer;
     }
     const budget = { maxBytes: Math.min(target.partitionMaxBytes, responseRoom), oneAnyway: true };
     if (target.carried && target.carried.copiesFrom >= 0 && target.clientOffset < target.carried.copiesBelow) {
       answer.changed = true;
-      answer.add(await answer.fromCopies(upstream, target.clientOffset, budget, copiesRead));
+      answer.add(await answer.fromCopies(upstream, target.clientOffset, budget, begun), 'copies');
       return answer;
     }
-    dropRead(copiesRead);
+    dropBegun(begun);
     if (target.cached && target.plan.fetchOffset < Number(answer.limit())) {
       answer.changed = true;
-      answer.add(cachedRecords(target.cached, budget), true);
+      answer.add(cachedRecords(target.cached, budget), 'cache');
     } else {
       answer.add(await answer.view(data.records, budget));
     }
@@ -137,14 +150,16 @@ export class PartitionAnswer {
    * either the client has nothing yet or the answer is below its partition limit and the next
    * offset below the cleaner's horizon. Past the horizon nothing is filtered, so an upstream read
    * that ran into it is what Kafka would have answered; cached batches stop at the horizon, and
-   * one upstream read past it follows them.
+   * copies where the store's records resume, and one upstream read past them follows; a read
+   * that ran into the last pass's own records (read-plan.ts) goes on past them.
    */
   get wantsMore(): boolean {
     if (this.failed || this.corrupt !== null || this.full || this.end < 0) return false;
     const next = this.end + 1;
     if (next >= Number(this.limit())) return false;
     if (this.progress === 0) return true;
-    return (next < this.target.view.cleanedUpTo() || this.lastFromCache) && this.size < this.target.partitionMaxBytes;
+    const { view, partitionMaxBytes } = this.target;
+    return (next < view.cleanedUpTo() || this.lastFrom !== 'store' || amongPassRecords(view, next)) && this.size < partitionMaxBytes;
   }
 
   /**
@@ -171,8 +186,8 @@ export class PartitionAnswer {
       const budget = { maxBytes: room, oneAnyway: alone };
       if (carried && carried.copiesFrom >= 0 && this.end + 1 < carried.copiesBelow) {
         const seen = await this.fromCopies(upstream, this.end + 1, budget);
-        if (seen.end <= this.end) return;
-        this.add(seen);
+        if (seen.end <= this.end) return releaseHeld(seen.held);
+        this.add(seen, 'copies');
         continue;
       }
       const fetchOffset = nextReadable(view, this.end + 1, true);
@@ -184,7 +199,7 @@ export class PartitionAnswer {
         const seen = cachedRecords(cached, budget);
         if (seen.end < 0 || (seen.full && seen.batches.length === 0)) return;
         this.changed = true;
-        this.add(seen, true);
+        this.add(seen, 'cache');
         continue;
       }
       this.counters.extraReads++;
@@ -222,9 +237,15 @@ export class PartitionAnswer {
    * The records from `from` below copiesBelow, from the last whole pass's copies; when none
    * survive there, an empty batch up to copiesBelow moves the client on.
    */
-  private async fromCopies(upstream: UpstreamReads, from: number, budget: Budget, first?: CopiesRead): Promise<VisibleRecords> {
+  private async fromCopies(upstream: UpstreamReads, from: number, budget: Budget, begun?: CopiesBegun): Promise<VisibleRecords> {
     const { topic, partition, view, carried } = this.target;
-    const seen = await carriedRecords(upstream, { topic, partition, view, carried: carried! }, from, budget, first);
+    let seen: VisibleRecords;
+    if (begun && begunFits(begun, view, from, budget)) {
+      seen = await begun.records;
+    } else {
+      dropBegun(begun);
+      seen = await carriedRecords(upstream, { topic, partition, view, carried: carried! }, from, budget);
+    }
     if (seen.batches.length === 0 && seen.end >= from) seen.trailingEmpty = await emptyBatch(from, seen.end);
     return seen;
   }
@@ -239,8 +260,23 @@ export class PartitionAnswer {
     return seen;
   }
 
+  /** Where the client's next fetch reads the copies from, when this answer ended among them. */
+  get nextFromCopies(): number | undefined {
+    const { carried } = this.target;
+    if (this.failed || this.lastFrom !== 'copies' || this.end < 0 || !carried) return undefined;
+    return this.end + 1 < carried.copiesBelow ? this.end + 1 : undefined;
+  }
+
   /** The records the client gets; remembers (or forgets) an answer that left it where it was. */
   async finish(answers: EmptyAnswers): Promise<Buffer | null> {
+    try {
+      return await this.records(answers);
+    } finally {
+      releaseHeld(this.held);
+    }
+  }
+
+  private async records(answers: EmptyAnswers): Promise<Buffer | null> {
     // A carried partition's log start is the topic's own, not the store's.
     const carried = this.target.view.carried();
     if (carried && this.data.errorCode === 0) this.data.logStartOffset = BigInt(carried.topicStart);
@@ -263,6 +299,7 @@ export class PartitionAnswer {
     const parts = [...this.batches];
     if (this.trailingEmpty) parts.push(this.trailingEmpty);
     parts.push(this.truncatedTail);
+    // A copy, always (even of one part): the held reads go back.
     return Buffer.concat(parts);
   }
 
@@ -271,13 +308,14 @@ export class PartitionAnswer {
     return this.target.isolationLevel === 1 && lso >= 0n ? lso : this.data.highWatermark;
   }
 
-  private add(seen: VisibleRecords, fromCache = false): void {
-    this.lastFromCache = fromCache;
+  private add(seen: VisibleRecords, from: 'store' | 'cache' | 'copies' = 'store'): void {
+    this.lastFrom = from;
     this.walked.bytes += seen.walked.bytes;
     this.walked.offsets += seen.walked.offsets;
     this.walked.batches += seen.walked.batches;
     // Loops, not push(...): one read of tiny batches comes near the ~120,000 arguments a call takes.
     for (const b of seen.batches) this.batches.push(b);
+    if (seen.held) for (const r of seen.held) this.held.push(r);
     // A later read starts where the earlier one's complete batches ended: its tail is read again.
     this.trailingEmpty = seen.trailingEmpty;
     this.truncatedTail = seen.truncatedTail;

@@ -32,8 +32,14 @@ export function nextReadable(view: PartitionIndexView, offset: number, probe: bo
     if (next >= horizon) next = probe ? horizon - 1 : horizon;
   }
   const carried = view.carried();
-  if (carried?.passOnly && next >= carried.copiesFrom && next < carried.copiesTo) return probe ? carried.copiesTo : carried.copiesTo + 1;
+  if (amongPassRecords(view, next) && next < carried!.copiesTo) return probe ? carried!.copiesTo : carried!.copiesTo + 1;
   return next;
+}
+
+/** Whether `offset` lies among the last carry pass's own records, where no client wrote while it ran: reads pass them over. */
+export function amongPassRecords(view: PartitionIndexView, offset: number): boolean {
+  const carried = view.carried();
+  return carried !== undefined && carried.passOnly && offset >= carried.copiesFrom && offset <= carried.copiesTo;
 }
 
 export function planRead(view: PartitionIndexView, clientOffset: number, emptyUpTo: number | undefined): ReadPlan {

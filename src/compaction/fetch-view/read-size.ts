@@ -21,10 +21,11 @@ export const MAX_READ_BYTES = 16 << 20;
  * take in the batch holding the last survivor wanted, hence two batches more.
  */
 export function rawBytesFor(view: PartitionIndexView, from: number, room: number, walked: BatchesWalked): number {
-  if (walked.offsets === 0) return MAX_READ_BYTES;
+  const horizon = view.cleanedUpTo();
+  // Nothing walked yet (an answer from the copies): past the horizon nothing is removed but kcompact's own records.
+  if (walked.offsets === 0) return from >= horizon ? room : MAX_READ_BYTES;
   const perOffset = walked.bytes / walked.offsets;
   const wanted = Math.ceil(room / perOffset);
-  const horizon = view.cleanedUpTo();
   let last = from + wanted - 1;
   if (from < horizon) {
     const to = Math.min(horizon, from + Math.ceil(MAX_READ_BYTES / perOffset));

@@ -61,6 +61,19 @@ export interface VisibleRecords {
   /** Whether a batch was left out for the byte budget, with everything after it. */
   full: boolean;
   walked: BatchesWalked;
+  /** Reads whose memory the batches are views of, to give back once the answer has been put together. */
+  held?: Releasable[];
+}
+
+export interface Releasable {
+  release(): void;
+}
+
+/** Gives the reads back (once nothing refers to their batches any more). */
+export function releaseHeld(reads: Releasable[] | undefined): void {
+  if (!reads) return;
+  for (const r of reads) r.release();
+  reads.length = 0;
 }
 
 /** The complete upstream batches walked: their bytes, the offsets they span, how many. */

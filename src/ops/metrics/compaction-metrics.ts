@@ -17,6 +17,8 @@ export interface CompactionSource {
   heldFetches(): number;
   /** The fetch view's cache: bytes held, and reads on it answered since the process started. */
   viewCache(): { bytes: number; reads: number };
+  /** Answers from carried copies begun for clients' next fetches, and how many a next fetch used. */
+  copiesAhead(): { begun: number; used: number };
 }
 
 export interface CompactionMetricsOptions {
@@ -187,6 +189,25 @@ export class CompactionMetrics {
       collect(this: Counter) {
         this.reset();
         this.inc(metrics.source?.viewCache().reads ?? 0);
+      },
+    });
+
+    new Counter({
+      name: 'kcompact_fetch_copies_ahead_total',
+      help: "Answers from a carried partition's copies begun for a client's next fetch, while it worked on the previous answer",
+      registers,
+      collect(this: Counter) {
+        this.reset();
+        this.inc(metrics.source?.copiesAhead().begun ?? 0);
+      },
+    });
+    new Counter({
+      name: 'kcompact_fetch_copies_ahead_used_total',
+      help: 'Answers begun for a next fetch (kcompact_fetch_copies_ahead_total) that the fetch used',
+      registers,
+      collect(this: Counter) {
+        this.reset();
+        this.inc(metrics.source?.copiesAhead().used ?? 0);
       },
     });
 

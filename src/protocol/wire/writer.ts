@@ -238,6 +238,12 @@ export class Writer {
     }
   }
 
+  /** Everything written, as the pieces it was kept in (byte strings by reference); the writer is done after this. */
+  finishParts(): Buffer[] {
+    if (this.pos > this.segmentStart || this.chunks.length === 0) this.chunks.push(this.buf.subarray(this.segmentStart, this.pos));
+    return this.chunks as Buffer[];
+  }
+
   /** Everything written, as one Buffer the caller owns; the writer is done after this. */
   finish(): Buffer {
     if (this.chunks.length === 0) return this.buf.subarray(0, this.pos);

@@ -10,6 +10,7 @@
  * upstream's answers do.
  */
 import { ProtocolError } from '../../protocol/errors.js';
+import type { OutgoingFrame } from '../../protocol/wire/frame-parts.js';
 import { decodeApiVersionsResponse } from '../../protocol/api-versions-response.js';
 import { decodeRequestHeader, decodeResponseHeader, responseHeaderVersion, type RequestHeader } from '../../protocol/headers.js';
 import {
@@ -18,6 +19,7 @@ import {
   decodeRequest,
   decodeResponse,
   encodeRequestFrame,
+  encodeOutgoingResponse,
   encodeResponseFrame,
   type ApiKeyNumber,
   type RequestBodies,
@@ -66,7 +68,7 @@ export interface Forwarded {
 
 export interface Answered {
   kind: 'respond';
-  frame: Buffer;
+  frame: OutgoingFrame;
 }
 
 export class Closing {
@@ -182,7 +184,7 @@ export class FilterChain {
     correlationId: number,
     frame: Buffer,
     continuations: PendingContinuation[] | null,
-  ): Buffer | Closing | Promise<Buffer | Closing> {
+  ): OutgoingFrame | Closing | Promise<OutgoingFrame | Closing> {
     return this.runResponse(
       new ChainResponse(apiKey, apiVersion, correlationId, frame, false),
       this.responseSteps(apiKey, apiVersion, Infinity, continuations),
@@ -293,12 +295,12 @@ export class FilterChain {
     }
     const steps = this.responseSteps(req.apiKey, req.apiVersion, h.index, continuations);
     if (steps.length === 0) return { kind: 'respond', frame };
-    const done = (r: Buffer | Closing): Routed => (r instanceof Closing ? r : { kind: 'respond', frame: r });
+    const done = (r: OutgoingFrame | Closing): Routed => (r instanceof Closing ? r : { kind: 'respond', frame: r });
     const res = this.runResponse(new ChainResponse(req.apiKey, req.apiVersion, req.correlationId, frame, true), steps, 0);
     return res instanceof Promise ? res.then(done) : done(res);
   }
 
-  private runResponse(res: ChainResponse, steps: Step[], from: number): Buffer | Closing | Promise<Buffer | Closing> {
+  private runResponse(res: ChainResponse, steps: Step[], from: number): OutgoingFrame | Closing | Promise<OutgoingFrame | Closing> {
     for (let i = from; i < steps.length; i++) {
       const step = steps[i]!;
       let out: ResponseOutcome<ApiKeyNumber> | Promise<ResponseOutcome<ApiKeyNumber>>;
@@ -434,8 +436,8 @@ class ChainResponse {
     return undefined;
   }
 
-  outgoingFrame(): Buffer {
+  outgoingFrame(): OutgoingFrame {
     if (!this.dirty) return this.frame;
-    return encodeResponseFrame(this.apiKey, this.apiVersion, this.correlationId, this.decoded!);
+    return encodeOutgoingResponse(this.apiKey, this.apiVersion, this.correlationId, this.decoded!);
   }
 }

@@ -49,6 +49,7 @@ class Bed {
   filtered = 0;
   held = 0;
   viewCache = { bytes: 0, reads: 0 };
+  copiesAhead = { begun: 0, used: 0 };
   readonly metrics: CompactionMetrics;
 
   constructor(perPartition: boolean, include: string[] = [], exclude: string[] = []) {
@@ -66,6 +67,7 @@ class Bed {
       filteredRecords: () => this.filtered,
       heldFetches: () => this.held,
       viewCache: () => this.viewCache,
+      copiesAhead: () => this.copiesAhead,
     };
     this.metrics.attach(source);
   }
@@ -90,6 +92,7 @@ test('aggregates from one status call per scrape, in base units', async () => {
   bed.filtered = 7;
   bed.held = 2;
   bed.viewCache = { bytes: 4096, reads: 12 };
+  bed.copiesAhead = { begun: 9, used: 7 };
   const e = await bed.scrape();
   assert.equal(bed.calls, 1, "every metric shares the scrape's status call");
   assert.equal(e.value('kcompact_compaction_engine_up'), 1);
@@ -115,6 +118,8 @@ test('aggregates from one status call per scrape, in base units', async () => {
   assert.equal(e.value('kcompact_fetch_held_total'), 2);
   assert.equal(e.value('kcompact_view_cache_bytes'), 4096);
   assert.equal(e.value('kcompact_view_cache_reads_total'), 12);
+  assert.equal(e.value('kcompact_fetch_copies_ahead_total'), 9);
+  assert.equal(e.value('kcompact_fetch_copies_ahead_used_total'), 7);
   assert.deepEqual(
     e.samples.filter((s) => s.name.startsWith('kcompact_partition_')),
     [],

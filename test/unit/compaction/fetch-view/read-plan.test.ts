@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { nextReadable, planRead } from '../../../../src/compaction/fetch-view/read-plan.js';
+import { amongPassRecords, nextReadable, planRead } from '../../../../src/compaction/fetch-view/read-plan.js';
 import { FakeIndex } from './fake-log.js';
 
 const index = new FakeIndex([3, 10, 11, 40], 50);
@@ -49,4 +49,16 @@ test('the last pass\u2019s own records are passed over when no client wrote amon
   assert.equal(nextReadable(carried, 91, true), 91);
   carried.carry = { ...carried.carry, passOnly: false };
   assert.equal(nextReadable(carried, 75, true), 75, 'a client wrote among the copies: everything there is read');
+});
+
+test('the pass\u2019s own records run from its start marker to its end marker, inclusive, where no client wrote', () => {
+  const carried = new FakeIndex([3], 50);
+  assert.equal(amongPassRecords(carried, 60), false, 'no pass known');
+  carried.carry = { copiesBelow: 50, topicStart: 0, copiesFrom: 60, copiesTo: 90, passOnly: true, marks: new Float64Array(0) };
+  assert.deepEqual(
+    [59, 60, 75, 90, 91].map((o) => amongPassRecords(carried, o)),
+    [false, true, true, true, false],
+  );
+  carried.carry = { ...carried.carry, passOnly: false };
+  assert.equal(amongPassRecords(carried, 75), false);
 });

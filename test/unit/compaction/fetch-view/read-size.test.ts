@@ -23,6 +23,11 @@ test('past the horizon every offset counts', () => {
   assert.equal(rawBytesFor(view, 400, 5000, walked), 50 * 100 + twoBatches);
 });
 
+test('without a known cost, past the horizon, the room', () => {
+  const view = new FakeIndex([1, 2, 3], 100);
+  assert.equal(rawBytesFor(view, 100, 5000, { bytes: 0, offsets: 0, batches: 0 }), 5000);
+});
+
 test('without a known cost, or for a room far away, the most one read asks for', () => {
   const view = new FakeIndex([1, 2, 3], 1_000_000_000);
   assert.equal(rawBytesFor(view, 0, 5000, { bytes: 0, offsets: 0, batches: 0 }), MAX_READ_BYTES);

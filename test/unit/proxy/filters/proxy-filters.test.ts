@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { wholeFrame } from '../../../../src/protocol/wire/frame-parts.js';
 import { test } from 'node:test';
 import { ErrorCode } from '../../../../src/protocol/errors.js';
 import { ApiKey, apiSchema, decodeResponse } from '../../../../src/protocol/messages.js';
@@ -77,8 +78,9 @@ test('a too-new ApiVersions request is answered v0 UNSUPPORTED_VERSION without r
   const routed = await chain.request(frame, header, true);
   assert.equal(routed.kind, 'respond');
   if (routed.kind !== 'respond') return;
-  assert.equal(routed.frame.readInt32BE(4), 42);
-  const body = decodeResponse(ApiKey.ApiVersions, 0, routed.frame, 8);
+  const answer = wholeFrame(routed.frame);
+  assert.equal(answer.readInt32BE(4), 42);
+  const body = decodeResponse(ApiKey.ApiVersions, 0, answer, 8);
   assert.equal(body.errorCode, ErrorCode.UNSUPPORTED_VERSION);
   assert.deepEqual(body.apiKeys, [{ apiKey: ApiKey.ApiVersions, minVersion: 0, maxVersion: MAX_API_VERSIONS }]);
   const ok = await new FilterHarness(apiVersionsFilter).request(ApiKey.ApiVersions, MAX_API_VERSIONS, { clientSoftwareName: 'c', clientSoftwareVersion: '1' });
