@@ -15,10 +15,13 @@ import { UpstreamClient, type UpstreamClientOptions } from './client.js';
 
 export const addressKey = (a: HostPort): string => `${a.host}:${a.port}`;
 
-/** Which connection to a broker a request takes: `admin` for requests that may wait long. */
-export type Lane = 'main' | 'admin';
+/**
+ * Which connection to a broker a request takes: `admin` for requests that may wait long, `group`
+ * for the carrier group's JoinGroup, which the coordinator holds until the group rebalanced.
+ */
+export type Lane = 'main' | 'admin' | 'group';
 
-const LANES: readonly Lane[] = ['main', 'admin'];
+const LANES: readonly Lane[] = ['main', 'admin', 'group'];
 const laneKey = (a: HostPort, lane: Lane): string => `${lane} ${addressKey(a)}`;
 
 export class BrokerConnections {

@@ -149,19 +149,22 @@ export class UpstreamClient {
    * With `frames`, the response is read into a buffer from there, and the decoded body's bytes
    * and records are views of it: the caller gives it back (frames.give) once done with them.
    */
-  request<K extends ApiKeyNumber>(apiKey: K, version: number, body: BodyInit<RequestBodies[K]>, frames?: ReusedBuffers): Promise<ResponseBodies[K]> {
+  request<K extends ApiKeyNumber>(
+    apiKey: K,
+    version: number,
+    body: BodyInit<RequestBodies[K]>,
+    frames?: ReusedBuffers,
+    /** For a request the broker holds on purpose (JoinGroup): how long to wait instead of the client's request timeout. */
+    timeoutMs = this.opts.requestTimeoutMs,
+  ): Promise<ResponseBodies[K]> {
     if (this.closedError) return Promise.reject(this.closedError);
     const correlationId = this.nextCorrelationId++ & 0x7fffffff;
     const frame = encodeRequestFrame({ apiKey, apiVersion: version, correlationId, clientId: this.opts.clientId }, body as object);
     return new Promise<ResponseBodies[K]>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.inFlight.delete(correlationId);
-        reject(
-          new Error(
-            `upstream ${this.address.host}:${this.address.port} did not answer ${apiSchema(apiKey)?.name ?? apiKey} within ${this.opts.requestTimeoutMs} ms`,
-          ),
-        );
-      }, this.opts.requestTimeoutMs);
+        reject(new Error(`upstream ${this.address.host}:${this.address.port} did not answer ${apiSchema(apiKey)?.name ?? apiKey} within ${timeoutMs} ms`));
+      }, timeoutMs);
       this.inFlight.set(correlationId, { apiKey, version, resolve: resolve as (body: ResponseBodies[ApiKeyNumber]) => void, reject, timer, frames });
       this.socket.write(frame);
     });
