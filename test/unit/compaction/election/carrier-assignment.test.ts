@@ -1,18 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { assignCarriers, type CarriedPartition, type CarrierMember } from '../../../../src/compaction/election/carrier-assignment.js';
-
-/** A small seeded generator, so that a failing case can be run again. */
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
+import { seededRng as rng } from '../../protocol/sample-body.js';
 
 const key = (p: CarriedPartition) => `${p.topic}-${p.partition}`;
 
