@@ -5,7 +5,7 @@
 SHELL := /bin/bash
 NODE_TEST := node --test --test-concurrency=1 --test-timeout=600000
 
-.PHONY: all deps build lint format peers test test-unit test-integration run bench bench-compaction bench-carry bench-scale fuzz gen clean
+.PHONY: all deps build lint format peers test test-unit test-integration run bench bench-compaction bench-carry bench-replicas bench-scale fuzz gen clean
 
 all: build
 
@@ -55,6 +55,10 @@ bench-compaction: build peers
 # Carrying against Kafka's own cleaner (issue 18); CARRY_ARGS="--keys 20000 --small-keys 5000" for a shorter run.
 bench-carry: build peers
 	node dist/bench/carrying.js $(CARRY_ARGS)
+
+# Many replicas, one cleaner (issue 19): store bytes read by three replicas against one, failover; REPLICAS_ARGS="--keys 500 --rounds 2" for a short run.
+bench-replicas: build peers
+	node dist/bench/replicas.js $(REPLICAS_ARGS)
 
 # 1,000 compacted partitions, 10M keys and a 30-minute soak after 25 minutes of warm-up (about 65 minutes);
 # SCALE_ARGS="--partitions 50 --keys 200000 --soak-minutes 1 --soak-warm-up-minutes 0" for a run of a minute and a half.

@@ -16,6 +16,8 @@ export const CARRY_BUDGET = {
   replicaRecords: { budget: 2 },
   /** A cold read from offset 0 through kcompact over reading Kafka's compacted topic. */
   coldRead: { budget: 2, goal: 1.2 },
+  /** Issue 19: from a new replica's start (indexing on demand) to the end of its first read from offset 0, over reading Kafka's compacted topic. */
+  firstAnswer: { budget: 2 },
 } as const;
 
 export interface ColdRead {
@@ -57,6 +59,13 @@ export interface ShapeResult {
     recordsRead: number;
     carriedRead: number;
     read: KbenchResult;
+  };
+  /** A new replica indexing on demand: seconds from spawning it until it listened, and until the end of its first read from offset 0; the Kafka read beside it. */
+  firstAnswer: {
+    listeningSeconds: number;
+    fromStartSeconds: number;
+    read: KbenchResult;
+    kafka: KbenchResult;
   };
   reads: ColdRead[];
 }
@@ -162,6 +171,13 @@ export function carryReport(b: CarryBenchResult): string[] {
         '',
       ],
       [
+        `2. new replica's start to its first read's end (${tag})`,
+        secs(r.firstAnswer.fromStartSeconds),
+        `${secs(r.firstAnswer.kafka.seconds)} Kafka read`,
+        ratio(r.firstAnswer.fromStartSeconds / r.firstAnswer.kafka.seconds),
+        ...judged(r.firstAnswer.fromStartSeconds / r.firstAnswer.kafka.seconds, CARRY_BUDGET.firstAnswer),
+      ],
+      [
         `3. cold read from offset 0 (${tag})`,
         secs(f.reads.cold),
         `${secs(f.reads.kafka)} Kafka read`,
@@ -195,6 +211,7 @@ export function carryReport(b: CarryBenchResult): string[] {
       `    CPU while they ran: worker thread ${f.carried.workerCpu.toFixed(2)} s, whole proxy ${f.carried.processCpu.toFixed(2)} s (${int(f.carried.records / f.carried.processCpu)} records per process CPU second; /proc ticks of 10 ms, sampled every 10 ms)`,
       `    write amplification counts copy batches only (not the two markers a pass writes), Kafka's the bytes its cleaner wrote (MB to one decimal, per clean)`,
       `  replica with an empty data directory: listening ${r.replica.listeningSeconds.toFixed(2)} s after spawning, ${c.topic} indexed after ${r.replica.indexedSeconds.toFixed(2)} s, ${(r.replica.indexedSeconds - r.replica.listeningSeconds).toFixed(2)} s after it listened (${int(r.replica.recordsRead)} records from the store's log start, ${int(r.replica.carriedRead)} of them in copies; live keys ${int(f.live)}, dirty tail ${int(f.tail)}); it then served ${int(r.replica.read.records)} records in ${secs(r.replica.read.seconds)}`,
+      `  a replica indexing on demand, empty data directory: listening ${r.firstAnswer.listeningSeconds.toFixed(2)} s after spawning; its first read from offset 0 ended ${r.firstAnswer.fromStartSeconds.toFixed(2)} s after spawning (the read itself ${secs(r.firstAnswer.read.seconds)}, ${int(r.firstAnswer.read.records)} records, ${int(r.firstAnswer.read.requests.fetch)} fetches); Kafka's compacted topic read in ${secs(r.firstAnswer.kafka.seconds)} beside it`,
       `  reads from offset 0 (franz-go, --to-end; median of ${r.reads.length}): cold ${secs(f.reads.cold)}, warm ${Number.isNaN(f.reads.warm) ? 'n/a' : secs(f.reads.warm)} (the same proxy again), Kafka ${secs(f.reads.kafka)}; ${int(r.reads[0]?.cold.records ?? 0)} records, ${int(r.reads[0]?.cold.requests.fetch ?? 0)} fetches and ${int(r.reads[0]?.cold.batches ?? 0)} batches through kcompact, ${int(r.reads[0]?.kafka.requests.fetch ?? 0)} fetches and ${int(r.reads[0]?.kafka.batches ?? 0)} batches from Kafka`,
       `    every round: cold ${r.reads.map((x) => x.cold.seconds.toFixed(3)).join(' ')}; Kafka ${r.reads.map((x) => x.kafka.seconds.toFixed(3)).join(' ')}`,
       `    a reader's fixed cost (the one-record topic; context): ${Number.isNaN(f.reads.oneProxy) ? 'n/a' : secs(f.reads.oneProxy)} through kcompact (after the reads; ${secs(f.reads.first)} as a fresh process's first answer), ${secs(f.reads.oneDirect)} from Kafka;` +
@@ -204,7 +221,7 @@ export function carryReport(b: CarryBenchResult): string[] {
   const m = b.carrier.metrics;
   return [
     '',
-    'kcompact carrying benchmark (issue 18): a carrying kcompact (its own node process, --carry true) in front of Apache Kafka 4.4 with its cleaner off,',
+    'kcompact carrying benchmark (issue 18): a carrying kcompact (its own node process, alone in its carrier group) in front of Apache Kafka 4.4 with its cleaner off,',
     "against Apache Kafka 4.4 with its cleaner on (the test bed's reference settings, Kafka's default 128 MiB dedupe buffer), given the same records.",
     `Logs on ${b.config.tmp}, the proxies' indexes under ${b.config.indexDir}; a shared ${b.config.cpus}-core machine: both brokers, the proxy and the clients compete for CPU.`,
     '',

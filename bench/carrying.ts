@@ -1,8 +1,8 @@
 /**
- * `make bench-carry`: the figures of issue 18 (physical compaction: carrying survivors forward),
- * each against a baseline measured in the same run. A carrying kcompact (its own process, from the
- * CLI, `--carry true`) in front of Apache Kafka 4.4 with its cleaner off is compared with Kafka 4.4
- * with its cleaner on, given the same workload (carry-workload.ts: keys rewritten many times,
+ * `make bench-carry`: the figures of issue 18 (physical compaction: carrying survivors forward)
+ * and issue 19's bounded start, each against a baseline measured in the same run. A carrying
+ * kcompact (its own process, from the CLI, alone in its carrier group) in front of Apache Kafka
+ * 4.4 with its cleaner off is compared with Kafka 4.4 with its cleaner on, given the same workload (carry-workload.ts: keys rewritten many times,
  * in chunks, both sides cleaning after each chunk):
  *
  *   1. store bytes: the partition's size (DescribeLogDirs) on the store behind kcompact against
@@ -10,7 +10,10 @@
  *   2. a replica with an empty data directory (a second kcompact, not carrying): records it reads
  *      from the store until fully indexed (a copy counting as the originals it holds), against
  *      the live keys plus the dirty tail, and the time until then against one consumer reading
- *      Kafka's compacted topic from offset 0;
+ *      Kafka's compacted topic from offset 0; and a replica with an empty data directory that indexes
+ *      on demand (the default): the time from its spawning to the end of its first read from
+ *      offset 0, against one consumer reading Kafka's compacted topic (issue 19: with
+ *      --keys 10000 --rewrites 100, a partition of 1M records over 10k keys);
  *   3. a cold read from offset 0 (a proxy process started afresh on the carrier's data directory,
  *      so an empty view cache, after its first answer) of the carried topic against reading
  *      Kafka's compacted topic, for large produced batches and for 4-record ones;
@@ -212,7 +215,7 @@ async function measureReplica(s: Stores, results: ShapeResult[]): Promise<void> 
   const replica = await startProxyProcess(s.store.bootstrap, 1, {
     parentDir: s.indexDir,
     cpuProfDir: s.profDir('replica'),
-    args: ['--cleaner-backoff-ms', '3600000'],
+    args: ['--cleaner-backoff-ms', '3600000', '--carrier-group', 'none'],
   });
   try {
     const listening = (performance.now() - spawned) / 1000;
@@ -232,6 +235,33 @@ async function measureReplica(s: Stores, results: ShapeResult[]): Promise<void> 
     }
   } finally {
     await replica.stop();
+  }
+}
+
+/**
+ * (2b) Issue 19's bounded start: a replica with an empty data directory that indexes on demand
+ * (the product's default), from its spawning to the end of its first read of each topic from
+ * offset 0, beside a read of Kafka's compacted topic.
+ */
+async function measureFirstAnswer(s: Stores, results: ShapeResult[]): Promise<void> {
+  for (const r of results) {
+    const topic = r.workload.config.topic;
+    log(`(first answer) a new replica indexing on demand reads ${topic} from offset 0`);
+    const spawned = performance.now();
+    const replica = await startProxyProcess(s.store.bootstrap, 1, {
+      parentDir: s.indexDir,
+      args: ['--cleaner-backoff-ms', '3600000', '--carrier-group', 'none', '--index-on-demand', 'true'],
+    });
+    try {
+      const listeningSeconds = (performance.now() - spawned) / 1000;
+      const first = await read(replica.bootstrap, topic, r.expected, 'the first read through a new replica indexing on demand');
+      const fromStartSeconds = (performance.now() - spawned) / 1000;
+      const kafka = await read(s.reference.bootstrap, topic, r.expected, "a read of Kafka's compacted topic");
+      r.firstAnswer = { listeningSeconds, fromStartSeconds, read: first, kafka };
+      log(`(first answer) ${topic}: ${fromStartSeconds.toFixed(2)} s from spawning to the end of the first read; Kafka read ${kafka.seconds.toFixed(3)} s`);
+    } finally {
+      await replica.stop();
+    }
   }
 }
 
@@ -255,7 +285,7 @@ async function measureReads(s: Stores, results: ShapeResult[], profiling: boolea
       const proxy = await startProxyProcess(s.store.bootstrap, 1, {
         parentDir: s.indexDir,
         cpuProfDir: s.profDir(`cold-${r.workload.config.name}`),
-        args: s.carrierArgs,
+        args: [...s.carrierArgs, '--carrier-group', 'none'],
       });
       let through: Pick<ColdRead, 'first' | 'cold' | 'warm' | 'oneProxy'>;
       try {
@@ -292,7 +322,8 @@ async function main(): Promise<void> {
   const { indexDir, tmp, cpuProf, profDir } = benchDirs(args);
   const started = performance.now();
   const carrierDir = fs.mkdtempSync(path.join(indexDir, 'kcompact-bench-carrier-'));
-  const carrierArgs = ['--carry', 'true', '--cleaner-backoff-ms', '3600000', '--data-dir', carrierDir];
+  // The carrier alone in its group carries every partition; the proxies reading on its data directory later do not carry.
+  const carrierArgs = ['--cleaner-backoff-ms', '3600000', '--data-dir', carrierDir];
 
   log(`starting the store (Kafka 4.4, cleaner off, ${storeSegmentBytes} B segments) and the reference (Kafka 4.4, cleaner on)`);
   let store: RunningKafka | undefined;
@@ -312,7 +343,7 @@ async function main(): Promise<void> {
     // Kafka's default dedupe buffer (the reference store's 16 MiB would clean a chunk in several passes, each rewriting the log).
     reference = await startKafka({ compaction: 'reference', heapMiB: 768, properties: { 'log.cleaner.dedupe.buffer.size': 128 * MIB } });
     await setBrokerLogLevel(reference.bootstrap, 1, CLEANER_LOGGER, 'INFO');
-    carrier = await startProxyProcess(store.bootstrap, 1, { parentDir: indexDir, args: carrierArgs });
+    carrier = await startProxyProcess(store.bootstrap, 1, { parentDir: indexDir, args: [...carrierArgs, '--carrier-group', 'kcompact-bench-carriers'] });
     log(`store at ${store.bootstrap}, reference at ${reference.bootstrap}, carrier at ${carrier.bootstrap} (pid ${carrier.proc.pid}, admin ${carrier.admin})`);
     const stores: Stores = { store, reference, indexDir, carrierArgs, profDir };
     for (const bootstrap of [carrier.bootstrap, reference.bootstrap]) {
@@ -336,6 +367,7 @@ async function main(): Promise<void> {
     carrier = undefined;
 
     await measureReplica(stores, results);
+    await measureFirstAnswer(stores, results);
     await measureReads(stores, results, cpuProf !== undefined);
 
     const bench: CarryBenchResult = {

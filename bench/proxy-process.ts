@@ -90,6 +90,10 @@ export async function startProxyProcess(upstream: string, upstreamNodeId: number
       admin,
       '--log-level',
       'warn',
+      // A benchmark's proxy carries only where it names a carrier group, and indexes every
+      // compacted partition unless it asks otherwise (the benchmarks write around it).
+      ...(opts.args?.includes('--carrier-group') ? [] : ['--carrier-group', 'none']),
+      ...(opts.args?.includes('--index-on-demand') ? [] : ['--index-on-demand', 'false']),
       ...(opts.args ?? []),
     ],
     { stdoutFile: path.join(dir, 'stdout.log'), stderrFile, env: { ...process.env, MALLOC_ARENA_MAX: DEPLOYED_MALLOC_ARENA_MAX } },

@@ -11,7 +11,7 @@ import { UpstreamReachability } from '../ops/health/upstream-reachability.js';
 import { ProxyServer } from '../proxy/server.js';
 import { TopicIds } from '../proxy/topic-ids.js';
 import { startCompaction, type Compaction } from '../compaction/compaction.js';
-import { flagOf, listenerTlsSettings, upstreamSecuritySettings, type ProxyConfig } from '../config/settings.js';
+import { flagOf, listenerTlsSettings, NO_CARRIER_GROUP, upstreamSecuritySettings, type ProxyConfig } from '../config/settings.js';
 import { reloadWatchedFiles } from '../config/watched-files.js';
 import { UpstreamConnector } from '../upstream/upstream-connector.js';
 import { UpstreamClusterClient } from '../upstream/upstream-cluster-client.js';
@@ -114,7 +114,9 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
     maxFrameBytes: config.maxFrameBytes,
     requestTimeoutMs: config.requestTimeoutMs,
     cleanerBackoffMs: config.cleanerBackoffMs,
-    carry: config.carry,
+    indexIdleMs: config.indexIdleMs,
+    indexOnDemand: config.indexOnDemand,
+    ...(config.carrierGroup !== NO_CARRIER_GROUP && { carrierGroup: { groupId: config.carrierGroup, sessionTimeoutMs: config.carrierSessionTimeoutMs } }),
     carryRetentionShare: config.carryRetentionShare,
     ...(config.storeRetentionMs !== undefined && { storeRetentionMs: config.storeRetentionMs }),
     staticTopics: config.topics,

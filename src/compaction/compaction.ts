@@ -18,6 +18,7 @@ import { UpstreamPartitionReads } from './fetch-view/upstream-partition-reads.js
 import type { TopicPolicy } from './policy.js';
 import type { UpstreamConnector } from '../upstream/upstream-connector.js';
 import { UpstreamClusterClient } from '../upstream/upstream-cluster-client.js';
+import type { CarrierGroupSettings } from './worker/engine-protocol.js';
 import { StoreRetention } from './carry/store-retention.js';
 
 /** Carry again at half the store's retention: a whole half for a pass to go wrong and be retried. */
@@ -32,8 +33,12 @@ export interface CompactionOptions {
   requestTimeoutMs: number;
   /** Pause between cleaner rounds (Kafka's log.cleaner.backoff.ms). */
   cleanerBackoffMs: number;
-  /** Whether this replica carries survivors forward (docs/carrying.md). */
-  carry?: boolean;
+  /** The group in which replicas elect each partition's carrier (docs/carrying.md); without one, this replica never carries. */
+  carrierGroup?: CarrierGroupSettings;
+  /** Whether only the partitions this replica carries or its clients use are indexed (default true); false indexes every one. */
+  indexOnDemand?: boolean;
+  /** How long a partition this replica does not carry stays indexed after its clients' last use. */
+  indexIdleMs?: number;
   /** Share of a store's capped retention at which records are carried again (default 0.5). */
   carryRetentionShare?: number;
   /** The store's retention where it cannot describe configs (unset: it keeps everything). */
@@ -108,7 +113,9 @@ export async function startCompaction(opts: CompactionOptions): Promise<Compacti
       dataDir: opts.dataDir,
       log: opts.log,
       cleanerBackoffMs: opts.cleanerBackoffMs,
-      carry: opts.carry ?? false,
+      ...(opts.carrierGroup && { carrierGroup: opts.carrierGroup }),
+      ...(opts.indexIdleMs !== undefined && { indexIdleMs: opts.indexIdleMs }),
+      ...(opts.indexOnDemand !== undefined && { indexOnDemand: opts.indexOnDemand }),
       maxFrameBytes: opts.maxFrameBytes,
       requestTimeoutMs: opts.requestTimeoutMs,
       indexer: opts.indexer,
@@ -162,6 +169,7 @@ export async function startCompaction(opts: CompactionOptions): Promise<Compacti
     log: opts.log,
     resolveTopicIds: (ids) => pool.resolveTopicIds(ids),
     logStartOffset: (topic, partition) => pool.logStartOffset(topic, partition),
+    used: (topic, partition) => engine.index.used(topic, partition),
   });
   const fetchView = createFetchView({
     config: configs.view,

@@ -30,4 +30,6 @@ export interface IndexView {
    * started, or one whose index lags, may not know yet what another replica carried).
    */
   caughtUp(topic: string, partition: number, timeoutMs: number): Promise<boolean>;
+  /** A client of this replica reads or writes the partition: its index is built, and kept while that goes on. */
+  used(topic: string, partition: number): void;
 }

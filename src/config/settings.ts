@@ -70,6 +70,12 @@ function parseBrokerConfigs(raw: unknown): Record<string, string> {
 }
 
 /** 0.0.0.0 and ::, every interface. */
+/** The carrier group replicas join unless told otherwise: every kcompact in front of a store shares it. */
+export const DEFAULT_CARRIER_GROUP = 'kcompact-carriers';
+
+/** The carrierGroup value that keeps a replica out of carrying. */
+export const NO_CARRIER_GROUP = 'none';
+
 function wildcard(host: string): boolean {
   return host === '0.0.0.0' || host === '::';
 }
@@ -131,12 +137,34 @@ const DECLARATIONS = {
     parse: integer(10, 86_400_000),
     default: 15_000,
   }),
-  carry: setting({
+  carrierGroup: setting({
+    arg: 'GROUP',
+    description:
+      "group on the upstream in which the replicas in front of one store elect each compacted partition's carrier, the replica that carries its survivors forward and lets the old range go (physical compaction); none: this replica never carries",
+    parse: text,
+    default: DEFAULT_CARRIER_GROUP,
+  }),
+  carrierSessionTimeoutMs: setting({
+    arg: 'MS',
+    description:
+      "how long the carrier group waits for a replica that stopped heartbeating (killed, paused, cut off) before giving its partitions to the others; within the store's group.min/max.session.timeout.ms",
+    parse: integer(1_000, 1_800_000),
+    default: 30_000,
+  }),
+  indexOnDemand: setting({
     arg: 'true|false',
     description:
-      'carry survivors forward in the store after each clean and let the old range go (physical compaction); on in exactly one replica per store until replicas elect a carrier',
+      'index only the compacted partitions this replica carries or its clients use (true), or every compacted partition of the store (false: a replica that serves tools reading around it, or one whose first reads must not wait)',
     parse: boolean,
-    default: false,
+    default: true,
+  }),
+  indexIdleMs: setting({
+    arg: 'MS',
+    description:
+      'how long this replica keeps the index of a compacted partition it does not carry after its clients last read or wrote it; a partition nobody here uses is not indexed at all (its carrier indexes it)',
+    parse: integer(1_000, 2 ** 31 - 1),
+    default: 600_000,
+    note: '10 minutes',
   }),
   carryRetentionShare: setting({
     arg: 'SHARE',

@@ -4,6 +4,7 @@
  * prints either the same way.
  */
 import type { CleanerStats } from '../compaction/cleaner/cleaner.js';
+import type { CarrierGroupStatus } from '../compaction/election/carrier-group.js';
 import type { PartitionDetail, PartitionStatus } from '../compaction/worker/engine-status.js';
 
 /** Where a report came from: the running proxy, or its index files read while it was down. */
@@ -51,6 +52,10 @@ export interface StatusReport {
   upstream?: string[];
   listeners?: Listeners;
   cleaner?: CleanerStats & { backoffMs: number };
+  /** This replica in the carrier group; absent where it takes no part in carrying. */
+  carrierGroup?: CarrierGroupStatus;
+  /** Bytes the indexer read from the store (EngineStatus.reads). */
+  reads?: { indexBytes: number; locateBytes: number };
   compactedTopics: TopicSummary[];
   partitions: PartitionStatus[];
 }

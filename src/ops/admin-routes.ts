@@ -147,6 +147,8 @@ export function adminRoutes(deps: AdminRouteDeps): [string, Route][] {
       upstream: config.upstream.map(address),
       ...(server ? { listeners: listeners(server) } : {}),
       cleaner: { ...engine.cleaner, backoffMs: config.cleanerBackoffMs },
+      ...(engine.carrierGroup && { carrierGroup: engine.carrierGroup }),
+      ...(engine.reads && { reads: engine.reads }),
       compactedTopics: summarizeTopics(compaction.configs.view.compactedTopics(), engine.partitions),
       partitions: engine.partitions,
     };

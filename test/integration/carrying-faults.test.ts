@@ -1,5 +1,5 @@
 /**
- * SIGKILL during carry passes (docs/carrying.md): a `kcompact proxy --carry true` process in
+ * SIGKILL during carry passes (docs/carrying.md): a carrying `kcompact proxy` process in
  * front of Kafka 4.4 (cleaner off) is asked to clean and carry a partition of many keys, and is
  * killed again and again, with updates written between the kills: in turn the moment its first
  * records reach the store, at a seeded random moment while the pass writes its copies or reads
@@ -19,7 +19,7 @@ import kafkajs from 'kafkajs';
 import { seededRng } from '../unit/protocol/sample-body.js';
 import { freePort, makeTempDir, pollUntil, requirePeers, startKafka } from '../support/index.js';
 import { freePortRun } from '../support/kcompact.js';
-import { startCliProxy, type CliProxy } from '../support/kcompact-cli.js';
+import { carrierArgs, startCliProxy, waitCarrying, type CliProxy } from '../support/kcompact-cli.js';
 import { readToEnd, type TopicRecord } from '../support/read-to-end.js';
 
 const TOPIC = 'carried-faults';
@@ -75,13 +75,17 @@ test('SIGKILL during carry passes: every key keeps its latest record at its offs
   const port = await freePortRun(5);
   const managementPort = await freePort();
   const args = ['--topics', STATIC_TOPICS, '--cleaner-backoff-ms', '3600000'];
-  const startProxy = (dir: string, carry: boolean, fixed: boolean) =>
-    startCliProxy({
+  // Each start of the carrier is a group of its own: it carries at once, not after the killed one's session times out.
+  const startProxy = async (dir: string, carry: boolean, fixed: boolean) => {
+    const started = await startCliProxy({
       upstream: kafka.bootstrap,
       dataDir: path.join(data.path, dir),
-      args: [...args, '--carry', String(carry)],
+      args: [...args, ...(carry ? carrierArgs() : [])],
       ...(fixed ? { port, managementPort } : {}),
     });
+    if (carry) await waitCarrying(started, 1);
+    return started;
+  };
   const store = new kafkajs.Kafka({ clientId: 'carrying-faults', brokers: [kafka.bootstrap], logLevel: kafkajs.logLevel.NOTHING });
   const admin = store.admin();
   const producer = store.producer();

@@ -42,6 +42,8 @@ function startEngine(bootstrap: string, dataDir: string, cleanerBackoffMs: numbe
     log: silent,
     maxFrameBytes: 100 * 1024 * 1024,
     requestTimeoutMs: 30_000,
+    // Every compacted partition, not only those a client uses: the records are written around the engine.
+    indexOnDemand: false,
     cleanerBackoffMs,
     indexer: { maxWaitMs: 200, metadataIntervalMs: 500 },
   });

@@ -127,19 +127,15 @@ test('kcompact is a native sidecar with a restricted security context, probes, r
   assert.ok(grace >= (configJson().drainTimeoutMs ?? 10_000) + 20_000, 'the grace period covers the drain and closing the index');
 });
 
-test('exactly one replica carries: a single-replica Deployment recreated on rollout, the sidecars do not', () => {
-  const carrier = only('carrier.yaml', 'Deployment');
-  assert.equal(carrier.spec.replicas, 1);
-  assert.equal(carrier.spec.strategy.type, 'Recreate', 'a rollout never runs two carriers together');
-  assert.ok(only('kustomization.yaml', 'Kustomization').resources.includes('carrier.yaml'), 'kustomize applies it');
-  const [c] = carrier.spec.template.spec.containers;
-  const env = new Map<string, string>(c.env.map((e: Doc) => [e.name, e.value]));
-  assert.equal(env.get(envOf('carry')), 'true');
-  assert.equal(env.get('KCOMPACT_CONFIG'), configPath(), 'the same config file as the sidecars');
-  assert.deepEqual(carrier.spec.template.spec.volumes, deployment().spec.template.spec.volumes, 'the same ConfigMap and volumes');
-  assert.equal(carrier.spec.template.metadata.labels['kcompact.dev/sidecar'], 'true', 'scraped and fenced like the sidecars');
-  assert.ok(!sidecar().env.some((e: Doc) => e.name === envOf('carry')), 'the sidecars leave carry off');
-  assert.notEqual(configJson().carry, true, 'the shared config leaves carry off');
+test('the sidecars elect the carriers: several replicas share one carrier group, no carrier of their own', () => {
+  assert.ok(deployment().spec.replicas >= 3, 'several replicas, so that a carrier has others to hand its partitions to');
+  const config = configJson();
+  assert.equal(typeof config.carrierGroup, 'string', 'the group id is set in the shared config, the same for every replica');
+  assert.notEqual(config.carrierGroup, 'none', 'the sidecars carry');
+  assert.ok(config.carrierSessionTimeoutMs >= 6_000 && config.carrierSessionTimeoutMs <= 1_800_000, "within Kafka's group session limits");
+  assert.ok(!sidecar().env.some((e: Doc) => e.name === envOf('carrierGroup')), 'no replica overrides the group');
+  assert.ok(!fs.existsSync(path.join(k8s, 'carrier.yaml')), 'no Deployment of a single carrier');
+  assert.ok(!only('kustomization.yaml', 'Kustomization').resources.some((r: string) => r.includes('carrier')));
 });
 
 test("ports, flags and probe paths are the CLI's, and the probes answer on a running proxy", { skip }, async () => {

@@ -135,6 +135,8 @@ before(async () => {
     upstream: parseHostPortList(kafka.bootstrap),
     dataDir: engineDir.path,
     log,
+    // Every compacted partition, not only those a client uses: the records are written around the engine.
+    indexOnDemand: false,
     cleanerBackoffMs: 200,
     maxFrameBytes: 100 << 20,
     requestTimeoutMs: 10_000,
@@ -157,6 +159,7 @@ before(async () => {
   const indexes = {
     partition: (t: string, p: number) => (t === TOPIC ? (p === 0 ? index : undefined) : engine.index.partition(t, p)),
     caughtUp: (t: string, p: number, timeoutMs: number) => (t === TOPIC ? Promise.resolve(true) : engine.index.caughtUp(t, p, timeoutMs)),
+    used: (t: string, p: number) => engine.index.used(t, p),
   };
   view = createFetchView({ config, index: indexes, topicIds: topics, upstream: pool, log });
   proxy = await startProxy(kafka.bootstrap, { topics, filters: [fetchRecorder, view] });

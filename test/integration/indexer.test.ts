@@ -43,6 +43,8 @@ function startEngine(bootstrap: string, dataDir: string, log: Logger): Promise<C
     log,
     maxFrameBytes: 100 * 1024 * 1024,
     requestTimeoutMs: 30_000,
+    // Every compacted partition, not only those a client uses: the records are written around the engine.
+    indexOnDemand: false,
     cleanerBackoffMs: 3_600_000,
     indexer: { maxWaitMs: 200, metadataIntervalMs: 500 },
   });

@@ -2,11 +2,13 @@
  * The `kcompact proxy` command as a separate process, the way an operator (or Kubernetes) runs
  * it: flags, JSON logs on stderr, the management endpoint, signals and exit codes.
  */
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NODE_FLAGS } from '../../src/cli/node-flags.js';
 import { tokenOf } from '../../src/ops/admin-token.js';
+import type { StatusReport } from '../../src/ops/admin-reports.js';
 import { freePortRun } from './kcompact.js';
 import { freePort } from './ports.js';
 import { httpRequest } from './http-request.js';
@@ -103,6 +105,10 @@ export async function startCliProxy(opts: CliProxyOptions): Promise<CliProxy> {
     dataDir,
     '--log-level',
     'info',
+    // Carrying and indexing on demand are the proxy's defaults; a test proxy does either only when
+    // it asks to (most tests write around the proxy and wait for its index).
+    ...(opts.args?.includes('--carrier-group') || opts.env?.KCOMPACT_CARRIER_GROUP !== undefined ? [] : ['--carrier-group', 'none']),
+    ...(opts.args?.includes('--index-on-demand') || opts.env?.KCOMPACT_INDEX_ON_DEMAND !== undefined ? [] : ['--index-on-demand', 'false']),
     ...(opts.args ?? []),
   ];
   const proc = startBackground(process.execPath, args, { stdoutFile: path.join(temp.path, 'stdout.log'), stderrFile, env: { ...process.env, ...opts.env } });
@@ -155,4 +161,22 @@ export async function startCliProxy(opts: CliProxyOptions): Promise<CliProxy> {
     throw err;
   }
   return cli;
+}
+
+/** The flags that make a CLI proxy a carrier: a group of its own unless `groupId` names a shared one. */
+export function carrierArgs(groupId = `kcompact-test-${randomUUID()}`, sessionTimeoutMs = 6_000): string[] {
+  return ['--carrier-group', groupId, '--carrier-session-timeout-ms', String(sessionTimeoutMs)];
+}
+
+/** Waits until the proxy's carrier group assigned it `partitions` partitions at least (of every topic). */
+export async function waitCarrying(cli: CliProxy, partitions: number, timeoutMs = 60_000): Promise<StatusReport['carrierGroup']> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await cli.http('/status').catch(() => undefined);
+    const group = res?.status === 200 ? (JSON.parse(res.body) as StatusReport).carrierGroup : undefined;
+    if (group?.state === 'stable' && group.carried.length >= partitions) return group;
+    if (Date.now() > deadline)
+      throw new Error(`${cli.bootstrap} was not assigned ${partitions} partitions to carry within ${timeoutMs} ms: ${JSON.stringify(group)}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }

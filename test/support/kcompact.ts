@@ -1,6 +1,7 @@
 /**
  * Runs the proxy inside the test process, on free loopback ports, in front of an upstream.
  */
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -90,8 +91,21 @@ export async function startCompactingProxy(
     schemaRegistryUrl?: string;
     /** Filters to run before compaction's (a test's observers). */
     filters?: readonly Filter[];
-    /** Whether this proxy carries survivors forward (the carry setting). */
-    carry?: boolean;
+    /**
+     * Whether this proxy takes part in carrying survivors forward: true joins a carrier group of
+     * its own (it carries every partition), a string joins that group (the proxies sharing it
+     * divide the partitions).
+     */
+    carry?: boolean | string;
+    /** The carrier group's session timeout (default 6 s, Kafka's least). */
+    carrierSessionTimeoutMs?: number;
+    /**
+     * Whether the proxy indexes only the partitions it carries or its clients use (the product's
+     * default); false here unless a test asks: most tests write around the proxy and wait for its index.
+     */
+    indexOnDemand?: boolean;
+    /** How long a partition it does not carry stays indexed after its last use (the product's default: 10 minutes). */
+    indexIdleMs?: number;
   } = {},
 ): Promise<RunningCompactingProxy> {
   const level = process.env.KCOMPACT_TEST_LOG_LEVEL ?? 'warn';
@@ -107,7 +121,15 @@ export async function startCompactingProxy(
     maxFrameBytes: opts.maxFrameBytes ?? 100 * 1024 * 1024,
     requestTimeoutMs: 10_000,
     cleanerBackoffMs: opts.cleanerBackoffMs ?? 3_600_000,
-    carry: opts.carry ?? false,
+    ...(opts.carry !== undefined &&
+      opts.carry !== false && {
+        carrierGroup: {
+          groupId: opts.carry === true ? `kcompact-test-${randomUUID()}` : opts.carry,
+          sessionTimeoutMs: opts.carrierSessionTimeoutMs ?? 6_000,
+        },
+      }),
+    indexOnDemand: opts.indexOnDemand ?? false,
+    ...(opts.indexIdleMs !== undefined && { indexIdleMs: opts.indexIdleMs }),
     staticTopics: opts.staticTopics,
     brokerConfigs: opts.brokerDefaults,
     configPollIntervalMs: 200,

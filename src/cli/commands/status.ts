@@ -8,6 +8,27 @@ import { adminOptions, adminTarget, fromProxyOrDataDir, type AdminOptions } from
 import { statusFromDataDir } from './data-dir.js';
 import { ago, count, printJson, ratio, table } from './render.js';
 
+/** The replica's part in carrying: its group, generation and the partitions it carries. */
+function carrying(s: StatusReport): string {
+  const g = s.carrierGroup;
+  if (!g) return 'off (carrier group none: this replica never carries)';
+  const role = g.leader ? ', leader' : '';
+  if (g.state !== 'stable') {
+    const why = g.lastError ? `; last error: ${g.lastError}` : '';
+    return `group ${g.groupId}: joining (generation ${g.generation}${role})${why}`;
+  }
+  const carried = g.carried.length > 0 ? g.carried.map((p) => `${p.topic}-${p.partition}`).join(', ') : 'none';
+  return `group ${g.groupId}, generation ${g.generation}${role}, member ${g.memberId}; carries ${count(g.carried.length)}: ${carried}`;
+}
+
+/** Which partitions this replica indexes, and why: it carries them, or its clients use them. */
+function indexed(s: StatusReport): string {
+  const carried = s.partitions.filter((p) => p.carried).length;
+  const used = s.partitions.filter((p) => !p.carried).map((p) => `${p.topic}-${p.partition}`);
+  const onDemand = used.length > 0 ? `: ${used.slice(0, 20).join(', ')}${used.length > 20 ? ', ...' : ''}` : '';
+  return `${count(s.partitions.length)} partitions: ${count(carried)} carried here, ${count(used.length)} on demand of its clients${onDemand}`;
+}
+
 export function renderStatus(s: StatusReport, now: number): string {
   const out: string[] = [];
   const facts: [string, string][] = [];
@@ -30,6 +51,8 @@ export function renderStatus(s: StatusReport, now: number): string {
           `max dirty ratio ${ratio(c.maxDirtyRatio)}; uncleanable: ${uncleanable}`,
       ]);
     }
+    facts.push(['carrying', carrying(s)]);
+    facts.push(['indexed', indexed(s)]);
   } else {
     facts.push(['data dir', `${s.dataDir} (read-only: the proxy is not running; topics are those with an index)`]);
   }

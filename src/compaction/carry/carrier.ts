@@ -8,6 +8,13 @@
  * A pass stopped halfway (a crash, the leader moving, the store refusing a batch) leaves copies
  * that change nothing: they are keyed by their originals' offsets, replicas serve the last whole
  * pass, and nothing is let go before a pass ends. The next pass starts over.
+ *
+ * Where replicas elect carriers (election/carrier-group.ts), a pass runs only on the partition's
+ * carrier, which asks the group's coordinator whether it still is one before each step others
+ * would see (the start marker, the end marker, letting the range go) and looks at its own view
+ * of the assignment before each batch: a carrier that lost the partition (a rebalance, a pause
+ * past its session timeout) stops there, so that two carriers' passes overlap by a batch at most,
+ * and never both let a range go.
  */
 import type { Logger } from '../../ops/log.js';
 import type { UpstreamClient } from '../../upstream/client.js';
@@ -23,8 +30,18 @@ import { encodePassEnd, encodePassStart } from './carry-record.js';
 import { PhysicalReader } from './physical-reader.js';
 import { CarryError, SourceGroup } from './source-group.js';
 
+/** Which partitions this replica carries: the carrier group's assignment. */
+export interface CarryMandate {
+  /** This replica's own view of the assignment now. */
+  holds(topic: string, partition: number): boolean;
+  /** Whether the coordinator still counts this replica's assignment as the group's (a round trip). */
+  confirm(): Promise<boolean>;
+}
+
 export interface CarrierDeps {
   registry: StoreRegistry;
+  /** The carrier group's assignment; without one, this replica carries every partition it cleans. */
+  mandate?: CarryMandate;
   /** A connection to the partition's leader. */
   leader: (topic: string, partition: number) => Promise<UpstreamClient>;
   log: Logger;
@@ -57,6 +74,15 @@ export interface CarrierStats {
   copiesTotal: number;
   bytesWrittenTotal: number;
   failuresTotal: number;
+  /** Passes stopped because this replica was no longer the partition's carrier. */
+  fencedTotal: number;
+  /** Bytes of the store read to find the survivors' batches, by passes whole or not. */
+  bytesReadTotal: number;
+}
+
+/** A pass this replica is no longer the carrier for: stopped, and not a failure. */
+class Fenced extends Error {
+  override readonly name = 'Fenced';
 }
 
 const ROWS_PER_QUERY = 10_000;
@@ -64,7 +90,7 @@ const FETCH_BYTES = 4 * 1024 * 1024;
 const READ_BACK_POLL_MS = 20;
 
 export class Carrier {
-  readonly stats: CarrierStats = { passesTotal: 0, copiesTotal: 0, bytesWrittenTotal: 0, failuresTotal: 0 };
+  readonly stats: CarrierStats = { passesTotal: 0, copiesTotal: 0, bytesWrittenTotal: 0, failuresTotal: 0, fencedTotal: 0, bytesReadTotal: 0 };
   private readonly now: () => number;
   /** Partitions whose store refused DeleteRecords (said once). */
   private readonly unreleased = new Set<string>();
@@ -80,6 +106,7 @@ export class Carrier {
    * copies reached the carry age and must be written again before the store lets them go.
    */
   due(store: PartitionStore, policy: TopicPolicy): boolean {
+    if (this.deps.mandate && !this.deps.mandate.holds(store.id.topic, store.id.partition)) return false;
     const { firstDirty, logStartOffset } = store.checkpoint;
     // Aged copies lie past the store's log start (it let go what the last pass released), so age alone decides.
     if (copiesAged(store, policy.carryAfterMs, this.now())) return true;
@@ -92,12 +119,14 @@ export class Carrier {
     const started = performance.now();
     const { topic, partition } = store.id;
     const releaseEnd = store.checkpoint.firstDirty;
+    let reader: PhysicalReader | undefined;
     try {
+      await this.stillCarrier(store, true);
       const client = await this.deps.leader(topic, partition);
       const now = this.now();
       const pass = await produceBatch(client, topic, partition, await markerBatch(encodePassStart({ releaseEnd, topicStart: store.topicStart }), now));
       const target = { topic, topicId: store.checkpoint.topicId, partition };
-      const reader = new PhysicalReader((offset) => fetchRecords(client, target, offset, FETCH_BYTES));
+      reader = new PhysicalReader((offset) => fetchRecords(client, target, offset, FETCH_BYTES));
       const run = new CopyRun();
       const group = new SourceGroup(releaseEnd);
       let count = 0;
@@ -105,6 +134,7 @@ export class Carrier {
       const flush = async () => {
         const batch = await run.flush(pass, now);
         if (!batch) return;
+        await this.stillCarrier(store, false);
         try {
           await produceBatch(client, topic, partition, batch);
         } catch (err) {
@@ -143,11 +173,14 @@ export class Carrier {
       }
       await emit();
       await flush();
+      await this.stillCarrier(store, true);
       await produceBatch(client, topic, partition, await markerBatch(encodePassEnd({ pass, copies: count, releaseEnd }), this.now()));
       const copied = performance.now();
       await this.readBack(store, pass);
       const readBack = performance.now();
+      await this.stillCarrier(store, true);
       const released = await this.release(client, store, releaseEnd);
+      this.stats.bytesReadTotal += reader.bytesRead;
       this.stats.passesTotal++;
       this.stats.copiesTotal += count;
       this.stats.bytesWrittenTotal += bytesWritten;
@@ -167,9 +200,30 @@ export class Carrier {
       this.deps.log.debug('carried partition', { ...outcome });
       return outcome;
     } catch (err) {
+      this.stats.bytesReadTotal += reader?.bytesRead ?? 0;
+      if (err instanceof Fenced) {
+        this.stats.fencedTotal++;
+        this.deps.log.info('this replica no longer carries the partition; its pass stops here (the new carrier runs its own)', {
+          topic,
+          partition,
+          releaseEnd,
+        });
+        return undefined;
+      }
       this.stats.failuresTotal++;
       throw err;
     }
+  }
+
+  /** Stops the pass (Fenced) when this replica is no longer the partition's carrier; `ask`: ask the coordinator too. */
+  private async stillCarrier(store: PartitionStore, ask: boolean): Promise<void> {
+    const mandate = this.deps.mandate;
+    if (!mandate) return;
+    const { topic, partition } = store.id;
+    if (!mandate.holds(topic, partition)) throw new Fenced('not the carrier');
+    if (!ask) return;
+    // The coordinator may answer after a rebalance took the partition away meanwhile: look again.
+    if (!(await mandate.confirm()) || !mandate.holds(topic, partition)) throw new Fenced('not the carrier');
   }
 
   /** The pass works on the registry's index of the partition: one replaced meanwhile (a reset, a rebuild) ends it. */

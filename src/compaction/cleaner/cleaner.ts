@@ -157,6 +157,11 @@ export class Cleaner {
     await this.queue.catch(() => undefined);
   }
 
+  /** Starts the next round now (partitions to carry were assigned). */
+  wakeUp(): void {
+    this.wake.wakeUp();
+  }
+
   /** Cleans every indexed partition of `topic` (all compacted topics when omitted) now. */
   compactNow(topic?: string): Promise<CleanReport> {
     return this.exclusive(async () => {

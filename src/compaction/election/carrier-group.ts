@@ -17,6 +17,7 @@ import { ErrorCode, errorName } from '../../protocol/errors.js';
 import { ApiKey } from '../../protocol/messages.js';
 import type { UpstreamClient } from '../../upstream/client.js';
 import type { UpstreamClusterClient } from '../../upstream/upstream-cluster-client.js';
+import { backoffMs } from '../../upstream/backoff.js';
 import { assignCarriers, type CarriedPartition } from './carrier-assignment.js';
 import {
   CARRIER_PROTOCOL_NAME,
@@ -39,17 +40,29 @@ export interface CarrierGroupOptions {
   /** This member's assignment no longer holds: stop carrying before anything else. */
   onRevoked(): void;
   log: Logger;
-  /** Waits between attempts after a failure. */
+  /** The first wait after a failure; the waits double up to 30 s while failures go on. */
   backoffMs?: number;
 }
 
 export interface CarrierGroupStatus {
   groupId: string;
+  /** 'joining' until a generation's assignment holds, and again while the group rebalances. */
+  state: 'joining' | 'stable';
   memberId: string;
   generation: number;
   leader: boolean;
   carried: CarriedPartition[];
+  /** The last failure to join or stay in the group, while it lasts. */
+  lastError?: string;
 }
+
+const MAX_BACKOFF_MS = 30_000;
+
+const keyOf = (partitions: readonly CarriedPartition[]) =>
+  partitions
+    .map((p) => `${p.partition}\u0000${p.topic}`)
+    .sort()
+    .join('\u0001');
 
 const COORDINATOR_ERRORS = new Set<number>([ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS]);
 
@@ -68,9 +81,15 @@ export class CarrierGroup {
   private leader = false;
   /** The last assignment: what this member claims when it joins again. */
   private carried: CarriedPartition[] = [];
+  /** The same, to look partitions up in (`${partition}\u0000${topic}`). */
+  private carriedKeys = new Set<string>();
   /** Whether that assignment holds now (between SyncGroup and the next revocation). */
   private active = false;
   private coordinator: UpstreamClient | undefined;
+  private coordinatorId = -1;
+  /** As leader: the partitions the last assignment divided (a change asks for a new one). */
+  private assignedKey: string | undefined;
+  private lastError: string | undefined;
   private stopped = false;
   private running: Promise<void> | undefined;
   private wake: (() => void) | undefined;
@@ -82,22 +101,34 @@ export class CarrierGroup {
     this.running ??= this.loop();
   }
 
-  /** Leaves the group (the others take this member's partitions at once) and stops. */
+  /**
+   * Leaves the group (the others take this member's partitions at once) and stops, without
+   * waiting for a JoinGroup in flight: the coordinator parks one until the rebalance ends, and
+   * a replica told to stop must not hold its partitions that long. LeaveGroup goes on a
+   * connection of its own, since the coordinator answers a connection's requests in turn.
+   */
   async stop(): Promise<void> {
     this.stopped = true;
     this.wake?.();
-    await this.running;
     this.revoke();
-    if (this.memberId && this.coordinator && !this.coordinator.closed) {
-      const c = this.coordinator;
-      await c
-        .request(ApiKey.LeaveGroup, c.version(ApiKey.LeaveGroup), {
-          groupId: this.opts.groupId,
-          memberId: this.memberId,
-          members: [{ memberId: this.memberId, reason: 'the replica stops' }],
+    if (this.memberId && this.coordinatorId >= 0) {
+      await this.opts.upstream
+        .broker(this.coordinatorId, 'admin')
+        .then((c) =>
+          c.request(ApiKey.LeaveGroup, c.version(ApiKey.LeaveGroup), {
+            groupId: this.opts.groupId,
+            memberId: this.memberId,
+            members: [{ memberId: this.memberId, reason: 'the replica stops' }],
+          }),
+        )
+        .then((res) => {
+          const code = res.errorCode || res.members?.[0]?.errorCode || 0;
+          if (code !== 0) throw new GroupError('LeaveGroup', code);
         })
         .catch((err: unknown) => this.opts.log.debug('leaving the carrier group failed; the coordinator drops this member after its session timeout', { err }));
     }
+    // A heartbeat or JoinGroup in flight ends with the upstream client's close.
+    await Promise.race([this.running, new Promise((resolve) => setTimeout(resolve, 100).unref())]);
   }
 
   /**
@@ -126,28 +157,61 @@ export class CarrierGroup {
     }
   }
 
+  /** Whether this member carries the partition as far as it knows (confirm() asks the coordinator). */
+  holds(topic: string, partition: number): boolean {
+    return this.active && this.carriedKeys.has(`${partition}\u0000${topic}`);
+  }
+
+  /**
+   * Waits, up to `timeoutMs`, until this member holds an assignment that no rejoin it asked for
+   * is about to replace: an on-demand clean then carries what this replica carries now.
+   */
+  async settled(timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    while (!this.stopped && (!this.active || this.rejoinAsked)) {
+      if (Date.now() >= deadline) return false;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    return this.active;
+  }
+
   /** Asks for a new assignment (the partitions that need a carrier changed). */
   rejoin(): void {
     this.rejoinAsked = true;
     this.wake?.();
   }
 
+  /**
+   * The partitions that need a carrier may have changed (a topic created, deleted, grown): the
+   * leader, whose view the assignment follows, asks for a new one when they differ from what it
+   * divided. Other members' views do not count, so a change costs one rebalance, not one each.
+   */
+  partitionsChanged(): void {
+    if (this.active && this.leader && this.assignedKey !== keyOf(this.opts.partitions())) this.rejoin();
+  }
+
   status(): CarrierGroupStatus {
     return {
       groupId: this.opts.groupId,
+      state: this.active ? 'stable' : 'joining',
       memberId: this.memberId,
       generation: this.generation,
       leader: this.leader,
       carried: this.active ? [...this.carried] : [],
+      ...(this.lastError !== undefined && { lastError: this.lastError }),
     };
   }
 
   private async loop(): Promise<void> {
     const { log } = this.opts;
+    let failures = 0;
     while (!this.stopped) {
       try {
         this.coordinator ??= await this.findCoordinator();
         await this.joinAndSync(this.coordinator);
+        if (failures > 0) log.info('joined the carrier group again', { groupId: this.opts.groupId, after: failures });
+        failures = 0;
+        this.lastError = undefined;
         await this.heartbeat(this.coordinator);
       } catch (err) {
         if (this.stopped) return;
@@ -159,10 +223,19 @@ export class CarrierGroup {
         } else {
           this.coordinator = undefined;
         }
-        // The coordinator moving or starting (its offsets topic being created) is routine.
+        failures++;
+        this.lastError = err instanceof Error ? err.message : String(err);
+        // The coordinator moving or starting (its offsets topic being created) is routine; a
+        // store that refuses groups is said once, then every tenth attempt.
         const routine = err instanceof GroupError && COORDINATOR_ERRORS.has(err.code);
-        log[routine ? 'debug' : 'warn']('the carrier group failed; joining again', { groupId: this.opts.groupId, err });
-        await this.sleep(this.opts.backoffMs ?? 1000);
+        const wait = backoffMs(failures, { baseMs: this.opts.backoffMs ?? 1000, maxMs: MAX_BACKOFF_MS });
+        log[routine || failures % 10 !== 1 ? 'debug' : 'warn']('the carrier group failed; this replica carries nothing until it joins again', {
+          groupId: this.opts.groupId,
+          attempt: failures,
+          retryInMs: wait,
+          err,
+        });
+        await this.sleep(wait);
       }
     }
   }
@@ -175,7 +248,9 @@ export class CarrierGroup {
     const c = version >= 4 ? res.coordinators?.[0] : { errorCode: res.errorCode ?? 0, nodeId: res.nodeId ?? -1 };
     if (!c) throw new Error('FindCoordinator of the carrier group answered no coordinator');
     if (c.errorCode !== 0) throw new GroupError('FindCoordinator', c.errorCode);
-    return upstream.broker(c.nodeId, 'group');
+    const client = await upstream.broker(c.nodeId, 'group');
+    this.coordinatorId = c.nodeId;
+    return client;
   }
 
   private async joinAndSync(c: UpstreamClient): Promise<void> {
@@ -222,6 +297,7 @@ export class CarrierGroup {
     if (synced.errorCode !== 0) throw new GroupError('SyncGroup', synced.errorCode);
     this.generation = generation;
     this.carried = decodeCarrierAssignment(synced.assignment);
+    this.carriedKeys = new Set(this.carried.map((p) => `${p.partition}\u0000${p.topic}`));
     this.rejoinAsked = false;
     this.active = true;
     this.opts.onAssigned(generation, [...this.carried]);
@@ -237,7 +313,9 @@ export class CarrierGroup {
         return { memberId: m.memberId, owned: [], generation: -1 };
       }
     });
-    const assignment = assignCarriers(decoded, this.opts.partitions());
+    const partitions = this.opts.partitions();
+    this.assignedKey = keyOf(partitions);
+    const assignment = assignCarriers(decoded, partitions);
     return members.map((m) => ({ memberId: m.memberId, assignment: encodeCarrierAssignment(assignment.get(m.memberId) ?? []) }));
   }
 
@@ -254,6 +332,7 @@ export class CarrierGroup {
         groupInstanceId: null,
       });
       if (res.errorCode !== 0) throw new GroupError('Heartbeat', res.errorCode);
+      this.partitionsChanged();
     }
   }
 

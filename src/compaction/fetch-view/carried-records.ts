@@ -97,6 +97,8 @@ class CopiesAnswer {
     private readonly visibility: Visibility,
     private readonly view: PartitionIndexView,
     private readonly from: number,
+    /** Every record of the copies goes out (CarriedSnapshot.asStored). */
+    private readonly asStored: boolean,
   ) {}
 
   /**
@@ -131,7 +133,7 @@ class CopiesAnswer {
       last = base + i32At(run, cut + Offsets.lastOffsetDelta);
       cut = next;
     }
-    if (cut > pos && last < this.visibility.cleanedUpTo && this.view.survivorCount(baseAt(run, pos), last + 1) === records) {
+    if (cut > pos && (this.asStored || (last < this.visibility.cleanedUpTo && this.view.survivorCount(baseAt(run, pos), last + 1) === records))) {
       this.batches.push(run.subarray(pos, cut));
       this.size += cut - pos;
       this.progress += records;
@@ -169,7 +171,7 @@ export async function carriedRecords(upstream: UpstreamReads, target: CopiesTarg
   const { view, carried } = target;
   const start = carried.copiesBelow;
   const visibility: Visibility = { cleanedUpTo: view.cleanedUpTo(), survivors: (a, b) => view.survivors(a, b) };
-  const answer = new CopiesAnswer(budget, visibility, view, from);
+  const answer = new CopiesAnswer(budget, visibility, view, from, carried.asStored === true);
   const copy = emptyCopy();
   const scan = new RecordScan();
   let pos = copiesReadFrom(carried, from);

@@ -138,6 +138,7 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
       const name = topicName(t, byId);
       if (name === undefined || !opts.config.compacted(name)) continue;
       for (const p of t.partitions) {
+        opts.index.used(name, p.partition);
         // Not indexed yet: nothing is hidden but kcompact's own carry records, as in Kafka's uncleaned head.
         const view = opts.index.partition(name, p.partition) ?? NOT_INDEXED;
         const clientOffset = Number(p.fetchOffset);

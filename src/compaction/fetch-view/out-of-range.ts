@@ -7,8 +7,8 @@
  * lives on in copies it has not read). Passing the error on would send the client to the store's
  * log start, past every survivor below it, so the view first waits for the index to read what
  * the store holds, within the client's max wait:
- * - the index read a pass whose copies hold the offset: an empty answer, and the client's next
- *   fetch is served from the copies;
+ * - the index read a pass whose copies hold the offset, or a new index found one in the store:
+ *   an empty answer at once, and the client's next fetch is served from the copies;
  * - the index read everything and no pass holds it, or the offset is past the log's end: the
  *   store's answer stands, as Kafka's would;
  * - the index is not there yet: an empty answer (no records, no error), and the client asks again.
@@ -49,9 +49,25 @@ export async function answerOutOfRange(
     return empty(index, at, p, null);
   }
   if (clientOffset >= Number(bounds.logStart)) return false;
-  const caughtUp = await index.caughtUp(topic, partition, Math.max(0, waitMs)).catch(() => false);
-  if (caughtUp && !copiesHold(index.partition(topic, partition)?.carried(), clientOffset)) return false;
+  // A pass found in the store (a new index, pass-locator.ts) answers before the index catches up.
+  const held = () => copiesHold(index.partition(topic, partition)?.carried(), clientOffset);
+  const caughtUp = await Promise.race([index.caughtUp(topic, partition, Math.max(0, waitMs)).catch(() => false), heldWithin(held, waitMs)]);
+  if (caughtUp === true && !held()) return false;
   return empty(index, at, p, bounds);
+}
+
+const HELD_POLL_MS = 10;
+
+/** Resolves 'held' once `held()` is true, or never within `waitMs` (the other side of the race answers by then). */
+function heldWithin(held: () => boolean, waitMs: number): Promise<'held'> {
+  return new Promise((resolve) => {
+    const deadline = Date.now() + waitMs;
+    const poll = () => {
+      if (held()) resolve('held');
+      else if (Date.now() < deadline) setTimeout(poll, HELD_POLL_MS).unref();
+    };
+    poll();
+  });
 }
 
 function empty(index: IndexView, at: OutOfRange, p: FetchResponsePartitionData, bounds: { highWatermark: bigint; lastStable: bigint } | null): true {

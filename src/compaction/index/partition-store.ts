@@ -123,6 +123,11 @@ export interface OpenResult {
 export class PartitionStore {
   private cp!: Checkpoint;
   private carryState: CarryState = NO_CARRY;
+  /**
+   * While the index is read from the store for the first time: the offset it must reach before
+   * its survivors replace the pass the store was found to hold (pass-locator.ts); 0 otherwise.
+   */
+  asStoredUntil = 0;
   private identity!: string;
   private readonly segmentList: Segment[] = [];
   /** Producer id → first offset of its transaction still open at nextOffset. */
@@ -253,8 +258,16 @@ export class PartitionStore {
 
   /** Throws the partition's rows away and starts it empty, in one transaction. */
   clear(): void {
+    this.asStoredUntil = 0;
     this.write(() => startEmpty(this.db, this.partition));
     this.reload();
+  }
+
+  /** Deletes every row of the partition, its checkpoint too: the file no longer holds it. */
+  remove(): void {
+    this.write(() => {
+      for (const table of PARTITION_TABLES) this.db.prepare(`DELETE FROM ${table} WHERE partition = ?`).run(this.partition);
+    });
   }
 
   get checkpoint(): Readonly<Checkpoint> {

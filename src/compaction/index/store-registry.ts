@@ -7,7 +7,7 @@ import type { Logger } from '../../ops/log.js';
 import { listTopicIndexes, removeEarlierLayouts, removeIndexFile, topicIndexFile } from './index-files.js';
 import { PartitionStore, type PartitionId } from './partition-store.js';
 import { isStorageFailure, storageFix } from './storage-errors.js';
-import { buildSnapshot, type SurvivorSnapshot } from './survivor-set.js';
+import { buildSnapshot, type CarriedSnapshot, type SurvivorSnapshot } from './survivor-set.js';
 import { TopicIndex } from './topic-index.js';
 
 export type SnapshotSink = (id: PartitionId, snapshot: SurvivorSnapshot | null, transfer: ArrayBuffer[]) => void;
@@ -142,8 +142,42 @@ export class StoreRegistry {
     this.balance();
   }
 
+  /**
+   * Lets a partition's index go (no client here uses it, and this replica does not carry it):
+   * its survivors are withdrawn, its rows deleted, and its topic's file with them once the file
+   * holds no other partition.
+   */
+  dropPartition(topic: string, partition: number): void {
+    const key = keyOf(topic, partition);
+    const store = this.stores.get(key);
+    if (!store) return;
+    this.sink(store.id, null, []);
+    this.stores.delete(key);
+    if (![...this.stores.values()].some((s) => s.id.topic === topic)) {
+      this.closeTopic(topic);
+      removeIndexFile(this.fileOf(topic));
+      this.balance();
+    } else if (store.db.open) {
+      store.remove();
+    }
+  }
+
+  /**
+   * Sends the main thread the last whole pass the store was found to hold, served as the store
+   * holds it, until the index, read from the store for the first time, reaches `until`: its own
+   * snapshots wait till then (publish), so that no read is answered from an index halfway there.
+   */
+  publishAsStored(store: PartitionStore, carried: CarriedSnapshot, until: number): void {
+    store.asStoredUntil = until;
+    const snapshot = buildSnapshot(0, 0, 0, 0, () => undefined);
+    snapshot.carried = carried;
+    this.sink(store.id, snapshot, [snapshot.data, carried.marks.buffer as ArrayBuffer]);
+  }
+
   /** Sends the partition's current survivors to the main thread. */
   publish(store: PartitionStore): void {
+    if (store.asStoredUntil > store.checkpoint.nextOffset) return;
+    store.asStoredUntil = 0;
     const upTo = store.checkpoint.firstDirty;
     const { count, min, max } = store.offsetsBelowStats(upTo);
     const snapshot = buildSnapshot(upTo, count, min, max, (visit) => store.eachOffsetBelow(upTo, visit));

@@ -11,6 +11,8 @@ export class SurvivorIndex implements IndexView {
   constructor(
     /** Asks the worker's indexer (Indexer.caughtUp). */
     readonly caughtUp: (topic: string, partition: number, timeoutMs: number) => Promise<boolean>,
+    /** Tells the worker's indexer (partition-demand.ts). */
+    readonly used: (topic: string, partition: number) => void = () => undefined,
   ) {}
 
   partition(topic: string, partition: number): PartitionIndexView | undefined {

@@ -36,6 +36,11 @@ export interface CarriedSnapshot {
    * where to start reading the copies for a given offset.
    */
   marks: Float64Array;
+  /**
+   * The copies are served as the store holds them, every record of them: a replica whose index
+   * has not read the pass yet found it by reading the store (pass-locator.ts).
+   */
+  asStored?: boolean;
 }
 
 export interface SurvivorSnapshot {

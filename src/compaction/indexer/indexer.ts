@@ -1,7 +1,10 @@
 /**
- * Tails every partition of every compacted topic from the upstream into its index, like a
- * READ_COMMITTED consumer: records are indexed only up to the last stable offset, aborted data
- * is flagged from the answer's aborted-transaction list, transaction markers become rows.
+ * Tails the partitions of the compacted topics that this replica wants (setWanted: the ones it
+ * carries and the ones its clients use; every one by default) from the upstream into their
+ * indexes, like a READ_COMMITTED consumer: records are indexed only up to the last stable
+ * offset, aborted data is flagged from the answer's aborted-transaction list, transaction
+ * markers become rows. A new index of a store that no longer starts at 0 first finds the last
+ * carry pass the store holds (pass-locator.ts), which is served until the index has caught up.
  *
  * One fetch loop per leader broker, each fetching all of that broker's partitions at once;
  * a metadata loop finds partitions (new topics, CreatePartitions), follows leader changes and
@@ -24,7 +27,8 @@ import type { StoreRegistry } from '../index/store-registry.js';
 import { Wakeup } from '../worker/wakeup.js';
 import { CatchUpProgress } from './catch-up-progress.js';
 import { collectRows } from './fetched-rows.js';
-import { deleteRecordsBefore, lastStableOffsets, logBounds } from './partition-requests.js';
+import { deleteRecordsBefore, fetchRecords, lastStableOffsets, logBounds } from './partition-requests.js';
+import { locateLastPass } from '../carry/pass-locator.js';
 import { backoffMs } from '../../upstream/backoff.js';
 import { isStaleMetadataCode, UpstreamError } from '../../upstream/error-class.js';
 import type { UpstreamClient } from '../../upstream/client.js';
@@ -74,6 +78,10 @@ export interface TailStatus {
 interface Tail {
   topic: string;
   partition: number;
+  /** From the last metadata answer ('' while unknown). */
+  topicId: string;
+  /** Reading the store for its last whole pass before indexing it (pass-locator.ts); not fetched meanwhile. */
+  locating: boolean;
   leader: number;
   roll: RollPolicy;
   /** In a fetch now (a leader change may start a second loop before the first returns). */
@@ -116,6 +124,12 @@ export class Indexer {
   private readonly opts: Required<IndexerOptions>;
   private readonly progress: CatchUpProgress;
   private readonly identities: KeyIdentities;
+  /** Told when the set of compacted partitions changed (the carrier group divides them). */
+  private partitionsChanged: () => void = () => undefined;
+  /** Which partitions to index; the others are known from metadata only. */
+  private wanted: (topic: string, partition: number) => boolean = () => true;
+  /** Bytes of record batches read from the store: to index them, and to find a new index's last carry pass. */
+  readonly reads = { indexBytes: 0, locateBytes: 0 };
 
   constructor(
     private readonly cluster: IndexerUpstream,
@@ -162,7 +176,7 @@ export class Indexer {
     await this.refreshMetadata().catch((err) => this.log.debug(`${what}: metadata refresh failed`, { err }));
     const byLeader = new Map<number, Tail[]>();
     for (const tail of this.tails.values()) {
-      if (which(tail)) byLeader.set(tail.leader, [...(byLeader.get(tail.leader) ?? []), tail]);
+      if (which(tail) && this.isWanted(tail)) byLeader.set(tail.leader, [...(byLeader.get(tail.leader) ?? []), tail]);
     }
     const answers = await Promise.all(
       [...byLeader].map(([leader, tails]) =>
@@ -223,6 +237,35 @@ export class Indexer {
     this.metadataWake.wakeUp();
   }
 
+  /** Every partition of the compacted topics, as the upstream's metadata last listed them. */
+  partitions(): { topic: string; partition: number }[] {
+    return [...this.tails.values()].map((t) => ({ topic: t.topic, partition: t.partition }));
+  }
+
+  /**
+   * Which partitions to index (partition-demand.ts): a partition no longer wanted has its index
+   * let go at the next metadata round; one wanted again is indexed from the store's log start.
+   */
+  setWanted(wanted: (topic: string, partition: number) => boolean): void {
+    this.wanted = wanted;
+  }
+
+  /** The partition became wanted: index it now rather than at the next metadata round. */
+  want(topic: string, partition: number): void {
+    const tail = this.tails.get(tailKey(topic, partition));
+    if (!tail) {
+      this.metadataWake.wakeUp();
+      return;
+    }
+    if (!this.registry.get(topic, partition)) this.open(tail);
+    if (tail.leader >= 0) this.ensureLoop(tail.leader);
+  }
+
+  /** `listener` is called after a metadata answer or a dropped topic changed partitions(). */
+  onPartitionsChanged(listener: () => void): void {
+    this.partitionsChanged = listener;
+  }
+
   status(): TailStatus[] {
     return [...this.tails.values()].map((t) => ({
       topic: t.topic,
@@ -248,11 +291,13 @@ export class Indexer {
   }
 
   private dropTopic(topic: string, why: string): void {
+    const before = this.tails.size;
     for (const [key, tail] of this.tails) {
       if (tail.topic !== topic) continue;
       this.tails.delete(key);
       this.progress.forget(topic, tail.partition);
     }
+    if (this.tails.size !== before) this.partitionsChanged();
     if (this.registry.topics().has(topic)) {
       this.log.info('dropping topic index', { topic, reason: why });
       this.registry.dropTopic(topic);
@@ -282,6 +327,7 @@ export class Indexer {
   private async refreshMetadata(): Promise<void> {
     const topics = [...this.policies.keys()];
     const answer = await this.cluster.metadata(topics);
+    const before = this.tails.size;
     for (const t of answer.topics) {
       const policy = t.name === null ? undefined : this.policies.get(t.name);
       if (!policy || t.name === null) continue;
@@ -306,6 +352,8 @@ export class Indexer {
           tail = {
             topic: t.name,
             partition: p.partitionIndex,
+            topicId: '',
+            locating: false,
             leader: -1,
             roll: rollPolicy(policy),
             busy: false,
@@ -315,15 +363,86 @@ export class Indexer {
           };
           this.tails.set(key, tail);
         }
-        try {
-          const store = this.storeOf(tail);
-          if (store.checkpoint.topicId === '' && topicId !== ZERO_UUID) store.setTopicId(topicId);
-        } catch (err) {
-          // The fetch loop opens it again; this partition's index must not stop the others.
-          this.storeFailed(tail, err);
-        }
+        if (topicId !== ZERO_UUID) tail.topicId = topicId;
         tail.leader = p.errorCode === ErrorCode.NONE ? p.leaderId : -1;
+        if (!this.isWanted(tail)) continue;
+        this.open(tail);
         if (tail.leader >= 0) this.ensureLoop(tail.leader);
+      }
+    }
+    if (this.tails.size !== before) this.partitionsChanged();
+    this.letGoUnwanted();
+  }
+
+  private isWanted(tail: Tail): boolean {
+    return this.wanted(tail.topic, tail.partition);
+  }
+
+  /** Opens (or creates) the tail's index and gives it the topic's id; a new one first finds the store's last whole pass. */
+  private open(tail: Tail): void {
+    try {
+      const fresh = !this.registry.get(tail.topic, tail.partition);
+      const store = this.storeOf(tail);
+      if (store.checkpoint.topicId === '' && tail.topicId !== '') store.setTopicId(tail.topicId);
+      if (fresh && store.carry.pass < 0 && tail.leader >= 0 && this.running) void this.locate(tail, store);
+    } catch (err) {
+      // The fetch loop opens it again; this partition's index must not stop the others.
+      this.storeFailed(tail, err);
+    }
+  }
+
+  /**
+   * Before an index that has read no whole pass yet starts reading the store, finds the last
+   * whole pass the store holds by reading it once, headers only (pass-locator.ts), and serves
+   * reads below the store's log start from it until the index has caught up: a replica's first
+   * answers then wait for one read of the store, not for its index of the survivors. A store
+   * that still starts at 0 holds every record as written, and is served as it is.
+   */
+  private async locate(tail: Tail, store: PartitionStore): Promise<void> {
+    const { topic, partition } = tail;
+    tail.locating = true;
+    try {
+      const client = await this.cluster.broker(tail.leader);
+      const [logStart, end] = await logBounds(client, topic, partition);
+      if (logStart === 0) return;
+      const target = { topic, topicId: store.checkpoint.topicId, partition };
+      const started = performance.now();
+      const found = await locateLastPass(
+        async (offset) => ({ records: await fetchRecords(client, target, offset, this.opts.partitionMaxBytes), highWatermark: end }),
+        logStart,
+      );
+      this.reads.locateBytes += found.bytesRead;
+      if (!found.carried || this.registry.get(topic, partition) !== store || !store.db.open) return;
+      this.registry.publishAsStored(store, found.carried, found.next);
+      this.log.info('serving a partition as the store holds it until its index has read it', {
+        topic,
+        partition,
+        pass: found.carried.copiesFrom,
+        copiesBelow: found.carried.copiesBelow,
+        until: found.next,
+        bytesRead: found.bytesRead,
+        ms: Math.round(performance.now() - started),
+      });
+    } catch (err) {
+      this.log.debug('could not find the last carry pass in the store; reads below its log start wait for the index', { topic, partition, err });
+    } finally {
+      tail.locating = false;
+      if (tail.leader >= 0) this.ensureLoop(tail.leader);
+    }
+  }
+
+  /** Lets the indexes of partitions no longer wanted go: no client here used them for a while, and this replica does not carry them. */
+  private letGoUnwanted(): void {
+    for (const store of [...this.registry.all()]) {
+      const { topic, partition } = store.id;
+      const tail = this.tails.get(tailKey(topic, partition));
+      if (!tail || this.isWanted(tail) || tail.busy) continue;
+      this.log.info('letting a partition index go: no client of this replica used it within the idle time, and it does not carry it', { topic, partition });
+      this.progress.forget(topic, partition);
+      try {
+        this.registry.dropPartition(topic, partition);
+      } catch (err) {
+        this.log.warn('letting a partition index go failed; it is tried again at the next metadata round', { topic, partition, err });
       }
     }
   }
@@ -355,7 +474,7 @@ export class Indexer {
   }
 
   private tailsOf(nodeId: number): Tail[] {
-    return [...this.tails.values()].filter((t) => t.leader === nodeId);
+    return [...this.tails.values()].filter((t) => t.leader === nodeId && this.isWanted(t));
   }
 
   private async runBroker(nodeId: number, wake: Wakeup): Promise<void> {
@@ -372,9 +491,9 @@ export class Indexer {
         return;
       }
       const now = Date.now();
-      const ready = mine.filter((t) => !t.busy && t.retryAt <= now && this.opened(t));
+      const ready = mine.filter((t) => !t.busy && !t.locating && t.retryAt <= now && this.opened(t));
       if (ready.length === 0) {
-        const soonest = Math.min(...mine.map((t) => (t.busy ? now + 50 : t.retryAt)));
+        const soonest = Math.min(...mine.map((t) => (t.busy || t.locating ? now + 50 : t.retryAt)));
         await wake.sleep(Math.max(10, soonest - now));
         continue;
       }
@@ -463,7 +582,12 @@ export class Indexer {
       if (topic === undefined) continue;
       for (const p of r.partitions) {
         const tail = this.tails.get(tailKey(topic, p.partitionIndex));
-        if (tail && asked.has(tail)) await this.handlePartition(tail, p, nodeId, rows);
+        if (!tail || !asked.has(tail)) continue;
+        this.reads.indexBytes += p.records?.length ?? 0;
+        await this.handlePartition(tail, p, nodeId, rows);
+        // An index read for the first time takes over from the pass the store was found to hold once it has caught up.
+        const store = this.registry.get(topic, p.partitionIndex);
+        if (store && store.asStoredUntil > 0 && store.checkpoint.nextOffset >= store.asStoredUntil && store.db.open) this.registry.publish(store);
       }
     }
   }

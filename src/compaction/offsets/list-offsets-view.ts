@@ -54,6 +54,7 @@ export function createListOffsetsView(opts: ListOffsetsViewOptions): Filter {
     for (const t of req.body.topics) {
       if (!opts.config.compacted(t.name)) continue;
       for (const p of t.partitions) {
+        opts.index.used(t.name, p.partitionIndex);
         const carried = opts.index.partition(t.name, p.partitionIndex)?.carried();
         const earliest = p.timestamp === EARLIEST || p.timestamp === EARLIEST_LOCAL;
         const byTime = p.timestamp >= 0n || p.timestamp === BigInt(MAX_TIMESTAMP);

@@ -33,6 +33,8 @@ export interface ProduceGuardOptions {
   resolveTopicIds?: (ids: string[]) => Promise<void>;
   /** A partition's log start offset, which Kafka reports in a rejection (v5+); -1 without it. */
   logStartOffset?: (topic: string, partition: number) => Promise<bigint>;
+  /** A client writes the compacted partition (its index is built: IndexView.used). */
+  used?: (topic: string, partition: number) => void;
 }
 
 export interface ProduceGuardStats {
@@ -65,6 +67,7 @@ export function createProduceGuard(opts: ProduceGuardOptions): ProduceGuard {
       const name = topicName(topic, byId);
       if (name === undefined || !opts.config.compacted(name)) continue;
       for (const p of topic.partitionData) {
+        opts.used?.(name, p.index);
         const check = await checkKeys(p.records, req.apiVersion);
         if (check.judge !== 'proxy' || (check.keyless.length === 0 && !check.reserved)) continue;
         const rejection = check.keyless.length > 0 ? keylessRejection(name, p.index, check.keyless, -1n) : reservedHeaderRejection(name, p.index, -1n);

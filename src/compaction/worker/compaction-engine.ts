@@ -18,7 +18,8 @@ import type { IndexerOptions } from '../indexer/indexer.js';
 import type { KeyIdentityRules } from '../key-identity/key-identity-rules.js';
 import { SurvivorIndex } from '../index/survivor-index.js';
 import type { UpstreamSecurity } from '../../upstream/upstream-connector.js';
-import type { FromWorker, RebuildingPartition, ToWorker, WorkerConfig } from './engine-protocol.js';
+import { DemandNotes } from '../indexer/partition-demand.js';
+import type { CarrierGroupSettings, FromWorker, RebuildingPartition, ToWorker, WorkerConfig } from './engine-protocol.js';
 import type { EngineStatus, PartitionDetail } from './engine-status.js';
 import type { OffsetAtTime } from '../offsets/offsets-by-time.js';
 import { deserializeError, restoreFields } from './worker-log.js';
@@ -30,8 +31,12 @@ export interface CompactionEngineOptions {
   log: Logger;
   /** Pause between cleaner rounds (log.cleaner.backoff.ms); default 15000. */
   cleanerBackoffMs?: number;
-  /** Whether this replica carries survivors forward (docs/carrying.md); default off. */
-  carry?: boolean;
+  /** The carrier group this replica joins (docs/carrying.md); without one, it never carries. */
+  carrierGroup?: CarrierGroupSettings;
+  /** Whether only the partitions this replica carries or its clients use are indexed (default true); false indexes every one. */
+  indexOnDemand?: boolean;
+  /** How long a partition this replica does not carry stays indexed after its clients' last use (default 10 minutes). */
+  indexIdleMs?: number;
   maxFrameBytes: number;
   requestTimeoutMs: number;
   clientId?: string;
@@ -69,6 +74,7 @@ export interface CompactionEngine {
 }
 
 const RESTART_DELAY_MS = 1000;
+export const DEFAULT_INDEX_IDLE_MS = 600_000;
 const CLOSE_TIMEOUT_MS = 30_000;
 /**
  * The worker's young generation: V8 lets it grow to 32 MiB, which the worker keeps reserved
@@ -88,12 +94,20 @@ interface Pending {
 
 export async function startCompactionEngine(opts: CompactionEngineOptions): Promise<CompactionEngine> {
   // The worker answers after posting what its index published on the way: the snapshot is applied first.
-  const index = new SurvivorIndex((topic, partition, timeoutMs) => call<boolean>((id) => ({ type: 'caughtUp', id, topic, partition, timeoutMs })));
+  const indexIdleMs = opts.indexIdleMs ?? DEFAULT_INDEX_IDLE_MS;
+  // Told again well within the idle time, so that a partition in use is never let go.
+  const demand = new DemandNotes((partitions) => post({ type: 'demand', partitions }), Math.max(1_000, Math.floor(indexIdleMs / 4)));
+  const index = new SurvivorIndex(
+    (topic, partition, timeoutMs) => call<boolean>((id) => ({ type: 'caughtUp', id, topic, partition, timeoutMs })),
+    (topic, partition) => demand.note(topic, partition),
+  );
   const config: WorkerConfig = {
     upstream: opts.upstream,
     dataDir: opts.dataDir,
     cleanerBackoffMs: opts.cleanerBackoffMs ?? 15_000,
-    carry: opts.carry ?? false,
+    ...(opts.carrierGroup && { carrierGroup: opts.carrierGroup }),
+    indexIdleMs,
+    indexOnDemand: opts.indexOnDemand ?? true,
     maxFrameBytes: opts.maxFrameBytes,
     requestTimeoutMs: opts.requestTimeoutMs,
     clientId: opts.clientId ?? 'kcompact-indexer',
@@ -154,6 +168,7 @@ export async function startCompactionEngine(opts: CompactionEngineOptions): Prom
         opts.log.error('compaction worker exited; restarting it', { code, restartInMs: RESTART_DELAY_MS });
         setTimeout(() => {
           if (closing) return;
+          demand.forget();
           ready = spawn();
           ready.catch((err) => opts.log.error('compaction worker did not restart', { err }));
           if (policies) post({ type: 'policies', policies });

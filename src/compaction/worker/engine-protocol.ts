@@ -10,11 +10,21 @@ import type { SurvivorSnapshot } from '../index/survivor-set.js';
 import type { KeyIdentityRules } from '../key-identity/key-identity-rules.js';
 import type { UpstreamSecurity } from '../../upstream/upstream-connector.js';
 
+export interface CarrierGroupSettings {
+  groupId: string;
+  sessionTimeoutMs: number;
+}
+
 export interface WorkerConfig {
   upstream: HostPort[];
   dataDir: string;
   cleanerBackoffMs: number;
-  carry: boolean;
+  /** The carrier group this replica joins (docs/carrying.md); none: it never carries. */
+  carrierGroup?: CarrierGroupSettings;
+  /** Whether only the partitions this replica carries or its clients use are indexed; false: every one. */
+  indexOnDemand: boolean;
+  /** How long a partition this replica does not carry stays indexed after its clients' last use. */
+  indexIdleMs: number;
   maxFrameBytes: number;
   requestTimeoutMs: number;
   clientId: string;
@@ -30,6 +40,8 @@ export interface WorkerConfig {
 
 export type ToWorker =
   | { type: 'policies'; policies: [string, TopicPolicy][] }
+  /** Partitions this replica's clients used (partition-demand.ts). */
+  | { type: 'demand'; partitions: [string, number][] }
   | { type: 'compact'; id: number; topic?: string }
   | { type: 'status'; id: number }
   | { type: 'inspect'; id: number; topic: string }

@@ -5,8 +5,10 @@
  * read-only look at a stopped proxy's data directory reports them the same way.
  */
 import type { Cleaner, CleanerStats } from '../cleaner/cleaner.js';
+import type { CarrierGroup, CarrierGroupStatus } from '../election/carrier-group.js';
 import type { CleanableRange } from '../cleaner/cleanable-range.js';
 import type { Indexer } from '../indexer/indexer.js';
+import type { PartitionDemand } from '../indexer/partition-demand.js';
 import type { PartitionStore } from '../index/partition-store.js';
 import type { StoreRegistry } from '../index/store-registry.js';
 
@@ -28,6 +30,14 @@ export interface PartitionStatus {
   dirtyRatio: number;
   tombstonesPending: number;
   lastCleanMs: number;
+  /** The last carry pass this replica's index read whole (whoever carried it): its id, -1 before any. */
+  lastPass: number;
+  /** When that pass wrote its copies (epoch ms, as the store stamped it; -1 before any). */
+  lastPassMs: number;
+  /** Whether this replica carries the partition (the carrier group's assignment). */
+  carried: boolean;
+  /** When a client of this replica last used the partition (epoch ms; -1: none has, it is indexed only because this replica carries it). */
+  usedMs: number;
   uncleanable: boolean;
   lastError?: string;
 }
@@ -49,16 +59,22 @@ export interface PartitionDetail extends PartitionStatus {
 export interface EngineStatus {
   partitions: PartitionStatus[];
   cleaner: CleanerStats;
+  /** This replica's membership of the carrier group, where it joins one. */
+  carrierGroup?: CarrierGroupStatus;
+  /** Bytes of record batches the indexer read from the store: to index them, and to find new indexes' last carry pass. */
+  reads?: { indexBytes: number; locateBytes: number };
 }
 
 /** What only a running engine knows of a partition. */
 export interface LiveState {
   leader: number;
   uncleanable: boolean;
+  carried: boolean;
+  usedMs: number;
   lastError?: string;
 }
 
-export const OFFLINE: LiveState = { leader: -1, uncleanable: false };
+export const OFFLINE: LiveState = { leader: -1, uncleanable: false, carried: false, usedMs: -1 };
 
 export function partitionStatus(store: PartitionStore, range: CleanableRange | undefined, live: LiveState): PartitionStatus {
   const cp = store.checkpoint;
@@ -76,6 +92,10 @@ export function partitionStatus(store: PartitionStore, range: CleanableRange | u
     dirtyRatio: range?.dirtyRatio ?? 0,
     tombstonesPending: store.tombstonesPending(),
     lastCleanMs: cp.lastCleanMs,
+    lastPass: store.carry.pass,
+    lastPassMs: store.carry.passTime,
+    carried: live.carried,
+    usedMs: live.usedMs,
     uncleanable: live.uncleanable,
     ...(live.lastError ? { lastError: live.lastError } : {}),
   };
@@ -97,30 +117,51 @@ export function byTopicPartition(a: PartitionStatus, b: PartitionStatus): number
   return a.topic === b.topic ? a.partition - b.partition : a.topic < b.topic ? -1 : 1;
 }
 
-function liveStates(indexer: Indexer, cleaner: Cleaner): (store: PartitionStore) => LiveState {
+/** What the running engine knows beyond the index files: who carries what, which partitions clients use. */
+export interface EngineParts {
+  indexer: Indexer;
+  cleaner: Cleaner;
+  group?: CarrierGroup;
+  demand?: PartitionDemand;
+}
+
+function liveStates({ indexer, cleaner, group, demand }: EngineParts): (store: PartitionStore) => LiveState {
   const tails = new Map(indexer.status().map((t) => [`${t.partition}\u0000${t.topic}`, t]));
   const uncleanable = new Set(cleaner.status().uncleanable.map((u) => `${u.partition}\u0000${u.topic}`));
   return (store) => {
-    const key = `${store.id.partition}\u0000${store.id.topic}`;
+    const { topic, partition } = store.id;
+    const key = `${partition}\u0000${topic}`;
     const tail = tails.get(key);
-    return { leader: tail?.leader ?? -1, uncleanable: uncleanable.has(key), ...(tail?.lastError ? { lastError: tail.lastError } : {}) };
+    return {
+      leader: tail?.leader ?? -1,
+      uncleanable: uncleanable.has(key),
+      carried: group?.holds(topic, partition) ?? false,
+      usedMs: demand?.lastUsed(topic, partition) ?? -1,
+      ...(tail?.lastError ? { lastError: tail.lastError } : {}),
+    };
   };
 }
 
 /** The open indexes: one whose file failed under it is closed until the indexer reopens it. */
 const openStores = (registry: StoreRegistry) => [...registry.all()].filter((store) => store.db.open);
 
-export function engineStatus(registry: StoreRegistry, indexer: Indexer, cleaner: Cleaner): EngineStatus {
-  const live = liveStates(indexer, cleaner);
+export function engineStatus(registry: StoreRegistry, parts: EngineParts): EngineStatus {
+  const live = liveStates(parts);
+  const { cleaner, group } = parts;
   const partitions = openStores(registry).map((store) => partitionStatus(store, cleaner.rangeOf(store), live(store)));
-  return { partitions: partitions.sort(byTopicPartition), cleaner: cleaner.status() };
+  return {
+    partitions: partitions.sort(byTopicPartition),
+    cleaner: cleaner.status(),
+    reads: { ...parts.indexer.reads },
+    ...(group && { carrierGroup: group.status() }),
+  };
 }
 
 /** Every indexed partition of the topic, in detail. */
-export function inspectTopic(registry: StoreRegistry, indexer: Indexer, cleaner: Cleaner, topic: string): PartitionDetail[] {
-  const live = liveStates(indexer, cleaner);
+export function inspectTopic(registry: StoreRegistry, parts: EngineParts, topic: string): PartitionDetail[] {
+  const live = liveStates(parts);
   const partitions = openStores(registry)
     .filter((s) => s.id.topic === topic)
-    .map((store) => partitionDetail(store, cleaner.rangeOf(store), live(store)));
+    .map((store) => partitionDetail(store, parts.cleaner.rangeOf(store), live(store)));
   return partitions.sort(byTopicPartition);
 }

@@ -6,8 +6,10 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import type { TopicPolicy } from '../policy.js';
 import { Carrier } from '../carry/carrier.js';
+import { CarrierGroup } from '../election/carrier-group.js';
 import { Cleaner } from '../cleaner/cleaner.js';
 import { Indexer } from '../indexer/indexer.js';
+import { PartitionDemand } from '../indexer/partition-demand.js';
 import { StoreRegistry } from '../index/store-registry.js';
 import { KeyIdentities } from '../key-identity/key-identities.js';
 import { RegistrySchemas } from '../key-identity/registry-schemas.js';
@@ -56,15 +58,51 @@ const indexer = new Indexer(
   new KeyIdentities(config.keyIdentity, schemas, log),
 );
 let policies: ReadonlyMap<string, TopicPolicy> = new Map();
-const carrier = config.carry ? new Carrier({ registry, leader: (topic, partition) => indexer.leader(topic, partition), log }) : undefined;
+// The replicas in front of the store elect one carrier per compacted partition.
+const group = config.carrierGroup
+  ? new CarrierGroup({
+      upstream: cluster,
+      groupId: config.carrierGroup.groupId,
+      sessionTimeoutMs: config.carrierGroup.sessionTimeoutMs,
+      // A member told to join again stops carrying at once: it needs no more time than a session.
+      rebalanceTimeoutMs: config.carrierGroup.sessionTimeoutMs,
+      partitions: () => indexer.partitions(),
+      onAssigned: (generation, carried) => {
+        log.info('carrier group assignment', { groupId: config.carrierGroup!.groupId, generation, carried: carried.length });
+        for (const p of carried) indexer.want(p.topic, p.partition);
+        // Partitions taken over are carried at the next round, not a whole backoff later.
+        cleaner.wakeUp();
+      },
+      onRevoked: () => log.debug('carrier group assignment revoked', { groupId: config.carrierGroup!.groupId }),
+      log,
+    })
+  : undefined;
+const carrier = group ? new Carrier({ registry, leader: (topic, partition) => indexer.leader(topic, partition), log, mandate: group }) : undefined;
 const cleaner = new Cleaner({
   registry,
   policies: () => policies,
-  deleteRecords: (topic, partition, offset) => indexer.deleteRecords(topic, partition, offset),
+  // Where a carrier is elected, it alone moves the store's log start; the others drop from their index.
+  deleteRecords: (topic, partition, offset) =>
+    group && !group.holds(topic, partition) ? Promise.resolve(false) : indexer.deleteRecords(topic, partition, offset),
   log,
   backoffMs: config.cleanerBackoffMs,
   ...(carrier && { carrier }),
 });
+indexer.onPartitionsChanged(() => group?.partitionsChanged());
+// A replica indexes the partitions it carries and the ones its clients use (partition-demand.ts).
+const demand = new PartitionDemand(config.indexIdleMs);
+if (config.indexOnDemand) indexer.setWanted((topic, partition) => demand.wanted(topic, partition) || (group?.holds(topic, partition) ?? false));
+
+const parts = { indexer, cleaner, demand, ...(group && { group }) };
+
+/** Asks for every partition of the topic (of every compacted topic when omitted): an operator's clean covers them. */
+function askFor(topic: string | undefined): void {
+  for (const p of indexer.partitions()) {
+    if (topic !== undefined && p.topic !== topic) continue;
+    demand.ask(p.topic, p.partition);
+    indexer.want(p.topic, p.partition);
+  }
+}
 
 async function reply(id: number, work: () => unknown): Promise<void> {
   try {
@@ -76,6 +114,8 @@ async function reply(id: number, work: () => unknown): Promise<void> {
 
 async function shutdown(): Promise<void> {
   idleCollection.stop();
+  // First, so that the others take this replica's partitions at once.
+  await group?.stop();
   const indexerDone = indexer.close();
   cluster.close();
   connector.close();
@@ -87,6 +127,8 @@ async function shutdown(): Promise<void> {
 
 /** How long an on-demand clean waits for the index to reach what the upstream holds. */
 const CATCH_UP_DEADLINE_MS = 10_000;
+/** How long an on-demand clean waits for the carrier group to divide partitions the catch-up found. */
+const GROUP_SETTLE_DEADLINE_MS = 10_000;
 
 /**
  * Drops the indexes and lets the indexer read the topics again from the upstream. The dropped
@@ -114,17 +156,29 @@ function onMessage(message: ToWorker): void {
       policies = new Map(message.policies);
       indexer.setPolicies(new Map(policies));
       break;
+    case 'demand':
+      for (const [topic, partition] of message.partitions) {
+        demand.ask(topic, partition);
+        indexer.want(topic, partition);
+      }
+      break;
     case 'compact':
       void reply(message.id, async () => {
+        askFor(message.topic);
         await indexer.catchUp(message.topic, CATCH_UP_DEADLINE_MS);
+        // Partitions the metadata round of the catch-up found for the first time.
+        askFor(message.topic);
+        await indexer.catchUp(message.topic, CATCH_UP_DEADLINE_MS);
+        // Partitions the catch-up found are divided anew first: the clean's pass is the new carrier's.
+        await group?.settled(GROUP_SETTLE_DEADLINE_MS);
         return cleaner.compactNow(message.topic);
       });
       break;
     case 'status':
-      void reply(message.id, () => engineStatus(registry, indexer, cleaner));
+      void reply(message.id, () => engineStatus(registry, parts));
       break;
     case 'inspect':
-      void reply(message.id, () => inspectTopic(registry, indexer, cleaner, message.topic));
+      void reply(message.id, () => inspectTopic(registry, parts, message.topic));
       break;
     case 'offsetForTime':
       void reply(message.id, () => {
@@ -145,8 +199,11 @@ function onMessage(message: ToWorker): void {
 }
 
 registry.openExisting();
+// What a restart finds on disk is kept for the idle time, as if its clients had just used it.
+for (const store of registry.all()) demand.ask(store.id.topic, store.id.partition);
 indexer.start();
 cleaner.start();
+group?.start();
 const idleCollection = collectWhenIdle(log);
 port.on('message', onMessage);
 send({ type: 'ready' });

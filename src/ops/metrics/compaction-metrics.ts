@@ -146,6 +146,47 @@ export class CompactionMetrics {
       'Carry passes that stopped before their end (nothing was let go; the next clean tries again)',
       (s) => s.cleaner.carry?.failuresTotal ?? 0,
     );
+    counter(
+      'kcompact_index_read_bytes_total',
+      "Bytes of record batches this replica's indexer read from the store to index them (the partitions it carries and the ones its clients use)",
+      (s) => s.reads?.indexBytes ?? 0,
+    );
+    counter(
+      'kcompact_locate_read_bytes_total',
+      "Bytes of record batches read from the store to find a new index's last carry pass (headers only are looked at)",
+      (s) => s.reads?.locateBytes ?? 0,
+    );
+    counter(
+      'kcompact_carry_read_bytes_total',
+      'Bytes of record batches carry passes read from the store to copy the survivors',
+      (s) => s.cleaner.carry?.bytesReadTotal ?? 0,
+    );
+    counter(
+      'kcompact_carry_fenced_total',
+      'Carry passes this replica stopped because the carrier group gave the partition to another replica (a rebalance, a pause past the session timeout)',
+      (s) => s.cleaner.carry?.fencedTotal ?? 0,
+    );
+    gauge(
+      'kcompact_carrier_group_generation',
+      "The carrier group's generation this replica's assignment belongs to (-1 before the first; it rises with each rebalance)",
+      (s) => s.carrierGroup?.generation ?? -1,
+    );
+    gauge(
+      'kcompact_carrier_group_stable',
+      '1 while this replica holds an assignment of the carrier group, 0 while it joins (or rejoins) it or has no group',
+      (s) => (s.carrierGroup?.state === 'stable' ? 1 : 0),
+    );
+    gauge('kcompact_carrier_group_leader', "1 when this replica is the carrier group's leader (it divides the partitions)", (s) =>
+      s.carrierGroup?.leader ? 1 : 0,
+    );
+    gauge('kcompact_carried_partitions', 'Compacted partitions this replica carries in the current generation of the carrier group', (s) =>
+      s.carrierGroup ? s.carrierGroup.carried.length : 0,
+    );
+    gauge(
+      'kcompact_indexed_on_demand_partitions',
+      "Compacted partitions this replica indexes because its clients use them, not because it carries them (they are let go indexIdleMs after their clients' last use)",
+      (s) => s.partitions.filter((p) => !p.carried).length,
+    );
     gauge(
       'kcompact_carry_margin_seconds',
       "Time left before a store that caps retention may let go the oldest record a compacted partition still needs, least over the partitions, at the cleaner's last round (+Inf where no store caps retention)",

@@ -18,6 +18,10 @@ function status(partition: number, nextOffset: number, highWatermark: number, la
     dirtyRatio: 0,
     tombstonesPending: 0,
     lastCleanMs: 0,
+    lastPass: -1,
+    lastPassMs: -1,
+    carried: false,
+    usedMs: -1,
     uncleanable: false,
   };
 }

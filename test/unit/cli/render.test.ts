@@ -20,6 +20,10 @@ const partition: PartitionDetail = {
   dirtyRatio: 0.25,
   tombstonesPending: 2,
   lastCleanMs: 9_000,
+  lastPass: -1,
+  lastPassMs: -1,
+  carried: false,
+  usedMs: -1,
   uncleanable: true,
   survivors: 10,
   firstUncleanable: 100,
@@ -76,9 +80,27 @@ test('status text shows the upstream, listeners, cleaner and a line per compacte
   for (const expected of ['0: 127.0.0.1:9093 -> u:9092', 'uncleanable: table-0', 'every 15,000 ms']) assert.ok(text.includes(expected), expected);
   for (const line of [/^upstream\s+u:9092$/m, /^metrics\s+127\.0\.0\.1:9644 \(probes, \/metrics\)$/m, /^admin\s+127\.0\.0\.1:9645 \(loopback, no token\)$/m])
     assert.match(text, line);
+  assert.match(text, /^carrying\s+off \(carrier group none/m);
   const rows = text.trimEnd().split('\n').slice(-2);
   assert.match(rows[0]!, /^empty\s+0\s+0\s+0\s+0\.00\s+0\s+0\s+never$/);
   assert.match(rows[1]!, /^table\s+1\s+11\s+0\s+0\.25\s+2\s+1\s+1\.0 s ago$/);
+
+  const group = { groupId: 'kcompact-carriers', memberId: 'm-1', generation: 4, leader: true };
+  const stable = renderStatus(
+    { source: 'proxy', carrierGroup: { ...group, state: 'stable', carried: [{ topic: 'table', partition: 0 }] }, compactedTopics: [], partitions: [] },
+    0,
+  );
+  assert.match(stable, /^carrying\s+group kcompact-carriers, generation 4, leader, member m-1; carries 1: table-0$/m);
+  const joining = renderStatus(
+    {
+      source: 'proxy',
+      carrierGroup: { ...group, leader: false, state: 'joining', carried: [], lastError: 'JoinGroup of the carrier group answered GROUP_AUTHORIZATION_FAILED' },
+      compactedTopics: [],
+      partitions: [],
+    },
+    0,
+  );
+  assert.match(joining, /^carrying\s+group kcompact-carriers: joining \(generation 4\); last error: JoinGroup .*GROUP_AUTHORIZATION_FAILED$/m);
 });
 
 test('inspect text shows configs and each partition, and says when it read a data directory', () => {

@@ -23,6 +23,10 @@ function partition(topic: string, p: number, over: Partial<PartitionStatus> = {}
     dirtyRatio: 0.25,
     tombstonesPending: 1,
     lastCleanMs: 0,
+    lastPass: -1,
+    lastPassMs: -1,
+    carried: false,
+    usedMs: -1,
     uncleanable: false,
     ...over,
   };
@@ -85,9 +89,21 @@ test('aggregates from one status call per scrape, in base units', async () => {
     partitions: [partition('a', 0), partition('a', 1, { nextOffset: 80, tombstonesPending: 2 }), partition('b', 0, { indexedRecords: 5 })],
     cleaner: cleaner({
       uncleanable: [{ topic: 'b', partition: 0 }],
-      carry: { passesTotal: 2, copiesTotal: 300, bytesWrittenTotal: 9000, failuresTotal: 1 },
+      carry: { passesTotal: 2, copiesTotal: 300, bytesWrittenTotal: 9000, failuresTotal: 1, fencedTotal: 4, bytesReadTotal: 7000 },
       carryMargin: { topic: 'a', partition: 1, marginMs: 45_000, ratio: 0.375 },
     }),
+    reads: { indexBytes: 12_000, locateBytes: 3_000 },
+    carrierGroup: {
+      groupId: 'kcompact-carriers',
+      state: 'stable',
+      memberId: 'm-1',
+      generation: 7,
+      leader: true,
+      carried: [
+        { topic: 'a', partition: 0 },
+        { topic: 'b', partition: 0 },
+      ],
+    },
   };
   bed.filtered = 7;
   bed.held = 2;
@@ -112,6 +128,15 @@ test('aggregates from one status call per scrape, in base units', async () => {
   assert.equal(e.value('kcompact_carried_records_total'), 300);
   assert.equal(e.value('kcompact_carried_bytes_total'), 9000);
   assert.equal(e.value('kcompact_carry_failures_total'), 1);
+  assert.equal(e.value('kcompact_carry_fenced_total'), 4);
+  assert.equal(e.value('kcompact_index_read_bytes_total'), 12_000);
+  assert.equal(e.value('kcompact_locate_read_bytes_total'), 3_000);
+  assert.equal(e.value('kcompact_carry_read_bytes_total'), 7_000);
+  assert.equal(e.value('kcompact_carrier_group_generation'), 7);
+  assert.equal(e.value('kcompact_carrier_group_stable'), 1);
+  assert.equal(e.value('kcompact_carrier_group_leader'), 1);
+  assert.equal(e.value('kcompact_carried_partitions'), 2);
+  assert.equal(e.value('kcompact_indexed_on_demand_partitions'), 3, 'the status names none of its partitions carried');
   assert.equal(e.value('kcompact_carry_margin_seconds'), 45);
   assert.equal(e.value('kcompact_carry_margin_ratio'), 0.375);
   assert.equal(e.value('kcompact_fetch_filtered_records_total'), 7);

@@ -4,10 +4,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
-import { batchPayload, encodeBatch, iterateBatches, RecordScan, scanRecordAt, type BatchFields } from '../../../../src/protocol/records/batch.js';
-import { CopyRun, markerBatch } from '../../../../src/compaction/carry/carried-batch.js';
-import { CarryKind, carryKindAt, encodePassEnd, encodePassStart } from '../../../../src/compaction/carry/carry-record.js';
-import { SourceGroup } from '../../../../src/compaction/carry/source-group.js';
 import { cleanPartition } from '../../../../src/compaction/cleaner/clean-partition.js';
 import { applyCopies } from '../../../../src/compaction/index/carried-rows.js';
 import { KEY_DIGEST_BYTES } from '../../../../src/compaction/index/key-digest.js';
@@ -17,92 +13,13 @@ import { RowBuffer } from '../../../../src/compaction/index/row-buffer.js';
 import { CREATE_SCHEMA } from '../../../../src/compaction/index/schema.js';
 import { collectRows } from '../../../../src/compaction/indexer/fetched-rows.js';
 import { seededRng } from '../../protocol/sample-body.js';
+import { Log } from './store-log.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kcompact-carried-'));
 after(() => fs.rmSync(dir, { recursive: true, force: true }));
 let files = 0;
 const open = () => PartitionStore.open(path.join(dir, `p${files++}.sqlite`), { topic: 'table', partition: 0 }).store;
 const ROLL = { segmentBytes: 1 << 30, maxSegmentMs: 1e15 };
-
-const FIELDS: BatchFields = {
-  baseOffset: 0n,
-  partitionLeaderEpoch: 0,
-  attributes: 0,
-  lastOffsetDelta: 0,
-  baseTimestamp: 1_700_000_000_000n,
-  maxTimestamp: 1_700_000_000_000n,
-  producerId: -1n,
-  producerEpoch: -1,
-  baseSequence: -1,
-};
-
-/** A store's log, as batches at the offsets the store gave them. */
-class Log {
-  readonly batches: Buffer[] = [];
-  end = 0;
-
-  append(batch: Buffer): number {
-    const [h] = iterateBatches(batch).batches;
-    const base = this.end;
-    batch.writeBigInt64BE(BigInt(base), 0);
-    this.batches.push(batch);
-    this.end = base + h!.lastOffsetDelta + 1;
-    return base;
-  }
-
-  /** Ten records per batch, key `k{o % keys}`; a value of null every `tombstoneEvery`. */
-  async writeRecords(n: number, keys: number): Promise<void> {
-    for (let i = 0; i < n; i += 10) {
-      const count = Math.min(10, n - i);
-      const records = Array.from({ length: count }, (_, j) => ({
-        timestampDelta: j,
-        offsetDelta: j,
-        key: Buffer.from(`k${(this.end + j) % keys}`),
-        value: Buffer.from(`v${this.end + j}`),
-      }));
-      this.append(await encodeBatch({ ...FIELDS, lastOffsetDelta: count - 1, baseTimestamp: BigInt(1_700_000_000_000 + this.end) }, records, 0));
-    }
-  }
-
-  from(offset: number): Buffer {
-    return Buffer.concat(
-      this.batches.filter((b) => {
-        const [h] = iterateBatches(b).batches;
-        return Number(h!.baseOffset) + h!.lastOffsetDelta >= offset;
-      }),
-    );
-  }
-
-  /** A carry pass as the carrier writes it: a start marker, copies of `survivors`, an end marker. */
-  /** `written`: records clients write while the pass runs, between its copies and its end marker. */
-  async carry(survivors: Set<number>, releaseEnd: number, written = 0): Promise<number> {
-    const pass = this.append(await markerBatch(encodePassStart({ releaseEnd, topicStart: 0 }), 5));
-    const run = new CopyRun();
-    let count = 0;
-    for (const batch of [...this.batches]) {
-      const [h] = iterateBatches(batch).batches;
-      if (h!.producerId !== -1n || Number(h!.baseOffset) >= releaseEnd) continue;
-      const payload = await batchPayload(batch, h!);
-      if (carryKindAt(payload, 0) !== CarryKind.None) continue;
-      const group = new SourceGroup(releaseEnd);
-      group.start({ batch: h!, records: batch, mark: null, runBase: 0 }, null);
-      const scan = new RecordScan();
-      for (let pos = 0; pos < payload.length;) {
-        pos = scanRecordAt(payload, pos, scan);
-        const o = Number(h!.baseOffset) + scan.offsetDelta;
-        if (survivors.has(o)) group.add(o, null);
-      }
-      const copy = await group.copy();
-      if (!copy) continue;
-      run.add(copy, group.base);
-      count += group.offsets.length;
-    }
-    this.append((await run.flush(pass, 6))!);
-    if (written > 0) await this.writeRecords(written, 10);
-    this.append(await markerBatch(encodePassEnd({ pass, copies: count, releaseEnd }), 7));
-    return pass;
-  }
-}
 
 async function ingest(store: PartitionStore, log: Log): Promise<void> {
   const rows = new RowBuffer(16);

@@ -191,9 +191,13 @@ export function configView(compacted: string[]): TopicConfigView {
   return { compacted: (t) => (set.has(t) ? POLICY : undefined), compactedTopics: () => [...set], onChange: () => () => undefined };
 }
 
-/** Partitions' indexes; `caughtUp` answers whether one has read the store (default: at once, yes). */
-export function indexView(partitions: Record<string, FakeIndex>, caughtUp: IndexView['caughtUp'] = async () => true): IndexView {
-  return { partition: (topic, partition) => partitions[`${topic}-${partition}`], caughtUp };
+/** Partitions' indexes; `caughtUp` answers whether one has read the store (default: at once, yes); `used` records the uses. */
+export function indexView(partitions: Record<string, FakeIndex>, caughtUp: IndexView['caughtUp'] = async () => true, uses: string[] = []): IndexView {
+  return {
+    partition: (topic, partition) => partitions[`${topic}-${partition}`],
+    caughtUp,
+    used: (topic, partition) => void uses.push(`${topic}-${partition}`),
+  };
 }
 
 /** A fake upstream broker over FakeLogs keyed "topic-partition"; topic ids map to names. */

@@ -20,6 +20,8 @@ import { ErrorCode } from '../../../../src/protocol/errors.js';
 import { ApiKey } from '../../../../src/protocol/messages.js';
 import { dataBatch } from './batch-builder.js';
 import { ScriptedUpstream } from './scripted-upstream.js';
+import { Log } from '../carry/store-log.js';
+import type { SurvivorSnapshot } from '../../../../src/compaction/index/survivor-set.js';
 
 const { Tombstone, Control, Commit, Transactional, Aborted } = RecordFlag;
 
@@ -298,6 +300,94 @@ describe('Indexer', () => {
       assert.deepEqual(offsets(rows(b, 't', 0)), range(0, 9));
       assert.equal(b.lines.filter((l) => l.startsWith('error indexing a partition failed')).length, 1, 'said once');
       assert.equal(b.indexer.status()[0]!.lastError, undefined);
+    });
+  });
+
+  describe('lazy indexing', () => {
+    it('indexes only the partitions it is told it wants, lets one go once it is not, and starts it over when wanted again', async (t) => {
+      const up = new ScriptedUpstream();
+      up.createTopic('t', 2);
+      await produceMany(up, 't', 0, 5);
+      await produceMany(up, 't', 1, 7);
+      const b = bed(t, up, ['t']);
+      const wanted = new Set(['t-0']);
+      b.indexer.setWanted((topic, partition) => wanted.has(`${topic}-${partition}`));
+
+      await indexedTo(b, 't', 0, 5);
+      await until('a few fetches more', () => up.fetches({ topic: 't', partition: 0 }).length >= 3);
+      assert.equal(store(b, 't', 1), undefined, 't-1 has no index');
+      assert.deepEqual(up.fetches({ topic: 't', partition: 1 }), [], 't-1 was never read');
+      assert.deepEqual(
+        b.indexer.partitions().map((p) => `${p.topic}-${p.partition}`),
+        ['t-0', 't-1'],
+        'both are known from metadata',
+      );
+
+      wanted.add('t-1');
+      b.indexer.want('t', 1);
+      await indexedTo(b, 't', 1, 7);
+
+      wanted.delete('t-0');
+      await until('t-0 let go', () => store(b, 't', 0) === undefined);
+      assert.ok(
+        b.lines.some((l) => l.includes('letting a partition index go')),
+        'said so',
+      );
+      assert.equal(store(b, 't', 1)?.checkpoint.nextOffset, 7, "the other partition's index stays");
+      const fetchesOfZero = up.fetches({ topic: 't', partition: 0 }).length;
+      await produceMany(up, 't', 1, 2, 7);
+      await indexedTo(b, 't', 1, 9);
+      assert.equal(up.fetches({ topic: 't', partition: 0 }).length, fetchesOfZero, 't-0 is no longer read');
+
+      wanted.add('t-0');
+      b.indexer.want('t', 0);
+      const again = await indexedTo(b, 't', 0, 5);
+      assert.deepEqual(offsets(rows(b, 't', 0)), range(0, 5), 'indexed again from the log start');
+      assert.equal(again.rowCount, 5);
+
+      wanted.clear();
+      await until('both let go', () => store(b, 't', 0) === undefined && store(b, 't', 1) === undefined);
+      assert.ok(!fs.existsSync(b.registry.fileOf('t')), "the topic's file goes with its last partition");
+    });
+  });
+
+  describe('a new index of a carried store', () => {
+    it('serves the last whole pass the store holds, as stored, until the index has read the store', async (t) => {
+      const log = new Log();
+      await log.writeRecords(100, 10);
+      const pass = await log.carry(new Set(range(90, 100)), 100);
+      await log.writeRecords(30, 10);
+      const up = new ScriptedUpstream();
+      up.createTopic('t', 1);
+      for (const batch of log.batches) up.log('t', 0).append(batch);
+      up.log('t', 0).deleteBefore(100);
+
+      const data = makeTempDir('kcompact-indexer-unit-');
+      const lines: string[] = [];
+      const published: (SurvivorSnapshot | null)[] = [];
+      const registry = new StoreRegistry(data.path, capturingLogger(lines), (_id, snapshot) => published.push(snapshot));
+      const indexer = new Indexer(up, registry, capturingLogger(lines), QUICK);
+      t.after(async () => {
+        await indexer.close();
+        registry.closeAll();
+        data.remove();
+      });
+      indexer.start();
+      indexer.setPolicies(policies('t'));
+      const s = await until('indexed to the end', () => registry.get('t', 0)?.checkpoint.nextOffset === log.end && registry.get('t', 0));
+      const asStored = published.findIndex((p) => p?.carried?.asStored === true);
+      assert.ok(asStored >= 0, `the pass found in the store was published: ${lines.join('\n')}`);
+      assert.deepEqual(
+        { ...published[asStored]!.carried!, marks: [...published[asStored]!.carried!.marks] },
+        { copiesBelow: 100, topicStart: 0, copiesFrom: pass, copiesTo: pass + 2, passOnly: true, marks: [90, pass + 1], asStored: true },
+      );
+      assert.equal(published[asStored]!.cleanedUpTo, 0, 'nothing hidden: the store as it holds it');
+      const after = published.slice(asStored + 1);
+      assert.ok(
+        after.length > 0 && after.every((p) => p?.carried?.copiesFrom === pass && p.carried.asStored === undefined),
+        "then only the index's own, once it has read the pass",
+      );
+      assert.equal(s.carry.pass, pass);
     });
   });
 
@@ -680,7 +770,12 @@ describe('Indexer', () => {
       b.indexer.rebuild('t');
       await indexedTo(b, 't', 0, 6);
       const again = up.fetches().filter((f) => f.seq >= seq);
-      assert.equal(again[0]?.fetchOffset, 0, 'the new index starts from 0; the answer out of range moves it to the log start');
+      // A new index of a store that no longer starts at 0 first reads it for a carry pass (pass-locator.ts), from its log start.
+      assert.equal(again[0]?.fetchOffset, 2, 'the store read for its last carry pass, from its log start');
+      assert.ok(
+        again.some((f) => f.fetchOffset === 0 && f.errorCode === ErrorCode.OFFSET_OUT_OF_RANGE),
+        'the new index starts from 0; the answer out of range moves it to the log start',
+      );
       assert.ok(
         again.some((f) => f.fetchOffset === 2),
         JSON.stringify(again),
