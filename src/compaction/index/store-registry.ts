@@ -151,15 +151,14 @@ export class StoreRegistry {
     const key = keyOf(topic, partition);
     const store = this.stores.get(key);
     if (!store) return;
+    // The topic's last partition here: its whole file goes (dropTopic withdraws the survivors too).
+    if ([...this.stores.values()].every((s) => s === store || s.id.topic !== topic)) {
+      this.dropTopic(topic);
+      return;
+    }
     this.sink(store.id, null, []);
     this.stores.delete(key);
-    if (![...this.stores.values()].some((s) => s.id.topic === topic)) {
-      this.closeTopic(topic);
-      removeIndexFile(this.fileOf(topic));
-      this.balance();
-    } else if (store.db.open) {
-      store.remove();
-    }
+    if (store.db.open) store.remove();
   }
 
   /**
