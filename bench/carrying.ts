@@ -250,6 +250,7 @@ async function measureFirstAnswer(s: Stores, results: ShapeResult[]): Promise<vo
     const spawned = performance.now();
     const replica = await startProxyProcess(s.store.bootstrap, 1, {
       parentDir: s.indexDir,
+      cpuProfDir: s.profDir('first'),
       args: ['--cleaner-backoff-ms', '3600000', '--carrier-group', 'none', '--index-on-demand', 'true'],
     });
     try {
@@ -379,7 +380,7 @@ async function main(): Promise<void> {
     };
     const out = carryReport(bench);
     if (cpuProf) {
-      for (const name of ['replica', ...results.map((r) => `cold-${r.workload.config.name}`)]) {
+      for (const name of ['replica', 'first', ...results.map((r) => `cold-${r.workload.config.name}`)]) {
         out.push('', profileReport(path.join(cpuProf, name), { title: `CPU profile of the ${name} proxies (all threads)` }));
       }
     }

@@ -89,26 +89,23 @@ export async function startCompaction(opts: CompactionOptions): Promise<Compacti
   const closeUpstream = () => {
     if (upstream !== opts.upstreamClient) upstream.close();
   };
-  const configs = await createTopicConfigs({
-    upstream: opts.upstream,
-    dataDir: opts.dataDir,
-    staticTopics: opts.staticTopics,
-    brokerConfigs: opts.brokerConfigs,
-    topicIds: opts.topicIds,
-    log: opts.log,
-    pollIntervalMs: opts.configPollIntervalMs,
-    requestTimeoutMs: opts.requestTimeoutMs,
-    maxFrameBytes: opts.maxFrameBytes,
-    connector: opts.upstreamConnector,
-    client: upstream,
-    carrying: { share: opts.carryRetentionShare ?? DEFAULT_CARRY_SHARE, backoffMs: opts.cleanerBackoffMs },
-  }).catch((err: unknown) => {
-    closeUpstream();
-    throw err;
-  });
-  let engine: CompactionEngine;
-  try {
-    engine = await startCompactionEngine({
+  // The config layer reads the store while the worker thread starts: neither waits for the other.
+  const [configsStarted, engineStarted] = await Promise.allSettled([
+    createTopicConfigs({
+      upstream: opts.upstream,
+      dataDir: opts.dataDir,
+      staticTopics: opts.staticTopics,
+      brokerConfigs: opts.brokerConfigs,
+      topicIds: opts.topicIds,
+      log: opts.log,
+      pollIntervalMs: opts.configPollIntervalMs,
+      requestTimeoutMs: opts.requestTimeoutMs,
+      maxFrameBytes: opts.maxFrameBytes,
+      connector: opts.upstreamConnector,
+      client: upstream,
+      carrying: { share: opts.carryRetentionShare ?? DEFAULT_CARRY_SHARE, backoffMs: opts.cleanerBackoffMs },
+    }),
+    startCompactionEngine({
       upstream: opts.upstream,
       dataDir: opts.dataDir,
       log: opts.log,
@@ -122,12 +119,16 @@ export async function startCompaction(opts: CompactionOptions): Promise<Compacti
       keyIdentity: opts.keyIdentity,
       schemaRegistryUrl: opts.schemaRegistryUrl,
       upstreamSecurity: opts.upstreamConnector?.settings,
-    });
-  } catch (err) {
-    await configs.close();
+    }),
+  ]);
+  if (configsStarted.status === 'rejected' || engineStarted.status === 'rejected') {
+    if (engineStarted.status === 'fulfilled') await engineStarted.value.close();
+    if (configsStarted.status === 'fulfilled') await configsStarted.value.close();
     closeUpstream();
-    throw err;
+    throw configsStarted.status === 'rejected' ? configsStarted.reason : (engineStarted as PromiseRejectedResult).reason;
   }
+  const configs = configsStarted.value;
+  const engine = engineStarted.value;
   const retention = new StoreRetention({
     links: upstream,
     log: opts.log,

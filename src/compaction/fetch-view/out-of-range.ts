@@ -14,7 +14,7 @@
  * - the index is not there yet: an empty answer (no records, no error), and the client asks again.
  */
 import type { FetchResponsePartitionData } from '../../protocol/messages.js';
-import type { IndexView } from '../index-view.js';
+import { caughtUpOrHeld, type IndexView } from '../index-view.js';
 import { copiesHold } from '../index/survivor-set.js';
 import type { UpstreamReads } from './upstream-reads.js';
 
@@ -51,23 +51,9 @@ export async function answerOutOfRange(
   if (clientOffset >= Number(bounds.logStart)) return false;
   // A pass found in the store (a new index, pass-locator.ts) answers before the index catches up.
   const held = () => copiesHold(index.partition(topic, partition)?.carried(), clientOffset);
-  const caughtUp = await Promise.race([index.caughtUp(topic, partition, Math.max(0, waitMs)).catch(() => false), heldWithin(held, waitMs)]);
+  const caughtUp = await caughtUpOrHeld(index, topic, partition, waitMs, held);
   if (caughtUp === true && !held()) return false;
   return empty(index, at, p, bounds);
-}
-
-const HELD_POLL_MS = 10;
-
-/** Resolves 'held' once `held()` is true, or never within `waitMs` (the other side of the race answers by then). */
-function heldWithin(held: () => boolean, waitMs: number): Promise<'held'> {
-  return new Promise((resolve) => {
-    const deadline = Date.now() + waitMs;
-    const poll = () => {
-      if (held()) resolve('held');
-      else if (Date.now() < deadline) setTimeout(poll, HELD_POLL_MS).unref();
-    };
-    poll();
-  });
 }
 
 function empty(index: IndexView, at: OutOfRange, p: FetchResponsePartitionData, bounds: { highWatermark: bigint; lastStable: bigint } | null): true {

@@ -19,7 +19,7 @@ import type { Logger } from '../../ops/log.js';
 import type { TopicPolicy } from '../policy.js';
 import type { PartitionStore, UpstreamPosition } from '../index/partition-store.js';
 import { KeyIdentities } from '../key-identity/key-identities.js';
-import { SchemaUnavailableError } from '../key-identity/registry-schemas.js';
+import { SchemaUnavailableError } from '../key-identity/schema-unavailable.js';
 import { RowBuffer } from '../index/row-buffer.js';
 import { isDamagedFile, isStorageFailure, storageFix } from '../index/storage-errors.js';
 import { rollPolicy, type RollPolicy } from '../index/segment-roller.js';

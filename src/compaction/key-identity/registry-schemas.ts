@@ -13,20 +13,10 @@ import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
 import type { Logger } from '../../ops/log.js';
 import type { SchemaDecoders } from './key-digesters.js';
 import { registryEndpoint } from './registry-url.js';
+import { SchemaUnavailableError } from './schema-unavailable.js';
 
 /** Decodes a framed key's payload (the bytes after the 5-byte header); throws when it does not decode. */
 export type KeyDecoder = (payload: Buffer) => unknown;
-
-export class SchemaUnavailableError extends Error {
-  override readonly name = 'SchemaUnavailableError';
-  constructor(
-    readonly schemaId: number,
-    readonly registry: string,
-    readonly reason: string,
-  ) {
-    super(`key schema id ${schemaId} is not available from the schema registry at ${registry}: ${reason}`);
-  }
-}
 
 type ClientArgs = ConstructorParameters<typeof SchemaRegistry>[0];
 type Middleware = NonNullable<ClientArgs['middlewares']>[number];

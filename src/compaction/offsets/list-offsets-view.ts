@@ -8,13 +8,14 @@
  *
  * A replica whose index has not read a pass (just started, or behind the replica that carries)
  * cannot tell a store that let a carried range go from one that holds everything: where the
- * store's log no longer starts at 0, the earliest offset and lookups by timestamp wait for the
- * index to read what the store holds (UNSETTLED_WAIT_MS), and are answered OFFSET_NOT_AVAILABLE,
- * which clients retry, if it has not by then.
+ * store's log no longer starts at 0, lookups by timestamp wait for the index to read what the
+ * store holds, and the earliest offset for that or for the index to find the store's last pass
+ * (UNSETTLED_WAIT_MS); they are answered OFFSET_NOT_AVAILABLE, which clients retry, if neither
+ * came by then.
  */
 import { ApiKey, type ApiKeyOf, type ListOffsetsResponsePartitionResponse } from '../../protocol/messages.js';
 import type { Filter, FilterRequest, RequestContext, RequestOutcome } from '../../proxy/filter/filter.js';
-import type { IndexView } from '../index-view.js';
+import { caughtUpOrHeld, type IndexView } from '../index-view.js';
 import type { TopicConfigView } from '../policy.js';
 import { MAX_TIMESTAMP, type OffsetAtTime } from './offsets-by-time.js';
 import { ErrorCode } from '../../protocol/errors.js';
@@ -84,8 +85,14 @@ export function createListOffsetsView(opts: ListOffsetsViewOptions): Filter {
     });
   }
 
-  function lookUp(topic: string, partition: number, p: ListOffsetsResponsePartitionResponse, timestamp: number): Promise<void> {
-    return opts.offsetForTime(topic, partition, timestamp).then((answer) => byTime(p, timestamp, answer));
+  async function lookUp(topic: string, partition: number, p: ListOffsetsResponsePartitionResponse, timestamp: number): Promise<void> {
+    let answer = await opts.offsetForTime(topic, partition, timestamp);
+    if (answer?.unread) {
+      const caughtUp = await opts.index.caughtUp(topic, partition, opts.unsettledWaitMs ?? UNSETTLED_WAIT_MS).catch(() => false);
+      answer = caughtUp ? await opts.offsetForTime(topic, partition, timestamp) : null;
+      if (!answer || answer.unread) return notAvailable(p);
+    }
+    byTime(p, timestamp, answer);
   }
 
   /** The answer for a partition whose index knew no pass when asked. */
@@ -93,14 +100,11 @@ export function createListOffsetsView(opts: ListOffsetsViewOptions): Filter {
     // A store that starts at 0 let nothing go: its answer is the topic's.
     const storeStart = a.earliest ? p.offset : await opts.logStartOffset(topic, partition).catch(() => -1n);
     if (storeStart === 0n) return;
-    const caughtUp = storeStart > 0n && (await opts.index.caughtUp(topic, partition, opts.unsettledWaitMs ?? UNSETTLED_WAIT_MS).catch(() => false));
-    if (!caughtUp) {
-      p.errorCode = ErrorCode.OFFSET_NOT_AVAILABLE;
-      p.offset = -1n;
-      p.timestamp = -1n;
-      p.leaderEpoch = -1;
-      return;
-    }
+    // The earliest offset is the topic's start, which a pass found in the store already tells;
+    // an answer by time needs the index of the records themselves.
+    const passFound = () => a.earliest && opts.index.partition(topic, partition)?.carried() !== undefined;
+    const caughtUp = storeStart > 0n && (await caughtUpOrHeld(opts.index, topic, partition, opts.unsettledWaitMs ?? UNSETTLED_WAIT_MS, passFound));
+    if (!caughtUp) return notAvailable(p);
     const carried = opts.index.partition(topic, partition)?.carried();
     if (!carried) return;
     if (a.earliest) p.offset = BigInt(carried.topicStart);
@@ -108,6 +112,14 @@ export function createListOffsetsView(opts: ListOffsetsViewOptions): Filter {
   }
 
   return { name: 'list-offsets-view', apis: { [ApiKey.ListOffsets]: { minVersion: 1, onRequest } } };
+}
+
+/** Clients retry it (the index has not read what the store holds yet). */
+function notAvailable(p: ListOffsetsResponsePartitionResponse): void {
+  p.errorCode = ErrorCode.OFFSET_NOT_AVAILABLE;
+  p.offset = -1n;
+  p.timestamp = -1n;
+  p.leaderEpoch = -1;
 }
 
 /** The answer by timestamp: the index's, or the store's when it names a record past the index. */

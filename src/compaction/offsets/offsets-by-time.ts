@@ -13,6 +13,11 @@ export interface OffsetAtTime {
   found: { offset: number; timestamp: number } | null;
   /** Where the index ends: the store's answer stands for records from here on. */
   indexedUpTo: number;
+  /**
+   * A new index that serves the store's last pass as it found it (pass-locator.ts) and has not
+   * read the records' times yet: it has no answer, and the store's would name copies.
+   */
+  unread: boolean;
 }
 
 /** ListOffsets' MAX_TIMESTAMP (KIP-734). */
@@ -26,7 +31,8 @@ export function offsetForTime(store: PartitionStore, timestamp: number): OffsetA
       ? store.db.prepare('SELECT offset, ts FROM records WHERE partition = ? ORDER BY ts DESC, offset ASC LIMIT 1').raw().get(p)
       : store.db.prepare('SELECT offset, ts FROM records WHERE partition = ? AND ts >= ? ORDER BY offset LIMIT 1').raw().get(p, timestamp);
   const indexedUpTo = store.checkpoint.nextOffset;
-  if (!row) return { found: null, indexedUpTo };
+  const unread = store.asStoredUntil > indexedUpTo;
+  if (!row) return { found: null, indexedUpTo, unread };
   const [offset, ts] = row as [number, number];
-  return { found: { offset, timestamp: ts }, indexedUpTo };
+  return { found: { offset, timestamp: ts }, indexedUpTo, unread };
 }

@@ -12,7 +12,6 @@ import { Indexer } from '../indexer/indexer.js';
 import { PartitionDemand } from '../indexer/partition-demand.js';
 import { StoreRegistry } from '../index/store-registry.js';
 import { KeyIdentities } from '../key-identity/key-identities.js';
-import { RegistrySchemas } from '../key-identity/registry-schemas.js';
 import type { FromWorker, RebuildingPartition, ToWorker, WorkerConfig } from './engine-protocol.js';
 import { engineStatus, inspectTopic } from './engine-status.js';
 import { offsetForTime } from '../offsets/offsets-by-time.js';
@@ -45,7 +44,10 @@ const cluster = new UpstreamClusterClient({
 });
 // Fetch answers must fit the frame limit with room to spare (Kafka may exceed max_bytes by a batch).
 const fetchBytes = Math.min(32 * 1024 * 1024, Math.floor(config.maxFrameBytes / 2));
-const schemas = config.schemaRegistryUrl ? new RegistrySchemas(config.schemaRegistryUrl, config.requestTimeoutMs, log) : undefined;
+// The registry's client library is large: only a replica whose keys are framed by a registry loads it.
+const schemas = config.schemaRegistryUrl
+  ? new (await import('../key-identity/registry-schemas.js')).RegistrySchemas(config.schemaRegistryUrl, config.requestTimeoutMs, log)
+  : undefined;
 const indexer = new Indexer(
   cluster,
   registry,

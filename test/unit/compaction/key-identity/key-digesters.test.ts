@@ -3,7 +3,8 @@ import { describe, it } from 'node:test';
 import { keyDigest, keyDigestInto, KEY_DIGEST_BYTES } from '../../../../src/compaction/index/key-digest.js';
 import { DecodedKeys, EXACT_BYTES, FRAME_PAYLOAD, type KeyDigester, type SchemaDecoders } from '../../../../src/compaction/key-identity/key-digesters.js';
 import { KeyIdentities } from '../../../../src/compaction/key-identity/key-identities.js';
-import { SchemaUnavailableError, type KeyDecoder } from '../../../../src/compaction/key-identity/registry-schemas.js';
+import type { KeyDecoder } from '../../../../src/compaction/key-identity/registry-schemas.js';
+import { SchemaUnavailableError } from '../../../../src/compaction/key-identity/schema-unavailable.js';
 import type { Logger } from '../../../../src/ops/log.js';
 
 function framed(schemaId: number, payload: string | Buffer): Buffer {

@@ -27,13 +27,18 @@ interface Store {
 
 async function ask(
   timestamp: bigint,
-  opts: { store: Store; index?: FakeIndex; caughtUp?: (index: FakeIndex | undefined) => boolean; indexAnswer?: OffsetAtTime | null },
+  opts: {
+    store: Store;
+    index?: FakeIndex;
+    caughtUp?: (index: FakeIndex | undefined) => boolean | Promise<boolean>;
+    indexAnswer?: OffsetAtTime | null | (() => OffsetAtTime | null);
+  },
 ) {
   const waits: number[] = [];
   const view = createListOffsetsView({
     config: configView(['c']),
-    index: indexView(opts.index ? { 'c-0': opts.index } : {}, async (_t, _p, ms) => (waits.push(ms), opts.caughtUp?.(opts.index) ?? true)),
-    offsetForTime: async () => opts.indexAnswer ?? null,
+    index: indexView(opts.index ? { 'c-0': opts.index } : {}, async (_t, _p, ms) => (waits.push(ms), (await opts.caughtUp?.(opts.index)) ?? true)),
+    offsetForTime: async () => (typeof opts.indexAnswer === 'function' ? opts.indexAnswer() : (opts.indexAnswer ?? null)),
     logStartOffset: async () => opts.store.logStart,
     unsettledWaitMs: 40,
   });
@@ -93,6 +98,38 @@ describe('ListOffsets of compacted partitions', () => {
     });
   }
 
+  test('EARLIEST past 0: a pass the new index finds in the store answers before the index catches up', async () => {
+    const index = new FakeIndex([], 0);
+    // The index finds the store's last pass at once and reads the rest for longer than the wait.
+    setTimeout(() => (index.carry = CARRIED), 5);
+    let timer: NodeJS.Timeout | undefined;
+    const slow = () => new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), 1_000)));
+    const started = Date.now();
+    const { p } = await ask(EARLIEST, { store: { logStart: 300n, end: 400n, byTime: 0n }, index, caughtUp: slow });
+    clearTimeout(timer);
+    assert.equal(p.errorCode, 0);
+    assert.equal(p.offset, 0n);
+    assert.ok(Date.now() - started < 1_000, 'answered before the catch-up wait ended');
+  });
+
+  for (const caughtUp of [true, false]) {
+    test(`by timestamp, a pass found is not enough: the answer waits for the index of the records (${caughtUp ? 'read' : 'not in time'})`, async () => {
+      const index = new FakeIndex([], 0);
+      index.carry = CARRIED;
+      let read = false;
+      const { p, waits } = await ask(1_000n, {
+        store: { logStart: 300n, end: 400n, byTime: 350n },
+        index,
+        caughtUp: () => (read = caughtUp),
+        indexAnswer: () =>
+          read ? { found: { offset: 12, timestamp: 1_005 }, indexedUpTo: 400, unread: false } : { found: null, indexedUpTo: 0, unread: true },
+      });
+      assert.deepEqual(waits, [40]);
+      if (caughtUp) assert.deepEqual([p.errorCode, p.offset], [0, 12n]);
+      else assert.deepEqual([p.errorCode, p.offset], [OFFSET_NOT_AVAILABLE, -1n]);
+    });
+  }
+
   test("EARLIEST past 0 of an index that read everything and no pass: the store's answer", async () => {
     const { p } = await ask(EARLIEST, { store: { logStart: 300n, end: 400n, byTime: 0n }, index: new FakeIndex([], 0) });
     assert.equal(p.offset, 300n);
@@ -113,7 +150,7 @@ describe('ListOffsets of compacted partitions', () => {
       store: { logStart: 300n, end: 400n, byTime: 350n },
       index,
       caughtUp: (i) => ((i!.carry = CARRIED), true),
-      indexAnswer: { found: { offset: 12, timestamp: 1_005 }, indexedUpTo: 400 },
+      indexAnswer: { found: { offset: 12, timestamp: 1_005 }, indexedUpTo: 400, unread: false },
     });
     assert.equal(p.offset, 12n);
     assert.equal(p.leaderEpoch, -1);
