@@ -66,6 +66,8 @@ export interface ShapeResult {
     fromStartSeconds: number;
     read: KbenchResult;
     kafka: KbenchResult;
+    /** A node process that does nothing, from spawning to its exit: the floor under any replica's start. */
+    bareNodeSeconds: number;
   };
   reads: ColdRead[];
 }
@@ -176,6 +178,24 @@ export function carryReport(b: CarryBenchResult): string[] {
         `${secs(r.firstAnswer.kafka.seconds)} Kafka read`,
         ratio(r.firstAnswer.fromStartSeconds / r.firstAnswer.kafka.seconds),
         ...judged(r.firstAnswer.fromStartSeconds / r.firstAnswer.kafka.seconds, CARRY_BUDGET.firstAnswer),
+      ],
+      [
+        `2.   of it, the first read once listening (${tag})`,
+        secs(r.firstAnswer.read.seconds),
+        `${secs(r.firstAnswer.kafka.seconds)} Kafka read`,
+        ratio(r.firstAnswer.read.seconds / r.firstAnswer.kafka.seconds),
+        'reported',
+        '',
+        '',
+      ],
+      [
+        `2.   a bare node process start and exit (context)`,
+        secs(r.firstAnswer.bareNodeSeconds),
+        `${secs(r.firstAnswer.kafka.seconds)} Kafka read`,
+        ratio(r.firstAnswer.bareNodeSeconds / r.firstAnswer.kafka.seconds),
+        'reported',
+        '',
+        '',
       ],
       [
         `3. cold read from offset 0 (${tag})`,

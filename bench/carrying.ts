@@ -30,6 +30,7 @@
  *     [--small-rewrites 2] [--small-batch 4] [--cleans 5] [--read-rounds 5] [--cpu-prof DIR]
  *     [--json FILE]   (--help lists every flag)
  */
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -244,6 +245,7 @@ async function measureReplica(s: Stores, results: ShapeResult[]): Promise<void> 
  * offset 0, beside a read of Kafka's compacted topic.
  */
 async function measureFirstAnswer(s: Stores, results: ShapeResult[]): Promise<void> {
+  const bareNodeSeconds = bareNodeStart();
   for (const r of results) {
     const topic = r.workload.config.topic;
     log(`(first answer) a new replica indexing on demand reads ${topic} from offset 0`);
@@ -258,12 +260,22 @@ async function measureFirstAnswer(s: Stores, results: ShapeResult[]): Promise<vo
       const first = await read(replica.bootstrap, topic, r.expected, 'the first read through a new replica indexing on demand');
       const fromStartSeconds = (performance.now() - spawned) / 1000;
       const kafka = await read(s.reference.bootstrap, topic, r.expected, "a read of Kafka's compacted topic");
-      r.firstAnswer = { listeningSeconds, fromStartSeconds, read: first, kafka };
+      r.firstAnswer = { listeningSeconds, fromStartSeconds, read: first, kafka, bareNodeSeconds };
       log(`(first answer) ${topic}: ${fromStartSeconds.toFixed(2)} s from spawning to the end of the first read; Kafka read ${kafka.seconds.toFixed(3)} s`);
     } finally {
       await replica.stop();
     }
   }
+}
+
+/** Seconds a node process that does nothing takes from spawning to its exit (median of 5): what no replica can start under. */
+function bareNodeStart(): number {
+  const runs = Array.from({ length: 5 }, () => {
+    const started = performance.now();
+    execFileSync(process.execPath, ['-e', '0']);
+    return (performance.now() - started) / 1000;
+  }).sort((a, b) => a - b);
+  return runs[2]!;
 }
 
 /** One kbench read of the one-record topic (no check but its count). */
