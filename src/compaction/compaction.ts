@@ -14,6 +14,7 @@ import type { KeyIdentityRules } from './key-identity/key-identity-rules.js';
 import { createProduceGuard } from './produce-guard/produce-guard.js';
 import { createFetchView, type FetchView } from './fetch-view/fetch-view.js';
 import { createListOffsetsView } from './offsets/list-offsets-view.js';
+import { createShareFetchView } from './fetch-view/share-fetch-view.js';
 import { UpstreamPartitionReads } from './fetch-view/upstream-partition-reads.js';
 import type { TopicPolicy } from './policy.js';
 import type { UpstreamConnector } from '../upstream/upstream-connector.js';
@@ -187,7 +188,14 @@ export async function startCompaction(opts: CompactionOptions): Promise<Compacti
     offsetForTime: (topic, partition, timestamp) => engine.offsetForTime(topic, partition, timestamp),
     logStartOffset: (topic, partition) => pool.logStartOffset(topic, partition),
   });
-  const filters = [...configs.filters, produceGuard, fetchView, listOffsetsView];
+  const shareFetchView = createShareFetchView({
+    config: configs.view,
+    index: engine.index,
+    topicIds: opts.topicIds,
+    resolveTopicIds: (ids) => pool.resolveTopicIds(ids),
+    log: opts.log,
+  });
+  const filters = [...configs.filters, produceGuard, fetchView, shareFetchView, listOffsetsView];
   return {
     filters,
     configs,

@@ -34,6 +34,15 @@ export interface IndexView {
   used(topic: string, partition: number): void;
 }
 
+/** A compacted partition whose index is not there yet (a replica just started, a topic just made compacted). */
+export const NOT_INDEXED: PartitionIndexView = {
+  cleanedUpTo: () => 0,
+  survivors: () => new Float64Array(0),
+  survivorCount: () => 0,
+  nextVisible: (offset) => offset,
+  carried: () => undefined,
+};
+
 const HELD_POLL_MS = 10;
 
 /**

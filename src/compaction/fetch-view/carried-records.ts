@@ -23,7 +23,7 @@ import { CarryKind, carryKindAt } from '../carry/carry-record.js';
 import type { PartitionIndexView } from '../index-view.js';
 import { copiesReadFrom, type CarriedSnapshot } from '../index/survivor-set.js';
 import type { PartitionRead, UpstreamRead, UpstreamReads } from './upstream-reads.js';
-import { leftOut, viewBatch, type Budget, type Visibility, type VisibleRecords } from './visible-records.js';
+import { leftOut, viewBatch, visibilityOf, type Budget, type Visibility, type VisibleRecords } from './visible-records.js';
 
 /**
  * A read of the copies starts at the run holding the client's offset: it asks for the room left
@@ -170,8 +170,7 @@ class CopiesAnswer {
 export async function carriedRecords(upstream: UpstreamReads, target: CopiesTarget, from: number, budget: Budget): Promise<VisibleRecords> {
   const { view, carried } = target;
   const start = carried.copiesBelow;
-  const visibility: Visibility = { cleanedUpTo: view.cleanedUpTo(), survivors: (a, b) => view.survivors(a, b) };
-  const answer = new CopiesAnswer(budget, visibility, view, from, carried.asStored === true);
+  const answer = new CopiesAnswer(budget, visibilityOf(view), view, from, carried.asStored === true);
   const copy = emptyCopy();
   const scan = new RecordScan();
   let pos = copiesReadFrom(carried, from);

@@ -15,7 +15,7 @@ import type { Logger } from '../../ops/log.js';
 import { ApiKey, type ApiKeyOf, type FetchRequest, type FetchRequestTopic, type FetchResponse } from '../../protocol/messages.js';
 import type { Filter, FilterRequest, FilterResponse, RequestContext, RequestOutcome, ResponseContext, ResponseOutcome } from '../../proxy/filter/filter.js';
 import type { TopicIds } from '../../proxy/topic-ids.js';
-import type { IndexView, PartitionIndexView } from '../index-view.js';
+import { NOT_INDEXED, type IndexView } from '../index-view.js';
 import type { TopicConfigView } from '../policy.js';
 import { EmptyAnswers } from './empty-answers.js';
 import { isIncremental, isSessionless, sessionFields, sessionlessFrame, sessionNotFound, SESSIONLESS_EPOCH, type SessionFields } from './fetch-session.js';
@@ -75,15 +75,6 @@ const READ_UNCOMMITTED = 0;
 const MAX_VIEWED_RESPONSE_BYTES = 8 << 20;
 
 const targetKey = (topicKey: string, partition: number) => `${topicKey}\u0000${partition}`;
-
-/** A compacted partition whose index is not there yet (a replica just started, a topic just made compacted). */
-const NOT_INDEXED: PartitionIndexView = {
-  cleanedUpTo: () => 0,
-  survivors: () => new Float64Array(0),
-  survivorCount: () => 0,
-  nextVisible: (offset) => offset,
-  carried: () => undefined,
-};
 
 /**
  * The budget of a partition's answer from the copies, as its request's limits will give it when

@@ -22,13 +22,13 @@ import { begunFits, dropBegun, type CopiesBegun } from './copies-ahead.js';
 import {
   cachedRecords,
   visibleRecords,
+  visibilityOf,
   releaseHeld,
   type BatchesWalked,
   type Budget,
   type Releasable,
   type MarkerSeen,
   type VisibleRecords,
-  type Visibility,
 } from './visible-records.js';
 
 const READ_UNCOMMITTED = 0;
@@ -253,9 +253,9 @@ export class PartitionAnswer {
   /** The view of upstream records, whose batches below the horizon go to the view cache. */
   private async view(records: Buffer | null, budget: Budget): Promise<VisibleRecords> {
     const { topic, partition, view, clientOffset } = this.target;
-    if (!this.cache.enabled) return visibleRecords(records, visibility(view), clientOffset, budget);
+    if (!this.cache.enabled) return visibleRecords(records, visibilityOf(view), clientOffset, budget);
     const viewed: ViewedBatch[] = [];
-    const seen = await visibleRecords(records, visibility(view), clientOffset, budget, (b) => viewed.push(b));
+    const seen = await visibleRecords(records, visibilityOf(view), clientOffset, budget, (b) => viewed.push(b));
     this.cache.record(topic, partition, view, viewed);
     return seen;
   }
@@ -359,10 +359,6 @@ function copyOut(seen: VisibleRecords, memory: ArrayBufferLike): void {
 
 function bytesOf(seen: VisibleRecords): number {
   return seen.batches.reduce((n, b) => n + b.length, seen.truncatedTail.length + (seen.trailingEmpty?.length ?? 0));
-}
-
-function visibility(view: PartitionIndexView): Visibility {
-  return { cleanedUpTo: view.cleanedUpTo(), survivors: (from, to) => view.survivors(from, to) };
 }
 
 function lastOffsetOf(batch: Buffer): number {

@@ -25,6 +25,7 @@ import {
 } from '../../protocol/records/batch.js';
 import { Cursor } from '../../protocol/records/varint.js';
 import { CarryKind, carryKindAt } from '../carry/carry-record.js';
+import type { PartitionIndexView } from '../index-view.js';
 import type { ViewedBatch } from './view-cache.js';
 
 export interface Visibility {
@@ -32,6 +33,11 @@ export interface Visibility {
   cleanedUpTo: number;
   /** Surviving offsets in [from, to), below cleanedUpTo, ascending. */
   survivors(from: number, to: number): Float64Array;
+}
+
+/** What a partition's index says is visible, as of now. */
+export function visibilityOf(view: PartitionIndexView): Visibility {
+  return { cleanedUpTo: view.cleanedUpTo(), survivors: (from, to) => view.survivors(from, to) };
 }
 
 /** A transaction marker batch seen in the upstream data, and whether the client still sees it. */

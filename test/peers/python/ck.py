@@ -4,6 +4,7 @@ the format described in test/peers/README.md; exits 1 when the summary holds err
   ck.py produce --brokers B --topic T [--count N --start I --keys K --value-size S
                 --tombstone-every M --compression C --create-partitions P --topic-config k=v]
   ck.py consume --brokers B --topic T --count N [--group G --isolation L --records]
+  ck.py share   --brokers B --topic T --group G --count N [--isolation L --release --idle-ms MS]
   ck.py txn     --brokers B --topic T [--transactions N --per-txn M ...]
   ck.py configs --brokers B --topic T [--partitions P] --topic-config k=v ... --alter k=v ...
 
@@ -20,7 +21,7 @@ import time
 import uuid
 
 import confluent_kafka
-from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka import AcknowledgeType, Consumer, KafkaError, Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
 
 ABORTED_MARK = b"aborted-"
@@ -244,6 +245,57 @@ def cmd_consume(args):
     return consume_summary(args, recs, errors, client_meta(isolation=args.isolation))
 
 
+def cmd_share(args):
+    """Reads the topic in a share group (KIP-932): sets the group's share.auto.offset.reset to
+    earliest and its share.isolation.level, then polls until --count records were accepted and
+    none came for --idle-ms, acknowledging each explicitly: ACCEPT, or RELEASE at its first
+    delivery with --release (the group delivers it again). Reports each delivery with its count."""
+    admin = AdminClient({**client_config(args), "bootstrap.servers": args.brokers, "log_level": QUIET})
+    entries = [
+        ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET),
+        ConfigEntry("share.isolation.level", args.isolation, incremental_operation=AlterConfigOpType.SET),
+    ]
+    resource = ConfigResource(ResourceType.GROUP, args.group, incremental_configs=entries)
+    for f in admin.incremental_alter_configs([resource], request_timeout=10).values():
+        f.result(timeout=15)
+    consumer = ShareConsumer(
+        {
+            **client_config(args),
+            "bootstrap.servers": args.brokers,
+            "group.id": args.group,
+            "share.acknowledgement.mode": "explicit",
+            "check.crcs": True,
+            "log_level": QUIET,
+        }
+    )
+    errors, deliveries, accepted = [], [], 0
+    deadline = time.monotonic() + args.timeout_ms / 1000
+    last_at = time.monotonic()
+    try:
+        consumer.subscribe([args.topic])
+        while time.monotonic() < deadline and not errors and (accepted < args.count or time.monotonic() - last_at < args.idle_ms / 1000):
+            for msg in consumer.poll(0.2):
+                if msg.error():
+                    errors.append(str(msg.error()))
+                    continue
+                count = msg.delivery_count()
+                deliveries.append(
+                    {"partition": msg.partition(), "offset": msg.offset(), "key": text(msg.key()), "value": text(msg.value()), "deliveryCount": count}
+                )
+                again = args.release and count == 1
+                consumer.acknowledge(msg, AcknowledgeType.RELEASE if again else AcknowledgeType.ACCEPT)
+                if not again:
+                    accepted += 1
+                last_at = time.monotonic()
+            consumer.commit_sync()
+    finally:
+        consumer.close()
+    if accepted < args.count and not errors:
+        errors.append("accepted %d of %d records before the deadline" % (accepted, args.count))
+    deliveries.sort(key=lambda d: d["offset"])
+    return {"records": deliveries, "errors": errors, "client": client_meta()}
+
+
 def cmd_txn(args):
     """Even-numbered transactions commit, odd ones abort (their values start with 'aborted-');
     a read_committed consumer must then see exactly the committed records."""
@@ -342,6 +394,13 @@ def parser(prog="ck.py"):
     p.add_argument("--isolation", default="read_uncommitted", choices=["read_uncommitted", "read_committed"])
     p.add_argument("--idle-ms", type=int, default=0, help="once a record has been read, also stop after this long without another")
 
+    p = sub.add_parser("share")
+    common(p)
+    p.add_argument("--count", type=int, required=True)
+    p.add_argument("--isolation", default="read_uncommitted", choices=["read_uncommitted", "read_committed"])
+    p.add_argument("--release", action="store_true", help="release each record at its first delivery")
+    p.add_argument("--idle-ms", type=int, default=0, help="once --count records were accepted, go on until none came for this long")
+
     p = sub.add_parser("txn")
     common(p)
     producing(p)
@@ -360,7 +419,7 @@ def parser(prog="ck.py"):
 def main():
     args = parser().parse_args()
     try:
-        out = {"produce": cmd_produce, "consume": cmd_consume, "txn": cmd_txn, "configs": cmd_configs}[args.cmd](args)
+        out = {"produce": cmd_produce, "consume": cmd_consume, "share": cmd_share, "txn": cmd_txn, "configs": cmd_configs}[args.cmd](args)
     except confluent_kafka.KafkaException as e:
         out = {"errors": [str(e)], "client": client_meta()}
     print(json.dumps(out, sort_keys=True))

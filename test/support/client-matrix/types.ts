@@ -89,6 +89,33 @@ export interface ReadRun extends RecordsRun {
   position?: number;
 }
 
+export interface ShareReadFixture {
+  topic: string;
+  group: string;
+  /** The group's share.isolation.level. */
+  isolation: 'read_uncommitted' | 'read_committed';
+  /** Records to accept at least; the read goes on until none came for idleMs. */
+  expected: number;
+  idleMs: number;
+  /** Release each record at its first delivery (the group delivers it again). */
+  release?: boolean;
+  /** Members of the group reading side by side (one unless the client says otherwise). */
+  members?: number;
+}
+
+/** A record a share group delivered, and how many times the group had delivered it. */
+export interface ShareDelivery extends RecordView {
+  deliveryCount: number;
+  /** Which member got it, where the client ran several. */
+  member?: number;
+}
+
+/** The share group's state of partition 0 (DescribeShareGroupOffsets). */
+export interface ShareOffsets {
+  startOffset: number;
+  lag: number;
+}
+
 /** One client family driven through kcompact. Methods of unsupported operations are absent. */
 export interface ClientDriver {
   readonly id: string;
@@ -106,5 +133,9 @@ export interface ClientDriver {
   transactions?(bootstrap: string, f: TransactionsFixture, delivered: (records: number) => Promise<void>): Promise<RecordsRun>;
   configs?(bootstrap: string, f: ConfigsFixture): Promise<ConfigsRun>;
   compactedRead?(bootstrap: string, f: CompactedReadFixture): Promise<ReadRun>;
+  /** Reads the topic in a share group (KIP-932), from its earliest offset. */
+  shareRead?(bootstrap: string, f: ShareReadFixture): Promise<{ records: ShareDelivery[] }>;
+  /** The share group's state, asked with the client's admin API. */
+  shareOffsets?(bootstrap: string, group: string, topic: string): Promise<ShareOffsets>;
   close?(): Promise<void>;
 }

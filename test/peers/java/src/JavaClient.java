@@ -19,14 +19,20 @@ import java.util.TreeSet;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AlterConfigOp;
 import org.apache.kafka.clients.admin.Config;
 import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.clients.admin.ListShareGroupOffsetsSpec;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.SharePartitionOffsetInfo;
+import org.apache.kafka.clients.consumer.AcknowledgeType;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.KafkaShareConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -52,6 +58,10 @@ import org.apache.kafka.common.utils.internals.AppInfoParser;
  *       -> what "read" answers, at read_committed
  *   configs {partitions, create: {k: v}, alter: {k: v}} -> {"api", "created": {k: v}, "altered": {k: v}}
  *   read    {isolation?, expected, idleMs, timeoutMs} -> {"records", "position", "endOffset"}
+ *   share   {group, isolation?, release?, members?, expected, idleMs, timeoutMs}
+ *       -> {"records": each delivery, with its "deliveryCount" and "member", "startOffset", "lag"}:
+ *          read in a share group (KIP-932) from the earliest offset
+ *   shareOffsets {group}                         -> {"startOffset", "lag"} of partition 0
  */
 public final class JavaClient {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -82,7 +92,9 @@ public final class JavaClient {
       case "txn" -> txn(req);
       case "configs" -> configs(req);
       case "read" -> read(req, req.path("isolation").asText("read_uncommitted"));
-      default -> throw new IllegalArgumentException("unknown op " + op + " (version, produce, group, txn, configs, read)");
+      case "share" -> share(req);
+      case "shareOffsets" -> shareOffsets(req);
+      default -> throw new IllegalArgumentException("unknown op " + op + " (version, produce, group, txn, configs, read, share, shareOffsets)");
     };
   }
 
@@ -233,6 +245,91 @@ public final class JavaClient {
       answer.put("position", consumer.position(tp));
       answer.put("endOffset", end);
     }
+    return answer;
+  }
+
+  /**
+   * Reads the topic in a share group: sets the group's share.auto.offset.reset to earliest and its
+   * share.isolation.level, then `members` consumers of the group (1 by default, each on its own
+   * thread) poll until together they accepted `expected` records and none came for idleMs,
+   * acknowledging each record explicitly: ACCEPT, or RELEASE at its first delivery when "release"
+   * is true (the group delivers it again). Then they close, and the group's start offset and lag
+   * of partition 0 are listed. Each delivery names its member.
+   */
+  private static ObjectNode share(JsonNode req) throws Exception {
+    String topic = req.path("topic").asText();
+    String group = req.path("group").asText();
+    boolean release = req.path("release").asBoolean(false);
+    int members = req.path("members").asInt(1);
+    ObjectNode answer = JSON.createObjectNode();
+    ArrayNode records = answer.putArray("records");
+    try (Admin admin = Admin.create(common(req))) {
+      ConfigResource resource = new ConfigResource(ConfigResource.Type.GROUP, group);
+      Collection<AlterConfigOp> ops = List.of(
+          new AlterConfigOp(new ConfigEntry("share.auto.offset.reset", "earliest"), AlterConfigOp.OpType.SET),
+          new AlterConfigOp(new ConfigEntry("share.isolation.level", req.path("isolation").asText("read_uncommitted")), AlterConfigOp.OpType.SET));
+      admin.incrementalAlterConfigs(Map.of(resource, ops)).all().get(CALL_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+      long deadline = System.currentTimeMillis() + req.path("timeoutMs").asLong(30_000);
+      long idleMs = req.path("idleMs").asLong(0);
+      int expected = req.path("expected").asInt();
+      AtomicInteger accepted = new AtomicInteger();
+      AtomicLong lastRecord = new AtomicLong(System.currentTimeMillis());
+      List<Thread> threads = new ArrayList<>();
+      List<Throwable> failures = new ArrayList<>();
+      for (int m = 0; m < members; m++) {
+        int member = m;
+        Thread thread = new Thread(() -> {
+          Properties p = common(req);
+          p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+          p.put(ConsumerConfig.CLIENT_ID_CONFIG, "kcompact-matrix-java-share-" + member);
+          p.put("share.acknowledgement.mode", "explicit");
+          p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+          p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+          try (KafkaShareConsumer<byte[], byte[]> consumer = new KafkaShareConsumer<>(p)) {
+            consumer.subscribe(List.of(topic));
+            while (System.currentTimeMillis() < deadline && (accepted.get() < expected || System.currentTimeMillis() - lastRecord.get() < idleMs)) {
+              for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(200))) {
+                short count = r.deliveryCount().orElse((short) 0);
+                boolean again = release && count == 1;
+                consumer.acknowledge(r, again ? AcknowledgeType.RELEASE : AcknowledgeType.ACCEPT);
+                synchronized (records) {
+                  records.add(view(r).put("deliveryCount", count).put("member", member));
+                }
+                if (!again) accepted.incrementAndGet();
+                lastRecord.set(System.currentTimeMillis());
+              }
+              consumer.commitSync(CALL_TIMEOUT);
+            }
+          } catch (Throwable e) {
+            synchronized (failures) {
+              failures.add(e);
+            }
+          }
+        });
+        thread.start();
+        threads.add(thread);
+      }
+      for (Thread thread : threads) thread.join();
+      if (!failures.isEmpty()) throw new ExecutionException(failures.get(0));
+      answer.setAll(shareOffsets(admin, group, topic));
+    }
+    return answer;
+  }
+
+  private static ObjectNode shareOffsets(JsonNode req) throws Exception {
+    try (Admin admin = Admin.create(common(req))) {
+      return shareOffsets(admin, req.path("group").asText(), req.path("topic").asText());
+    }
+  }
+
+  /** The share group's start offset and lag of partition 0 (-1 where there are none). */
+  private static ObjectNode shareOffsets(Admin admin, String group, String topic) throws Exception {
+    SharePartitionOffsetInfo info = admin.listShareGroupOffsets(Map.of(group, new ListShareGroupOffsetsSpec()))
+        .partitionsToOffsetInfo(group).get(CALL_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)
+        .get(new TopicPartition(topic, 0));
+    ObjectNode answer = JSON.createObjectNode();
+    answer.put("startOffset", info == null ? -1 : info.startOffset());
+    answer.put("lag", info == null ? -1 : info.lag().orElse(-1L));
     return answer;
   }
 

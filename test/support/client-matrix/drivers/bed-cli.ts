@@ -6,7 +6,7 @@
 import path from 'node:path';
 import { runProcess, tail } from '../../processes.js';
 import { consumeFlags, produceFlags, type ConsumeSummary } from '../../summary.js';
-import type { ClientDriver, ConfigsRun, Operation } from '../types.js';
+import type { ClientDriver, ConfigsRun, Operation, ShareDelivery, ShareReadFixture } from '../types.js';
 
 interface Summary {
   errors: string[];
@@ -39,6 +39,8 @@ export interface BedCliOptions {
   argv: Argv;
   version(): Promise<string>;
   notes?: Partial<Record<Operation, string>>;
+  /** Whether the client has the share subcommand (a share consumer, KIP-932). */
+  share?: boolean;
 }
 
 /**
@@ -124,5 +126,13 @@ export function bedCliDriver(o: BedCliOptions): ClientDriver {
       if (s.errors.length !== 1 || s.errors[0] !== short) throw new Error(`consume: ${s.errors.join('; ') || `read ${s.count} records, one more than exist`}`);
       return { records: s.records ?? [] };
     },
+    ...(o.share && {
+      async shareRead(b: string, f: ShareReadFixture) {
+        const flags = ['share', '--brokers', b, '--topic', f.topic, '--group', f.group, '--count', String(f.expected)];
+        flags.push('--isolation', f.isolation, '--idle-ms', String(f.idleMs), '--timeout-ms', String(RUN_DEADLINE_MS));
+        if (f.release) flags.push('--release');
+        return ok<Summary & { records: ShareDelivery[] }>(argv, flags, RUN_DEADLINE_MS);
+      },
+    }),
   };
 }

@@ -17,6 +17,7 @@ export const franzGo: ClientDriver = bedCliDriver({
   id: 'franz-go',
   name: 'franz-go (kgo)',
   argv: (args) => [franzclient, [...args]],
+  share: true,
   version: async () => (JSON.parse(await stdoutOf(franzclient, ['version'])) as { franzGo: string }).franzGo.replace(/^v/, ''),
 });
 
@@ -24,6 +25,7 @@ export const confluentKafka: ClientDriver = bedCliDriver({
   id: 'librdkafka',
   name: 'librdkafka (Python confluent-kafka)',
   argv: (args) => [venvPython, [path.join(pythonScriptsDir, 'ck.py'), ...args]],
+  share: true,
   version: async () => {
     const [py, lib] = JSON.parse(
       await stdoutOf(venvPython, ['-c', 'import json, confluent_kafka as c; print(json.dumps([c.__version__, c.libversion()[0]]))']),

@@ -123,6 +123,20 @@ function javaDriver(): ClientDriver {
       }),
     configs: (b, f) => ask({ op: 'configs', bootstrap: b, topic: f.topic, partitions: f.partitions, create: f.create, alter: f.alter }),
     compactedRead: (b, f) => ask({ op: 'read', bootstrap: b, topic: f.topic, expected: f.expected.length, idleMs: f.idleMs, ...timeouts }),
+    shareRead: (b, f) =>
+      ask({
+        op: 'share',
+        bootstrap: b,
+        topic: f.topic,
+        group: f.group,
+        isolation: f.isolation,
+        expected: f.expected,
+        idleMs: f.idleMs,
+        release: f.release ?? false,
+        members: f.members ?? 1,
+        timeoutMs: 60_000,
+      }),
+    shareOffsets: (b, group, topic) => ask({ op: 'shareOffsets', bootstrap: b, group, topic }),
     close: async () => {
       await queue;
       await session?.close();

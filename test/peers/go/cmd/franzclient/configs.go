@@ -56,7 +56,7 @@ func configs(args []string) map[string]any {
 	if err != nil {
 		return fail(err)
 	}
-	if err := incrementalSet(ctx, cl, *topic, alter); err != nil {
+	if err := incrementalSet(ctx, cl, kmsg.ConfigResourceTypeTopic, *topic, alter); err != nil {
 		return fail(err)
 	}
 	altered, err := describeTopicConfigs(ctx, cl, *topic, shown)
@@ -95,11 +95,11 @@ func describeTopicConfigs(ctx context.Context, cl *kgo.Client, topic string, nam
 	return out, nil
 }
 
-func incrementalSet(ctx context.Context, cl *kgo.Client, topic string, set keyValues) error {
+func incrementalSet(ctx context.Context, cl *kgo.Client, kind kmsg.ConfigResourceType, name string, set keyValues) error {
 	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	res := kmsg.NewIncrementalAlterConfigsRequestResource()
-	res.ResourceType = kmsg.ConfigResourceTypeTopic
-	res.ResourceName = topic
+	res.ResourceType = kind
+	res.ResourceName = name
 	for k, v := range set {
 		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
 		c.Name = k
@@ -110,11 +110,11 @@ func incrementalSet(ctx context.Context, cl *kgo.Client, topic string, set keyVa
 	req.Resources = append(req.Resources, res)
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
-		return fmt.Errorf("incremental alter configs of %s: %w", topic, err)
+		return fmt.Errorf("incremental alter configs of %s: %w", name, err)
 	}
 	for _, r := range resp.Resources {
 		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
-			return fmt.Errorf("incremental alter configs of %s: %w", topic, err)
+			return fmt.Errorf("incremental alter configs of %s: %w", name, err)
 		}
 	}
 	return nil

@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-const usage = `usage: franzclient produce|consume|txn|configs --brokers HOST:PORT[,...] --topic T [flags]
+const usage = `usage: franzclient produce|consume|share|txn|configs --brokers HOST:PORT[,...] --topic T [flags]
        franzclient version
 run "franzclient <command> -h" for the flags`
 
@@ -28,6 +28,8 @@ func main() {
 		out = produce(os.Args[2:])
 	case "consume":
 		out = consume(os.Args[2:])
+	case "share":
+		out = share(os.Args[2:])
 	case "txn":
 		out = txn(os.Args[2:])
 	case "configs":
