@@ -133,6 +133,7 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
   metrics.compaction.attach({
     status: () => engine.engine.status(),
     filteredRecords: () => engine.fetchView.stats.removedRecords,
+    shareFilteredRecords: () => engine.shareFetchView.stats.removedRecords,
     heldFetches: () => engine.fetchView.stats.outOfRangeHeld,
     viewCache: () => engine.fetchView.cache,
     copiesAhead: () => engine.fetchView.copiesAhead,

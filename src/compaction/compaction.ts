@@ -14,7 +14,7 @@ import type { KeyIdentityRules } from './key-identity/key-identity-rules.js';
 import { createProduceGuard } from './produce-guard/produce-guard.js';
 import { createFetchView, type FetchView } from './fetch-view/fetch-view.js';
 import { createListOffsetsView } from './offsets/list-offsets-view.js';
-import { createShareFetchView } from './fetch-view/share-fetch-view.js';
+import { createShareFetchView, type ShareFetchView } from './fetch-view/share-fetch-view.js';
 import { UpstreamPartitionReads } from './fetch-view/upstream-partition-reads.js';
 import type { TopicPolicy } from './policy.js';
 import type { UpstreamConnector } from '../upstream/upstream-connector.js';
@@ -73,6 +73,7 @@ export interface Compaction {
   engine: CompactionEngine;
   /** The Fetch view, for its counters. */
   fetchView: FetchView;
+  shareFetchView: ShareFetchView;
   close(): Promise<void>;
 }
 
@@ -201,6 +202,7 @@ export async function startCompaction(opts: CompactionOptions): Promise<Compacti
     configs,
     engine,
     fetchView,
+    shareFetchView,
     close: async () => {
       unsubscribe();
       clearInterval(retentionTimer);

@@ -15,6 +15,7 @@ import { CLIENTS } from '../support/client-matrix/drivers/index.js';
 import type { ClientDriver, ShareDelivery, ShareReadFixture } from '../support/client-matrix/types.js';
 import { startCliProxy, type CliProxy } from '../support/kcompact-cli.js';
 import { pollUntil, requirePeers, startKafka, type RunningKafka } from '../support/index.js';
+import { scrape } from '../support/prometheus.js';
 import { readPartitionRaw } from '../support/raw-reader.js';
 
 const TOPIC = 'queued';
@@ -191,6 +192,8 @@ test('share groups get the compacted view, as from Kafka 4.4 with its cleaner on
     const states = await Promise.all(sides.map((s) => java.shareOffsets!(s.bootstrap, first, TOPIC)));
     assert.deepEqual(states[1], states[0], "the group's start offset and lag");
     t.diagnostic(`the group's state on both sides: ${JSON.stringify(states[0])}`);
+    const removed = (await scrape(proxy.management)).value('kcompact_share_fetch_filtered_records_total') ?? 0;
+    assert.ok(removed > 0, `kcompact_share_fetch_filtered_records_total counts what the view removed (${removed})`);
   } finally {
     await proxy?.stop().catch(() => undefined);
     await Promise.allSettled([reference?.stop(), store?.stop()]);

@@ -13,6 +13,8 @@ export interface CompactionSource {
   status(): Promise<EngineStatus>;
   /** Records the fetch view has removed from answers since the process started. */
   filteredRecords(): number;
+  /** Records the share-fetch view has removed from share groups' answers since the process started. */
+  shareFilteredRecords(): number;
   /** Fetches below the store's log start answered empty while the index caught up with a carry pass. */
   heldFetches(): number;
   /** The fetch view's cache: bytes held, and reads on it answered since the process started. */
@@ -204,6 +206,15 @@ export class CompactionMetrics {
       collect(this: Counter) {
         this.reset();
         this.inc(metrics.source?.filteredRecords() ?? 0);
+      },
+    });
+    new Counter({
+      name: 'kcompact_share_fetch_filtered_records_total',
+      help: "Records the compacted view removed from share groups' ShareFetch answers (members acknowledge their offsets as gaps)",
+      registers,
+      collect(this: Counter) {
+        this.reset();
+        this.inc(metrics.source?.shareFilteredRecords() ?? 0);
       },
     });
     new Counter({

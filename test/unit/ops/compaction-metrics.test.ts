@@ -51,6 +51,7 @@ class Bed {
   status: EngineStatus | Error | 'hang' = { partitions: [], cleaner: cleaner() };
   calls = 0;
   filtered = 0;
+  shareFiltered = 0;
   held = 0;
   viewCache = { bytes: 0, reads: 0 };
   copiesAhead = { begun: 0, used: 0 };
@@ -69,6 +70,7 @@ class Bed {
         return s instanceof Error ? Promise.reject(s) : Promise.resolve(s);
       },
       filteredRecords: () => this.filtered,
+      shareFilteredRecords: () => this.shareFiltered,
       heldFetches: () => this.held,
       viewCache: () => this.viewCache,
       copiesAhead: () => this.copiesAhead,
@@ -106,6 +108,7 @@ test('aggregates from one status call per scrape, in base units', async () => {
     },
   };
   bed.filtered = 7;
+  bed.shareFiltered = 3;
   bed.held = 2;
   bed.viewCache = { bytes: 4096, reads: 12 };
   bed.copiesAhead = { begun: 9, used: 7 };
@@ -140,6 +143,7 @@ test('aggregates from one status call per scrape, in base units', async () => {
   assert.equal(e.value('kcompact_carry_margin_seconds'), 45);
   assert.equal(e.value('kcompact_carry_margin_ratio'), 0.375);
   assert.equal(e.value('kcompact_fetch_filtered_records_total'), 7);
+  assert.equal(e.value('kcompact_share_fetch_filtered_records_total'), 3);
   assert.equal(e.value('kcompact_fetch_held_total'), 2);
   assert.equal(e.value('kcompact_view_cache_bytes'), 4096);
   assert.equal(e.value('kcompact_view_cache_reads_total'), 12);
