@@ -31,8 +31,8 @@ export interface ShareFetchViewOptions {
 }
 
 export interface ShareFetchViewStats {
-  /** ShareFetch answers that held records of a compacted partition. */
-  viewedResponses: number;
+  /** Partitions of ShareFetch answers that held records of a compacted topic. */
+  viewedPartitions: number;
   /** Records the view took out of them. */
   removedRecords: number;
   /** Batches that could not be read and went out as the store sent them. */
@@ -45,7 +45,7 @@ export interface ShareFetchView extends Filter {
 
 export function createShareFetchView(opts: ShareFetchViewOptions): ShareFetchView {
   const log = opts.log.child({ component: 'share-fetch-view' });
-  const stats: ShareFetchViewStats = { viewedResponses: 0, removedRecords: 0, corruptBatches: 0 };
+  const stats: ShareFetchViewStats = { viewedPartitions: 0, removedRecords: 0, corruptBatches: 0 };
 
   /** A compacted topic's name for an id, or undefined. */
   const compactedName = (id: string): string | undefined => {
@@ -83,7 +83,7 @@ export function createShareFetchView(opts: ShareFetchViewOptions): ShareFetchVie
         // Not indexed yet: nothing is hidden but kcompact's own carry records, as in Kafka's uncleaned head.
         const view = opts.index.partition(name, p.partitionIndex) ?? NOT_INDEXED;
         const seen = await visibleRecords(p.records, visibilityOf(view), 0);
-        stats.viewedResponses++;
+        stats.viewedPartitions++;
         if (seen.corrupt) {
           stats.corruptBatches++;
           log.warn('a share-fetched batch could not be read; passed on unfiltered', { topic: name, partition: p.partitionIndex, reason: seen.corrupt });
