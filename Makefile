@@ -3,7 +3,10 @@
 #   make test   install everything (npm, Kafka jars, Go and Python peers) and run every test
 
 SHELL := /bin/bash
-NODE_TEST := node --test --test-concurrency=1 --test-timeout=600000
+# TAP as the run goes, then (failures-reporter.mjs) the failed tests again in the last lines.
+NODE_TEST := node --test --test-concurrency=1 --test-timeout=600000 \
+	--test-reporter=tap --test-reporter-destination=stdout \
+	--test-reporter=./scripts/failures-reporter.mjs --test-reporter-destination=stdout
 
 .PHONY: all deps build lint format peers test test-unit test-integration run bench bench-compaction bench-carry bench-replicas bench-scale fuzz gen clean
 

@@ -1,8 +1,8 @@
 /**
  * The client matrix (docs/client-matrix.md): Java kafka-clients, librdkafka (through Python's
  * confluent-kafka and through kcat), kafkajs, franz-go and kafka-python each produce, consume in
- * a group, run transactions, administer topic configs and read a compacted topic from offset 0,
- * through kcompact in front of Kafka 4.4 with its cleaner off and in front of kfake. Every cell
+ * a group, run transactions, administer topic configs, read a compacted topic from offset 0 and
+ * read it in a share group (the clients with a share consumer), through kcompact in front of Kafka 4.4 with its cleaner off and in front of kfake. Every cell
  * is a real run of the client checked against the upstream (test/support/client-matrix); an
  * operation a client lacks is "n/a" with the reason. The page must say what was measured:
  * KCOMPACT_UPDATE_MATRIX=1 rewrites it, otherwise a difference fails with a diff.

@@ -86,9 +86,11 @@ async function scenario(t: TestContext, store: string, firstReaders: readonly nu
         },
       ],
     });
-    const carrier = await pollUntil('one replica carrying the topic', 60_000, async () => {
-      const statuses = await Promise.all(replicas.map(statusOf));
-      const carrying = replicas.filter((_, i) => statuses[i]?.carrierGroup?.carried.some((p) => p.topic === TOPIC));
+    // All three in one stable generation: a carrier seen while the others still join may lose the topic to one of them.
+    const carrier = await pollUntil('the three replicas in one generation, one of them carrying the topic', 60_000, async () => {
+      const groups = (await Promise.all(replicas.map(statusOf))).map((s) => s?.carrierGroup);
+      if (groups.some((g) => g?.state !== 'stable') || new Set(groups.map((g) => g?.generation)).size !== 1) return undefined;
+      const carrying = replicas.filter((_, i) => groups[i]!.carried.some((p) => p.topic === TOPIC));
       return carrying.length === 1 ? carrying[0] : undefined;
     });
     const others = replicas.filter((r) => r !== carrier);

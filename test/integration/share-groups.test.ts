@@ -5,14 +5,15 @@
  * an aborted and a committed transaction). Then every client with a share consumer reads the
  * topic in a new share group on each side, at both isolation levels: the same records at the same
  * offsets, each delivered once; two members of one group share them out; a member that releases
- * every record at its first delivery gets each again, with its delivery count; and the group's
+ * every record at its first delivery gets each again, with its delivery count; what a member
+ * that leaves without acknowledging goes to the one that stays, counted; and the group's
  * state afterwards (start offset and lag, after one more record) is the same on both sides.
  */
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import kafkajs from 'kafkajs';
 import { CLIENTS } from '../support/client-matrix/drivers/index.js';
-import type { ClientDriver, ShareDelivery, ShareReadFixture } from '../support/client-matrix/types.js';
+import type { ClientDriver, ShareDelivery, ShareOffsets, ShareReadFixture } from '../support/client-matrix/types.js';
 import { startCliProxy, type CliProxy } from '../support/kcompact-cli.js';
 import { pollUntil, requirePeers, startKafka, type RunningKafka } from '../support/index.js';
 import { scrape } from '../support/prometheus.js';
@@ -89,6 +90,9 @@ async function prepare(reference: Side, proxied: Side, proxy: CliProxy): Promise
   });
   return cleaned;
 }
+
+/** What the Java share op answers: the deliveries and the group's state of partition 0 after them. */
+type ShareRun = { records: ShareDelivery[] } & Partial<ShareOffsets>;
 
 const comparable = (records: readonly ShareDelivery[]) =>
   records
@@ -172,6 +176,28 @@ test('share groups get the compacted view, as from Kafka 4.4 with its cleaner on
     const [kafkaReleased, throughReleased] = await both(java, sides, released);
     assert.deepEqual(comparable(throughReleased!), comparable(kafkaReleased!), 'released records come again, counted');
     assert.deepEqual([...new Set(throughReleased!.map((r) => r.deliveryCount))].sort(), [1, 2], 'each record delivered twice');
+
+    // A member that leaves with records it never acknowledged: the broker gives them to the other, counted.
+    const leaving = { topic: TOPIC, group: group('leave'), isolation: 'read_committed', expected: committed.length, idleMs: IDLE_MS, leave: true } as const;
+    const [kafkaLeft, throughLeft] = await Promise.all(sides.map(async (s) => (await java.shareRead!(s.bootstrap, leaving)) as ShareRun));
+    for (const [run, where] of [
+      [kafkaLeft!, 'on Kafka'],
+      [throughLeft!, 'through kcompact'],
+    ] as const) {
+      const left = run.records.filter((r) => r.member === 1);
+      const stayed = run.records.filter((r) => r.member === 0);
+      assert.ok(left.length > 0, `${where}: the leaving member got records`);
+      onceEach(stayed, `${where}: the member that stayed`);
+      assert.deepEqual(
+        comparable(stayed).map(({ offset, key, value }) => ({ offset, key, value })),
+        committed,
+        `${where}: the member that stayed got every record`,
+      );
+      const again = new Set(left.map((r) => r.offset));
+      for (const r of stayed) assert.equal(r.deliveryCount, again.has(r.offset) ? 2 : 1, `${where}: offset ${r.offset}'s delivery count`);
+      assert.equal(run.lag, 0, `${where}: nothing is left stuck in the group`);
+    }
+    t.diagnostic(`a member left with ${throughLeft!.records.filter((r) => r.member === 1).length} records through kcompact, all delivered again`);
 
     // The group's state: after one more record, read by the first group, both sides agree.
     const first = 'share-java-0';

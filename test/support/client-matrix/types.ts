@@ -5,7 +5,7 @@
  */
 import type { RecordView } from '../summary.js';
 
-export type Operation = 'produce' | 'group' | 'transactions' | 'configs' | 'compactedRead';
+export type Operation = 'produce' | 'group' | 'transactions' | 'configs' | 'compactedRead' | 'shareRead';
 
 /** A key and a value as UTF-8 text; null for null. */
 export interface KeyValue {
@@ -101,6 +101,11 @@ export interface ShareReadFixture {
   release?: boolean;
   /** Members of the group reading side by side (one unless the client says otherwise). */
   members?: number;
+  /**
+   * First a member of its own (numbered `members`) reads alone and leaves the group as soon as it
+   * got records, acknowledging none; the others then read.
+   */
+  leave?: boolean;
 }
 
 /** A record a share group delivered, and how many times the group had delivered it. */

@@ -19,6 +19,7 @@ import java.util.TreeSet;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.clients.admin.Admin;
@@ -58,7 +59,7 @@ import org.apache.kafka.common.utils.internals.AppInfoParser;
  *       -> what "read" answers, at read_committed
  *   configs {partitions, create: {k: v}, alter: {k: v}} -> {"api", "created": {k: v}, "altered": {k: v}}
  *   read    {isolation?, expected, idleMs, timeoutMs} -> {"records", "position", "endOffset"}
- *   share   {group, isolation?, release?, members?, expected, idleMs, timeoutMs}
+ *   share   {group, isolation?, release?, members?, leave?, expected, idleMs, timeoutMs}
  *       -> {"records": each delivery, with its "deliveryCount" and "member", "startOffset", "lag"}:
  *          read in a share group (KIP-932) from the earliest offset
  *   shareOffsets {group}                         -> {"startOffset", "lag"} of partition 0
@@ -254,7 +255,9 @@ public final class JavaClient {
    * thread) poll until together they accepted `expected` records and none came for idleMs,
    * acknowledging each record explicitly: ACCEPT, or RELEASE at its first delivery when "release"
    * is true (the group delivers it again). Then they close, and the group's start offset and lag
-   * of partition 0 are listed. Each delivery names its member.
+   * of partition 0 are listed. Each delivery names its member. With "leave", a member of its own
+   * (numbered `members`) reads first, alone: it leaves the group (closes) as soon as a poll gave
+   * it records, acknowledging none of them, so the others must get them again.
    */
   private static ObjectNode share(JsonNode req) throws Exception {
     String topic = req.path("topic").asText();
@@ -276,15 +279,24 @@ public final class JavaClient {
       AtomicLong lastRecord = new AtomicLong(System.currentTimeMillis());
       List<Thread> threads = new ArrayList<>();
       List<Throwable> failures = new ArrayList<>();
+      if (req.path("leave").asBoolean(false)) {
+        Properties p = shareProps(req, group, members);
+        try (KafkaShareConsumer<byte[], byte[]> consumer = new KafkaShareConsumer<>(p)) {
+          consumer.subscribe(List.of(topic));
+          int got = 0;
+          while (got == 0 && System.currentTimeMillis() < deadline) {
+            for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(200))) {
+              records.add(view(r).put("deliveryCount", r.deliveryCount().orElse((short) 0)).put("member", members));
+              got++;
+            }
+          }
+          if (got == 0) throw new TimeoutException("the leaving member got no records before the deadline");
+        }
+      }
       for (int m = 0; m < members; m++) {
         int member = m;
         Thread thread = new Thread(() -> {
-          Properties p = common(req);
-          p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
-          p.put(ConsumerConfig.CLIENT_ID_CONFIG, "kcompact-matrix-java-share-" + member);
-          p.put("share.acknowledgement.mode", "explicit");
-          p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
-          p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+          Properties p = shareProps(req, group, member);
           try (KafkaShareConsumer<byte[], byte[]> consumer = new KafkaShareConsumer<>(p)) {
             consumer.subscribe(List.of(topic));
             while (System.currentTimeMillis() < deadline && (accepted.get() < expected || System.currentTimeMillis() - lastRecord.get() < idleMs)) {
@@ -314,6 +326,17 @@ public final class JavaClient {
       answer.setAll(shareOffsets(admin, group, topic));
     }
     return answer;
+  }
+
+  /** A share consumer of the group that acknowledges each record itself. */
+  private static Properties shareProps(JsonNode req, String group, int member) {
+    Properties p = common(req);
+    p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+    p.put(ConsumerConfig.CLIENT_ID_CONFIG, "kcompact-matrix-java-share-" + member);
+    p.put("share.acknowledgement.mode", "explicit");
+    p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+    p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+    return p;
   }
 
   private static ObjectNode shareOffsets(JsonNode req) throws Exception {

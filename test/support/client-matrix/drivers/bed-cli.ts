@@ -39,8 +39,8 @@ export interface BedCliOptions {
   argv: Argv;
   version(): Promise<string>;
   notes?: Partial<Record<Operation, string>>;
-  /** Whether the client has the share subcommand (a share consumer, KIP-932). */
-  share?: boolean;
+  /** Whether the client has the share subcommand (a share consumer, KIP-932), or why not. */
+  share: true | { unsupported: string };
 }
 
 /**
@@ -54,7 +54,7 @@ export function bedCliDriver(o: BedCliOptions): ClientDriver {
   return {
     id: o.id,
     name: o.name,
-    unsupported: {},
+    unsupported: o.share === true ? {} : { shareRead: o.share.unsupported },
     notes: o.notes ?? {},
     version: o.version,
     async produce(b, f) {
@@ -126,7 +126,7 @@ export function bedCliDriver(o: BedCliOptions): ClientDriver {
       if (s.errors.length !== 1 || s.errors[0] !== short) throw new Error(`consume: ${s.errors.join('; ') || `read ${s.count} records, one more than exist`}`);
       return { records: s.records ?? [] };
     },
-    ...(o.share && {
+    ...(o.share === true && {
       async shareRead(b: string, f: ShareReadFixture) {
         const flags = ['share', '--brokers', b, '--topic', f.topic, '--group', f.group, '--count', String(f.expected)];
         flags.push('--isolation', f.isolation, '--idle-ms', String(f.idleMs), '--timeout-ms', String(RUN_DEADLINE_MS));

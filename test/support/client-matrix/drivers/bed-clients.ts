@@ -38,5 +38,6 @@ export const kafkaPython: ClientDriver = bedCliDriver({
   id: 'kafka-python',
   name: 'kafka-python',
   argv: (args) => [venvPython, [path.join(pythonScriptsDir, 'kp.py'), ...args]],
+  share: { unsupported: 'kafka-python has no share consumer (KIP-932).' },
   version: () => stdoutOf(venvPython, ['-c', 'import kafka; print(kafka.__version__)']),
 });

@@ -134,6 +134,7 @@ function javaDriver(): ClientDriver {
         idleMs: f.idleMs,
         release: f.release ?? false,
         members: f.members ?? 1,
+        leave: f.leave ?? false,
         timeoutMs: 60_000,
       }),
     shareOffsets: (b, group, topic) => ask({ op: 'shareOffsets', bootstrap: b, group, topic }),

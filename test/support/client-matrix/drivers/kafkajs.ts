@@ -79,7 +79,7 @@ const version = (createRequire(import.meta.url)('kafkajs/package.json') as { ver
 export const kafkaJs: ClientDriver = {
   id: 'kafkajs',
   name: 'kafkajs',
-  unsupported: {},
+  unsupported: { shareRead: 'kafkajs has no share consumer (KIP-932).' },
   notes: {
     configs:
       'kafkajs has no IncrementalAlterConfigs: it alters with AlterConfigs, which replaces the whole set, so cleanup.policy=compact is sent again with the new value.',

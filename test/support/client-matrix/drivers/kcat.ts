@@ -71,6 +71,7 @@ export const kcat: ClientDriver = {
   name: 'kcat',
   unsupported: {
     configs: 'kcat has no admin API: it lists metadata (-L) and queries offsets (-Q), nothing more.',
+    shareRead: 'kcat has no share consumer mode, and its librdkafka (2.0.2) predates share groups (KIP-932).',
   },
   notes: {
     group: 'kcat -G has no commit of its own: librdkafka commits the consumed offsets (enable.auto.commit) as kcat closes at the end (-e).',
