@@ -14,6 +14,7 @@ import { startFakeBroker } from '../support/fake-broker.js';
 import { freePortRun } from '../support/kcompact.js';
 import { RawConnection } from '../support/raw-client.js';
 import { freePort, pollUntil } from '../support/index.js';
+import { runProcess } from '../support/processes.js';
 import { envOf, flagOf, SETTING_KEYS, SETTINGS } from '../../src/config/settings.js';
 
 const main = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../src/cli/main.js');
@@ -179,8 +180,9 @@ test('runs from a config file with environment overrides, serves, and exits 0 on
     conn.request(ApiKey.Metadata, 12, { topics: [] }, 3);
     const res = await conn.response(ApiKey.Metadata, 12);
     assert.deepEqual([res.body.brokers[0].host, res.body.brokers[0].port], ['127.0.0.1', port + 1]);
-    const compact = spawnSync(process.execPath, [main, 'compact', '--admin-listen', admin, '--json'], { encoding: 'utf8' });
-    assert.equal(compact.status, 0, compact.stderr);
+    // Not spawnSync: the fake broker answers from this process, which must keep running meanwhile.
+    const compact = await runProcess(process.execPath, [main, 'compact', '--admin-listen', admin, '--json'], { timeoutMs: 60_000 });
+    assert.equal(compact.code, 0, compact.stderr);
     assert.deepEqual(JSON.parse(compact.stdout), { cleaned: [], carried: [], retention: [], failed: [] }, 'kcompact compact --json prints the clean report');
     proc.kill('SIGTERM');
     assert.equal(await exited, 0);
