@@ -28,6 +28,7 @@ import { deleteRecordsBefore, fetchRecords, produceBatch } from '../indexer/part
 import { CopyRun, markerBatch, RUN_BYTES } from './carried-batch.js';
 import { encodePassEnd, encodePassStart } from './carry-record.js';
 import { PhysicalReader } from './physical-reader.js';
+import type { ShareGroupStart } from './share-group-starts.js';
 import { CarryError, SourceGroup } from './source-group.js';
 
 /** Which partitions this replica carries: the carrier group's assignment. */
@@ -48,6 +49,8 @@ export interface CarrierDeps {
   clock?: () => number;
   /** How long a pass waits for the index to read its end marker back (default 60 s). */
   readBackMs?: number;
+  /** The share group that has finished the least of the partition (share-group-starts.ts); none: nothing holds a range. */
+  shareGroupStart?: (topic: string, partition: number) => Promise<ShareGroupStart | undefined>;
 }
 
 export interface CarryOutcome {
@@ -94,6 +97,8 @@ export class Carrier {
   private readonly now: () => number;
   /** Partitions whose store refused DeleteRecords (said once). */
   private readonly unreleased = new Set<string>();
+  /** Partitions whose last pass kept (part of) its range for a share group, and where that group stood. */
+  private readonly held = new Map<string, ShareGroupStart>();
 
   constructor(private readonly deps: CarrierDeps) {
     this.now = deps.clock ?? Date.now;
@@ -107,6 +112,8 @@ export class Carrier {
    */
   due(store: PartitionStore, policy: TopicPolicy): boolean {
     if (this.deps.mandate && !this.deps.mandate.holds(store.id.topic, store.id.partition)) return false;
+    // A range kept for a share group is asked about again every round, written to or not.
+    if (this.held.has(partitionKey(store.id.topic, store.id.partition))) return true;
     const { firstDirty, logStartOffset } = store.checkpoint;
     // Aged copies lie past the store's log start (it let go what the last pass released), so age alone decides.
     if (copiesAged(store, policy.carryAfterMs, this.now())) return true;
@@ -123,6 +130,13 @@ export class Carrier {
     try {
       await this.stillCarrier(store, true);
       const client = await this.deps.leader(topic, partition);
+      // A range kept for a share group is let go once the groups have finished it, before any new
+      // pass: a new pass would copy every survivor again while the old copies stay.
+      if (this.held.has(partitionKey(topic, partition)) && !copiesAged(store, policy.carryAfterMs, this.now())) {
+        await this.release(client, store, store.carry.passRelease);
+        if (this.held.has(partitionKey(topic, partition))) return undefined;
+        if (!this.due(store, policy)) return undefined;
+      }
       const now = this.now();
       const pass = await produceBatch(client, topic, partition, await markerBatch(encodePassStart({ releaseEnd, topicStart: store.topicStart }), now));
       const target = { topic, topicId: store.checkpoint.topicId, partition };
@@ -243,12 +257,18 @@ export class Carrier {
     }
   }
 
+  /**
+   * Lets the store let go of the range below `releaseEnd`, or of as much of it as every share
+   * group reading the partition has finished; whether it let go of the whole range.
+   */
   private async release(client: UpstreamClient, store: PartitionStore, releaseEnd: number): Promise<boolean> {
     const { topic, partition } = store.id;
+    const key = partitionKey(topic, partition);
+    const end = await this.shareGroupsAllow(store, releaseEnd);
+    if (end <= store.checkpoint.logStartOffset) return false;
     try {
-      await deleteRecordsBefore(client, topic, partition, releaseEnd);
+      await deleteRecordsBefore(client, topic, partition, end);
     } catch (err) {
-      const key = `${partition}\u0000${topic}`;
       if (!this.unreleased.has(key)) {
         this.unreleased.add(key);
         this.deps.log.warn('the store did not delete the carried range; its own retention must let it go', { topic, partition, releaseEnd, err });
@@ -258,9 +278,49 @@ export class Carrier {
     // The index follows the store's new log start now, not at the indexer's next fetch (up to
     // its max wait from now): what it holds below it, and the carry margin, change with it.
     if (this.deps.registry.get(topic, partition) === store && store.db.open) {
-      store.dropBelow(releaseEnd);
+      store.dropBelow(end);
       this.deps.registry.publish(store);
     }
-    return true;
+    return end === releaseEnd;
+  }
+
+  /** How far the share groups of the partition let the range go: `releaseEnd`, or the least group's start offset below it. */
+  private async shareGroupsAllow(store: PartitionStore, releaseEnd: number): Promise<number> {
+    const { topic, partition } = store.id;
+    const key = partitionKey(topic, partition);
+    if (!this.deps.shareGroupStart) return releaseEnd;
+    let least: ShareGroupStart | undefined;
+    try {
+      least = await this.deps.shareGroupStart(topic, partition);
+    } catch (err) {
+      if (this.held.get(key)?.group !== '') {
+        this.deps.log.warn('cannot learn where the share groups of the partition stand; its range is kept until they can be asked', {
+          topic,
+          partition,
+          releaseEnd,
+          err,
+        });
+      }
+      this.held.set(key, { group: '', offset: store.checkpoint.logStartOffset });
+      return store.checkpoint.logStartOffset;
+    }
+    if (least === undefined || least.offset >= releaseEnd) {
+      if (this.held.delete(key)) this.deps.log.info('the share groups have finished the kept range; the store lets it go', { topic, partition, releaseEnd });
+      return releaseEnd;
+    }
+    const before = this.held.get(key);
+    if (before?.group !== least.group || before.offset !== least.offset) {
+      this.deps.log.info('a share group has not finished the range a pass would let go; the store keeps it from there', {
+        topic,
+        partition,
+        releaseEnd,
+        shareGroup: least.group,
+        startOffset: least.offset,
+      });
+    }
+    this.held.set(key, least);
+    return least.offset;
   }
 }
+
+const partitionKey = (topic: string, partition: number) => `${partition}\u0000${topic}`;

@@ -6,6 +6,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import type { TopicPolicy } from '../policy.js';
 import { Carrier } from '../carry/carrier.js';
+import { leastShareGroupStart } from '../carry/share-group-starts.js';
 import { CarrierGroup } from '../election/carrier-group.js';
 import { Cleaner } from '../cleaner/cleaner.js';
 import { Indexer } from '../indexer/indexer.js';
@@ -79,7 +80,15 @@ const group = config.carrierGroup
       log,
     })
   : undefined;
-const carrier = group ? new Carrier({ registry, leader: (topic, partition) => indexer.leader(topic, partition), log, mandate: group }) : undefined;
+const carrier = group
+  ? new Carrier({
+      registry,
+      leader: (topic, partition) => indexer.leader(topic, partition),
+      log,
+      mandate: group,
+      shareGroupStart: (topic, partition) => leastShareGroupStart(cluster, topic, partition),
+    })
+  : undefined;
 const cleaner = new Cleaner({
   registry,
   policies: () => policies,

@@ -1,0 +1,112 @@
+/**
+ * A pass lets go only what every share group has finished (docs/carrying.md, "A pass"). A share
+ * group reads a compacted topic that kcompact carries, in front of Kafka 4.4 with its cleaner
+ * off; more rounds of updates follow that the group has not read when the carrier cleans and
+ * carries. The pass keeps the store from the group's start offset on, instead of letting go of
+ * the survivors the group has yet to read (the store would move the group past them, and the
+ * share view does not deliver copies). The group then gets exactly the survivors past its start,
+ * as the compacted view shows them, and once it has finished them the store lets the range go.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import kafkajs from 'kafkajs';
+import type { CleanReport } from '../../src/compaction/cleaner/cleaner.js';
+import { javaClients } from '../support/client-matrix/drivers/java.js';
+import { carrierArgs, startCliProxy, waitCarrying, type CliProxy } from '../support/kcompact-cli.js';
+import { pollUntil, requirePeers, startKafka, type RunningKafka } from '../support/index.js';
+import { readPartitionRaw } from '../support/raw-reader.js';
+
+const TOPIC = 'queued-carried';
+const KEYS = 20;
+const SEGMENT_MS = 300;
+const IDLE_MS = 1_500;
+
+test.after(() => javaClients.close?.());
+
+test('a pass keeps what a share group has not finished, and lets it go once it has', { timeout: 300_000 }, async (t) => {
+  if (!requirePeers(t)) return;
+  let store: RunningKafka | undefined;
+  let proxy: CliProxy | undefined;
+  try {
+    store = await startKafka({ compaction: 'off' });
+    proxy = await startCliProxy({ upstream: store.bootstrap, args: [...carrierArgs(), '--cleaner-backoff-ms', '3600000'] });
+    const kafka = new kafkajs.Kafka({ clientId: 'share-carrying', brokers: [proxy.bootstrap], logLevel: kafkajs.logLevel.NOTHING });
+    const storeAdmin = new kafkajs.Kafka({ clientId: 'share-carrying', brokers: [store.bootstrap], logLevel: kafkajs.logLevel.NOTHING }).admin();
+    const admin = kafka.admin();
+    const producer = kafka.producer({ allowAutoTopicCreation: false });
+    await Promise.all([admin.connect(), storeAdmin.connect(), producer.connect()]);
+    try {
+      await admin.createTopics({
+        waitForLeaders: true,
+        topics: [
+          {
+            topic: TOPIC,
+            numPartitions: 1,
+            configEntries: [
+              { name: 'cleanup.policy', value: 'compact' },
+              { name: 'segment.ms', value: String(SEGMENT_MS) },
+              { name: 'min.cleanable.dirty.ratio', value: '0.01' },
+            ],
+          },
+        ],
+      });
+      await waitCarrying(proxy, 2);
+      const round = async (n: number) => {
+        await producer.send({ topic: TOPIC, acks: -1, messages: Array.from({ length: KEYS }, (_, k) => ({ key: `key-${k}`, value: `value-${k}-${n}` })) });
+        await new Promise((resolve) => setTimeout(resolve, SEGMENT_MS * 2));
+        await producer.send({ topic: TOPIC, acks: -1, messages: [{ key: 'roll', value: `roll-${n}` }] });
+      };
+      const compact = async () => {
+        const res = await proxy!.http(`/compact?topic=${TOPIC}`, 'POST');
+        assert.equal(res.status, 200, res.body);
+        return JSON.parse(res.body) as CleanReport;
+      };
+      const storeStart = async () => Number((await storeAdmin.fetchTopicOffsets(TOPIC))[0]!.low);
+      const group = 'share-carried';
+      const read = (expected: number) =>
+        javaClients.shareRead!(proxy!.bootstrap, { topic: TOPIC, group, isolation: 'read_uncommitted', expected, idleMs: IDLE_MS });
+
+      await round(0);
+      const first = await read(KEYS + 1);
+      assert.equal(first.records.length, KEYS + 1, 'the group read the first round and its roll');
+      const { startOffset } = await javaClients.shareOffsets!(store.bootstrap, group, TOPIC);
+      t.diagnostic(`the group stands at ${startOffset}`);
+
+      await round(1);
+      await round(2);
+      const report = await compact();
+      const pass = report.carried.find((c) => c.topic === TOPIC);
+      assert.ok(pass, `the clean carried the topic: ${JSON.stringify(report)}`);
+      assert.ok(pass.releaseEnd > startOffset, `the pass would let go past the group (${pass.releaseEnd} > ${startOffset})`);
+      assert.equal(pass.released, false, 'the pass did not let the whole range go');
+      assert.equal(await storeStart(), startOffset, "the store keeps the range from the group's start offset");
+
+      // What the group has yet to get: the compacted view past what it finished.
+      const view = (await readPartitionRaw(proxy.bootstrap, TOPIC, 0, { timeoutMs: 30_000 })).records.filter((r) => r.offset >= KEYS + 1);
+      const rest = await read(view.length);
+      assert.deepEqual(
+        rest.records.map(({ offset, key, value }) => ({ offset, key, value })).sort((a, b) => a.offset - b.offset),
+        view.map(({ offset, key, value }) => ({ offset, key, value })),
+        'the group gets the survivors it had not read, as the compacted view shows them',
+      );
+      t.diagnostic(`the group got the ${rest.records.length} survivors past its start`);
+
+      // The coordinator moves a group's start offset past what it finished at its next acquisition.
+      await producer.send({ topic: TOPIC, acks: -1, messages: [{ key: 'after', value: 'after' }] });
+      assert.deepEqual(
+        (await read(1)).records.map((r) => r.key),
+        ['after'],
+      );
+      await pollUntil('the store to let the kept range go', 60_000, async () => {
+        await compact();
+        return (await storeStart()) >= pass.releaseEnd ? true : undefined;
+      });
+      t.diagnostic(`the store let the range go up to ${await storeStart()} (the pass's release end ${pass.releaseEnd})`);
+    } finally {
+      await Promise.allSettled([admin.disconnect(), storeAdmin.disconnect(), producer.disconnect()]);
+    }
+  } finally {
+    await proxy?.stop().catch(() => undefined);
+    await store?.stop();
+  }
+});
