@@ -17,6 +17,7 @@ import type { CleanReport } from '../../src/compaction/cleaner/cleaner.js';
 import { startCompactingProxy, type RunningCompactingProxy } from '../support/kcompact.js';
 import { epochEndRaw, listOffsetRaw, readPartitionRaw, type RawRead, type RawRecord } from '../support/raw-reader.js';
 import { pollUntil, requirePeers, startKafka } from '../support/index.js';
+import { createCompactedTopic } from '../support/topics.js';
 
 const TOPIC = 'replicated';
 const KEYS = 150;
@@ -110,19 +111,7 @@ test('replicas agree while one carries, and a new one joins with an empty data d
     });
   try {
     await Promise.all([admin.connect(), producer.connect()]);
-    await admin.createTopics({
-      topics: [
-        {
-          topic: TOPIC,
-          numPartitions: 1,
-          configEntries: [
-            { name: 'cleanup.policy', value: 'compact' },
-            { name: 'segment.ms', value: String(SEGMENT_MS) },
-            { name: 'min.cleanable.dirty.ratio', value: '0.01' },
-          ],
-        },
-      ],
-    });
+    await createCompactedTopic(admin, TOPIC, { 'segment.ms': String(SEGMENT_MS), 'min.cleanable.dirty.ratio': '0.01' });
     const writer = new Writer(producer);
     let sends = 0;
     const writing = background('writing', async () => {

@@ -18,6 +18,7 @@ import { kafkaJs } from '../support/client-matrix/drivers/kafkajs.js';
 import { comparableRecords } from '../support/client-matrix/records.js';
 import { pollUntil, requirePeers, startKafka, startKfake } from '../support/index.js';
 import { readPartitionRaw } from '../support/raw-reader.js';
+import { createCompactedTopic } from '../support/topics.js';
 
 const TOPIC = 'carried';
 const KEYS = 200;
@@ -98,19 +99,7 @@ async function carryingSuite(t: TestContext, upstream: string): Promise<void> {
   let rebuilt: RunningCompactingProxy | undefined;
   try {
     await Promise.all([admin.connect(), storeAdmin.connect(), producer.connect()]);
-    await admin.createTopics({
-      topics: [
-        {
-          topic: TOPIC,
-          numPartitions: 1,
-          configEntries: [
-            { name: 'cleanup.policy', value: 'compact' },
-            { name: 'segment.ms', value: String(SEGMENT_MS) },
-            { name: 'min.cleanable.dirty.ratio', value: '0.01' },
-          ],
-        },
-      ],
-    });
+    await createCompactedTopic(admin, TOPIC, { 'segment.ms': String(SEGMENT_MS), 'min.cleanable.dirty.ratio': '0.01' });
     const written = await writeUpdates(producer, ROUNDS, 0);
     // The store's own records, timestamps and all, before anything is carried.
     const raw = recordsOf(await readToEnd(upstream.split(',')[0]!, TOPIC, { timeoutMs: 60_000 }));

@@ -22,6 +22,7 @@ import { carrierArgs, startCliProxy, type CliProxy } from '../support/kcompact-c
 import { kcatAvailable, pollUntil, requirePeers, startKafka, startKfake } from '../support/index.js';
 import { readPartitionRaw } from '../support/raw-reader.js';
 import type { RecordView } from '../support/summary.js';
+import { createCompactedTopic } from '../support/topics.js';
 
 const TOPIC = 'replica-views';
 const KEYS = 40;
@@ -72,20 +73,7 @@ async function scenario(t: TestContext, store: string, firstReaders: readonly nu
   const admin = new kafkajs.Kafka({ clientId: 'replica-views', brokers: [replicas[0]!.cli.bootstrap], logLevel: kafkajs.logLevel.NOTHING }).admin();
   try {
     await Promise.all([producer.connect(), storeAdmin.connect(), admin.connect()]);
-    await admin.createTopics({
-      waitForLeaders: true,
-      topics: [
-        {
-          topic: TOPIC,
-          numPartitions: 1,
-          configEntries: [
-            { name: 'cleanup.policy', value: 'compact' },
-            { name: 'segment.ms', value: String(SEGMENT_MS) },
-            { name: 'min.cleanable.dirty.ratio', value: '0.01' },
-          ],
-        },
-      ],
-    });
+    await createCompactedTopic(admin, TOPIC, { 'segment.ms': String(SEGMENT_MS), 'min.cleanable.dirty.ratio': '0.01' });
     // All three in one stable generation: a carrier seen while the others still join may lose the topic to one of them.
     const carrier = await pollUntil('the three replicas in one generation, one of them carrying the topic', 60_000, async () => {
       const groups = (await Promise.all(replicas.map(statusOf))).map((s) => s?.carrierGroup);

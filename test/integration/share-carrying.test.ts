@@ -14,7 +14,9 @@ import type { CleanReport } from '../../src/compaction/cleaner/cleaner.js';
 import { javaClients } from '../support/client-matrix/drivers/java.js';
 import { carrierArgs, startCliProxy, waitCarrying, type CliProxy } from '../support/kcompact-cli.js';
 import { pollUntil, requirePeers, startKafka, type RunningKafka } from '../support/index.js';
+import { scrape } from '../support/prometheus.js';
 import { readPartitionRaw } from '../support/raw-reader.js';
+import { createCompactedTopic } from '../support/topics.js';
 
 const TOPIC = 'queued-carried';
 const KEYS = 20;
@@ -36,20 +38,7 @@ test('a pass keeps what a share group has not finished, and lets it go once it h
     const producer = kafka.producer({ allowAutoTopicCreation: false });
     await Promise.all([admin.connect(), storeAdmin.connect(), producer.connect()]);
     try {
-      await admin.createTopics({
-        waitForLeaders: true,
-        topics: [
-          {
-            topic: TOPIC,
-            numPartitions: 1,
-            configEntries: [
-              { name: 'cleanup.policy', value: 'compact' },
-              { name: 'segment.ms', value: String(SEGMENT_MS) },
-              { name: 'min.cleanable.dirty.ratio', value: '0.01' },
-            ],
-          },
-        ],
-      });
+      await createCompactedTopic(admin, TOPIC, { 'segment.ms': String(SEGMENT_MS), 'min.cleanable.dirty.ratio': '0.01' });
       await waitCarrying(proxy, 2);
       const round = async (n: number) => {
         await producer.send({ topic: TOPIC, acks: -1, messages: Array.from({ length: KEYS }, (_, k) => ({ key: `key-${k}`, value: `value-${k}-${n}` })) });
@@ -80,6 +69,8 @@ test('a pass keeps what a share group has not finished, and lets it go once it h
       assert.ok(pass.releaseEnd > startOffset, `the pass would let go past the group (${pass.releaseEnd} > ${startOffset})`);
       assert.equal(pass.released, false, 'the pass did not let the whole range go');
       assert.equal(await storeStart(), startOffset, "the store keeps the range from the group's start offset");
+      const held = async () => (await scrape(proxy!.management)).value('kcompact_carry_held_partitions');
+      assert.equal(await held(), 1, 'kcompact_carry_held_partitions');
 
       // What the group has yet to get: the compacted view past what it finished.
       const view = (await readPartitionRaw(proxy.bootstrap, TOPIC, 0, { timeoutMs: 30_000 })).records.filter((r) => r.offset >= KEYS + 1);
@@ -101,6 +92,7 @@ test('a pass keeps what a share group has not finished, and lets it go once it h
         await compact();
         return (await storeStart()) >= pass.releaseEnd ? true : undefined;
       });
+      assert.equal(await held(), 0, 'kcompact_carry_held_partitions once the range went');
       t.diagnostic(`the store let the range go up to ${await storeStart()} (the pass's release end ${pass.releaseEnd})`);
     } finally {
       await Promise.allSettled([admin.disconnect(), storeAdmin.disconnect(), producer.disconnect()]);

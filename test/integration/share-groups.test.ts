@@ -18,6 +18,7 @@ import { startCliProxy, type CliProxy } from '../support/kcompact-cli.js';
 import { pollUntil, requirePeers, startKafka, type RunningKafka } from '../support/index.js';
 import { scrape } from '../support/prometheus.js';
 import { readPartitionRaw } from '../support/raw-reader.js';
+import { createCompactedTopic } from '../support/topics.js';
 
 const TOPIC = 'queued';
 const KEYS = 10;
@@ -40,22 +41,8 @@ async function write(bootstrap: string): Promise<void> {
   const txn = kafka.producer({ transactionalId: `share-groups-${bootstrap}`, idempotent: true, maxInFlightRequests: 1 });
   try {
     await Promise.all([admin.connect(), producer.connect(), txn.connect()]);
-    await admin.createTopics({
-      waitForLeaders: true,
-      topics: [
-        {
-          topic: TOPIC,
-          numPartitions: 1,
-          configEntries: [
-            { name: 'cleanup.policy', value: 'compact' },
-            { name: 'segment.ms', value: String(SEGMENT_MS) },
-            { name: 'min.cleanable.dirty.ratio', value: '0.01' },
-            // The tombstone stays through every clean of the test, on both sides.
-            { name: 'delete.retention.ms', value: '86400000' },
-          ],
-        },
-      ],
-    });
+    // delete.retention.ms: the tombstone stays through every clean of the test, on both sides.
+    await createCompactedTopic(admin, TOPIC, { 'segment.ms': String(SEGMENT_MS), 'min.cleanable.dirty.ratio': '0.01', 'delete.retention.ms': '86400000' });
     for (let round = 0; round < ROUNDS; round++) {
       // The last round updates half the keys: the round before keeps the other half, with gaps between them.
       const keys = round === ROUNDS - 1 ? KEYS / 2 : KEYS;

@@ -81,6 +81,8 @@ export interface CarrierStats {
   fencedTotal: number;
   /** Bytes of the store read to find the survivors' batches, by passes whole or not. */
   bytesReadTotal: number;
+  /** Partitions whose last pass keeps (part of) its range for a share group, or because the store could not say where they stand. */
+  heldPartitions: number;
 }
 
 /** A pass this replica is no longer the carrier for: stopped, and not a failure. */
@@ -93,7 +95,15 @@ const FETCH_BYTES = 4 * 1024 * 1024;
 const READ_BACK_POLL_MS = 20;
 
 export class Carrier {
-  readonly stats: CarrierStats = { passesTotal: 0, copiesTotal: 0, bytesWrittenTotal: 0, failuresTotal: 0, fencedTotal: 0, bytesReadTotal: 0 };
+  readonly stats: CarrierStats = {
+    passesTotal: 0,
+    copiesTotal: 0,
+    bytesWrittenTotal: 0,
+    failuresTotal: 0,
+    fencedTotal: 0,
+    bytesReadTotal: 0,
+    heldPartitions: 0,
+  };
   private readonly now: () => number;
   /** Partitions whose store refused DeleteRecords (said once). */
   private readonly unreleased = new Set<string>();
@@ -286,6 +296,14 @@ export class Carrier {
 
   /** How far the share groups of the partition let the range go: `releaseEnd`, or the least group's start offset below it. */
   private async shareGroupsAllow(store: PartitionStore, releaseEnd: number): Promise<number> {
+    try {
+      return await this.heldEnd(store, releaseEnd);
+    } finally {
+      this.stats.heldPartitions = this.held.size;
+    }
+  }
+
+  private async heldEnd(store: PartitionStore, releaseEnd: number): Promise<number> {
     const { topic, partition } = store.id;
     const key = partitionKey(topic, partition);
     if (!this.deps.shareGroupStart) return releaseEnd;

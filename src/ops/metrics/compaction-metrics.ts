@@ -169,6 +169,11 @@ export class CompactionMetrics {
       (s) => s.cleaner.carry?.fencedTotal ?? 0,
     );
     gauge(
+      'kcompact_carry_held_partitions',
+      'Partitions whose last carry pass keeps part of its range in the store because a share group has not finished it (or the store could not say where its share groups stand)',
+      (s) => s.cleaner.carry?.heldPartitions ?? 0,
+    );
+    gauge(
       'kcompact_carrier_group_generation',
       "The carrier group's generation this replica's assignment belongs to (-1 before the first; it rises with each rebalance)",
       (s) => s.carrierGroup?.generation ?? -1,

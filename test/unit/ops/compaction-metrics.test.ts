@@ -91,7 +91,7 @@ test('aggregates from one status call per scrape, in base units', async () => {
     partitions: [partition('a', 0), partition('a', 1, { nextOffset: 80, tombstonesPending: 2 }), partition('b', 0, { indexedRecords: 5 })],
     cleaner: cleaner({
       uncleanable: [{ topic: 'b', partition: 0 }],
-      carry: { passesTotal: 2, copiesTotal: 300, bytesWrittenTotal: 9000, failuresTotal: 1, fencedTotal: 4, bytesReadTotal: 7000 },
+      carry: { passesTotal: 2, copiesTotal: 300, bytesWrittenTotal: 9000, failuresTotal: 1, fencedTotal: 4, bytesReadTotal: 7000, heldPartitions: 1 },
       carryMargin: { topic: 'a', partition: 1, marginMs: 45_000, ratio: 0.375 },
     }),
     reads: { indexBytes: 12_000, locateBytes: 3_000 },
@@ -132,6 +132,7 @@ test('aggregates from one status call per scrape, in base units', async () => {
   assert.equal(e.value('kcompact_carried_bytes_total'), 9000);
   assert.equal(e.value('kcompact_carry_failures_total'), 1);
   assert.equal(e.value('kcompact_carry_fenced_total'), 4);
+  assert.equal(e.value('kcompact_carry_held_partitions'), 1);
   assert.equal(e.value('kcompact_index_read_bytes_total'), 12_000);
   assert.equal(e.value('kcompact_locate_read_bytes_total'), 3_000);
   assert.equal(e.value('kcompact_carry_read_bytes_total'), 7_000);
