@@ -68,6 +68,7 @@ test('a pass keeps what a share group has not finished, and lets it go once it h
       assert.ok(pass, `the clean carried the topic: ${JSON.stringify(report)}`);
       assert.ok(pass.releaseEnd > startOffset, `the pass would let go past the group (${pass.releaseEnd} > ${startOffset})`);
       assert.equal(pass.released, false, 'the pass did not let the whole range go');
+      assert.deepEqual(pass.keptFor, { group, offset: startOffset }, 'the report names the group the range is kept for');
       assert.equal(await storeStart(), startOffset, "the store keeps the range from the group's start offset");
       const held = async () => (await scrape(proxy!.management)).value('kcompact_carry_held_partitions');
       assert.equal(await held(), 1, 'kcompact_carry_held_partitions');

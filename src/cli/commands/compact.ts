@@ -20,7 +20,11 @@ export function renderCleanReport(r: CleanReport, topic: string | undefined): st
   for (const c of r.carried ?? []) {
     out.push(
       `carried ${c.topic}-${c.partition} forward: ${count(c.copies)} survivors copied (${count(c.bytesWritten)} bytes) in ${duration(c.durationMs)}; ` +
-        (c.released ? `the store let offsets below ${count(c.releaseEnd)} go` : `the store keeps offsets below ${count(c.releaseEnd)} until its own retention`),
+        (c.released
+          ? `the store let offsets below ${count(c.releaseEnd)} go`
+          : c.keptFor
+            ? `the store keeps offsets from ${count(c.keptFor.offset)} (share group ${c.keptFor.group} has not finished them) until the group moves on`
+            : `the store keeps offsets below ${count(c.releaseEnd)} until its own retention`),
     );
   }
   for (const t of r.retention) {

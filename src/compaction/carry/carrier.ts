@@ -64,8 +64,10 @@ export interface CarryOutcome {
   /** Bytes of the store read to find them. */
   bytesRead: number;
   releaseEnd: number;
-  /** Whether the store let the range go (DeleteRecords accepted). */
+  /** Whether the store let the whole range go (DeleteRecords accepted). */
   released: boolean;
+  /** The share group whose start offset the store keeps the range from (the pass let go only below it). */
+  keptFor?: ShareGroupStart;
   durationMs: number;
   /** Of which: writing the copies, and waiting for the index to read the pass back. */
   copyMs: number;
@@ -121,7 +123,11 @@ export class Carrier {
    * copies reached the carry age and must be written again before the store lets them go.
    */
   due(store: PartitionStore, policy: TopicPolicy): boolean {
-    if (this.deps.mandate && !this.deps.mandate.holds(store.id.topic, store.id.partition)) return false;
+    if (this.deps.mandate && !this.deps.mandate.holds(store.id.topic, store.id.partition)) {
+      // The partition's new carrier asks about its share groups itself.
+      this.setHeld(partitionKey(store.id.topic, store.id.partition), undefined);
+      return false;
+    }
     // A range kept for a share group is asked about again every round, written to or not.
     if (this.held.has(partitionKey(store.id.topic, store.id.partition))) return true;
     const { firstDirty, logStartOffset } = store.checkpoint;
@@ -204,6 +210,7 @@ export class Carrier {
       const readBack = performance.now();
       await this.stillCarrier(store, true);
       const released = await this.release(client, store, releaseEnd);
+      const kept = released ? undefined : this.held.get(partitionKey(topic, partition));
       this.stats.bytesReadTotal += reader.bytesRead;
       this.stats.passesTotal++;
       this.stats.copiesTotal += count;
@@ -217,6 +224,7 @@ export class Carrier {
         bytesRead: reader.bytesRead,
         releaseEnd,
         released,
+        ...(kept?.group && { keptFor: kept }),
         durationMs: performance.now() - started,
         copyMs: copied - started,
         readBackMs: readBack - copied,
@@ -274,7 +282,7 @@ export class Carrier {
   private async release(client: UpstreamClient, store: PartitionStore, releaseEnd: number): Promise<boolean> {
     const { topic, partition } = store.id;
     const key = partitionKey(topic, partition);
-    const end = await this.shareGroupsAllow(store, releaseEnd);
+    const end = await this.heldEnd(store, releaseEnd);
     if (end <= store.checkpoint.logStartOffset) return false;
     try {
       await deleteRecordsBefore(client, topic, partition, end);
@@ -294,15 +302,14 @@ export class Carrier {
     return end === releaseEnd;
   }
 
-  /** How far the share groups of the partition let the range go: `releaseEnd`, or the least group's start offset below it. */
-  private async shareGroupsAllow(store: PartitionStore, releaseEnd: number): Promise<number> {
-    try {
-      return await this.heldEnd(store, releaseEnd);
-    } finally {
-      this.stats.heldPartitions = this.held.size;
-    }
+  /** Notes (or, undefined, forgets) where a range is kept for the partition's share groups. */
+  private setHeld(key: string, start: ShareGroupStart | undefined): boolean {
+    const had = start === undefined ? this.held.delete(key) : (this.held.set(key, start), true);
+    this.stats.heldPartitions = this.held.size;
+    return had;
   }
 
+  /** How far the share groups of the partition let the range go: `releaseEnd`, or the least group's start offset below it. */
   private async heldEnd(store: PartitionStore, releaseEnd: number): Promise<number> {
     const { topic, partition } = store.id;
     const key = partitionKey(topic, partition);
@@ -319,11 +326,12 @@ export class Carrier {
           err,
         });
       }
-      this.held.set(key, { group: '', offset: store.checkpoint.logStartOffset });
+      this.setHeld(key, { group: '', offset: store.checkpoint.logStartOffset });
       return store.checkpoint.logStartOffset;
     }
     if (least === undefined || least.offset >= releaseEnd) {
-      if (this.held.delete(key)) this.deps.log.info('the share groups have finished the kept range; the store lets it go', { topic, partition, releaseEnd });
+      if (this.setHeld(key, undefined))
+        this.deps.log.info('the share groups have finished the kept range; the store lets it go', { topic, partition, releaseEnd });
       return releaseEnd;
     }
     const before = this.held.get(key);
@@ -336,7 +344,7 @@ export class Carrier {
         startOffset: least.offset,
       });
     }
-    this.held.set(key, least);
+    this.setHeld(key, least);
     return least.offset;
   }
 }
