@@ -134,6 +134,7 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
     status: () => engine.engine.status(),
     filteredRecords: () => engine.fetchView.stats.removedRecords,
     shareFilteredRecords: () => engine.shareFetchView.stats.removedRecords,
+    shareCopiedRecords: () => engine.shareFetchView.stats.copiedRecords,
     heldFetches: () => engine.fetchView.stats.outOfRangeHeld,
     viewCache: () => engine.fetchView.cache,
     copiesAhead: () => engine.fetchView.copiesAhead,

@@ -6,6 +6,11 @@
  * the survivors the group has yet to read (the store would move the group past them, and the
  * share view does not deliver copies). The group then gets exactly the survivors past its start,
  * as the compacted view shows them, and once it has finished them the store lets the range go.
+ *
+ * A share group new to the partition after a pass let its range go starts at the store's log
+ * start: it gets the survivors below it from the pass's copies, at their original offsets, as
+ * Kafka delivers them from offset 0, and its acknowledgements of them settle the copies; a group
+ * that had read the range where it was gets none of them again.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -95,6 +100,114 @@ test('a pass keeps what a share group has not finished, and lets it go once it h
       });
       assert.equal(await held(), 0, 'kcompact_carry_held_partitions once the range went');
       t.diagnostic(`the store let the range go up to ${await storeStart()} (the pass's release end ${pass.releaseEnd})`);
+    } finally {
+      await Promise.allSettled([admin.disconnect(), storeAdmin.disconnect(), producer.disconnect()]);
+    }
+  } finally {
+    await proxy?.stop().catch(() => undefined);
+    await store?.stop();
+  }
+});
+
+test('a share group new to a carried partition gets the survivors from the copies; one that read them gets none again', { timeout: 300_000 }, async (t) => {
+  if (!requirePeers(t)) return;
+  let store: RunningKafka | undefined;
+  let proxy: CliProxy | undefined;
+  try {
+    store = await startKafka({ compaction: 'off' });
+    proxy = await startCliProxy({ upstream: store.bootstrap, args: [...carrierArgs(), '--cleaner-backoff-ms', '3600000'] });
+    const kafka = new kafkajs.Kafka({ clientId: 'share-copies', brokers: [proxy.bootstrap], logLevel: kafkajs.logLevel.NOTHING });
+    const storeAdmin = new kafkajs.Kafka({ clientId: 'share-copies', brokers: [store.bootstrap], logLevel: kafkajs.logLevel.NOTHING }).admin();
+    const admin = kafka.admin();
+    const producer = kafka.producer({ allowAutoTopicCreation: false });
+    await Promise.all([admin.connect(), storeAdmin.connect(), producer.connect()]);
+    try {
+      const topic = 'queued-copies';
+      await createCompactedTopic(admin, topic, { 'segment.ms': String(SEGMENT_MS), 'min.cleanable.dirty.ratio': '0.01' });
+      await waitCarrying(proxy, 2);
+      const round = async (n: number) => {
+        const messages = Array.from({ length: KEYS }, (_, k) => ({ key: `key-${k}`, value: k % 7 === 3 && n > 0 ? null : `value-${k}-${n}` }));
+        await producer.send({ topic, acks: -1, messages });
+        await new Promise((resolve) => setTimeout(resolve, SEGMENT_MS * 2));
+        await producer.send({ topic, acks: -1, messages: [{ key: 'roll', value: `roll-${n}` }] });
+      };
+      const read = (group: string, expected: number, more: { release?: boolean; leave?: boolean } = {}) =>
+        javaClients.shareRead!(proxy!.bootstrap, { topic, group, isolation: 'read_uncommitted', expected, idleMs: IDLE_MS, ...more });
+      const shape = (records: { offset: number; key: string | null; value: string | null }[]) =>
+        records.map(({ offset, key, value }) => ({ offset, key, value })).sort((a, b) => a.offset - b.offset);
+      const storeStart = async () => Number((await storeAdmin.fetchTopicOffsets(topic))[0]!.low);
+      // Nothing left stuck: the group has no lag on the store (every copy settled).
+      const settled = (group: string) =>
+        pollUntil(`share group ${group} to have settled everything`, 30_000, async () => {
+          const offsets = await javaClients.shareOffsets!(store!.bootstrap, group, topic);
+          return offsets.lag === 0 ? offsets : undefined;
+        });
+
+      const early = 'share-early';
+      await round(0);
+      assert.equal((await read(early, KEYS + 1)).records.length, KEYS + 1, 'the early group read the first round');
+      await round(1);
+      await round(2);
+      assert.equal((await read(early, 2 * (KEYS + 1))).records.length, 2 * (KEYS + 1), 'the early group read every round');
+      // The coordinator moves the group's start offset past what it finished at its next acquisition.
+      await producer.send({ topic, acks: -1, messages: [{ key: 'after', value: 'after' }] });
+      assert.deepEqual(
+        (await read(early, 1)).records.map((r) => r.key),
+        ['after'],
+      );
+
+      const res = await proxy.http(`/compact?topic=${topic}`, 'POST');
+      assert.equal(res.status, 200, res.body);
+      const pass = (JSON.parse(res.body) as CleanReport).carried.find((c) => c.topic === topic);
+      assert.ok(pass?.released, `the clean carried the topic and the store let the range go: ${res.body}`);
+      const start = await storeStart();
+      assert.equal(start, pass.releaseEnd, "the store's log start is the pass's release end");
+
+      // What Kafka's cleaner leaves: the latest value of each key, tombstones included until their horizon.
+      const view = shape((await readPartitionRaw(proxy.bootstrap, topic, 0, { timeoutMs: 30_000 })).records);
+      const latest = new Map<string, string | null>();
+      for (let n = 0; n <= 2; n++) for (let k = 0; k < KEYS; k++) latest.set(`key-${k}`, k % 7 === 3 && n > 0 ? null : `value-${k}-${n}`);
+      latest.set('roll', 'roll-2');
+      latest.set('after', 'after');
+      assert.deepEqual(new Map(view.map((r) => [r.key!, r.value])), latest, 'the compacted view holds the latest value of every key');
+      const below = view.filter((r) => r.offset < start);
+      assert.ok(below.length > KEYS / 2, `most survivors lie below the store's log start ${start} (${below.length})`);
+
+      const fresh = 'share-fresh';
+      const got = await read(fresh, view.length);
+      assert.deepEqual(shape(got.records), view, 'the new group gets every survivor, those below the store log start from the copies');
+      assert.ok(
+        got.records.every((r) => r.deliveryCount === 1),
+        'each delivered once',
+      );
+      const scraped = await scrape(proxy.management);
+      assert.equal(scraped.value('kcompact_share_fetch_copied_records_total'), below.length, 'kcompact_share_fetch_copied_records_total');
+      await settled(fresh);
+
+      // A group that releases each record at its first delivery gets each again, as from Kafka: the copies go back whole.
+      const again = await read('share-releasing', view.length, { release: true });
+      const second = again.records.filter((r) => r.deliveryCount === 2);
+      assert.deepEqual(shape(second), view, 'a released survivor comes again, copied or not, with delivery count 2');
+      assert.equal(again.records.length, 2 * view.length, 'and only twice');
+
+      // A member that leaves with records it never acknowledged: the broker gives them, copies whole, to the other.
+      const left = await read('share-leaving', view.length, { leave: true });
+      const leaver = left.records.filter((r) => r.member === 1);
+      const stayed = left.records.filter((r) => r.member === 0);
+      assert.ok(leaver.length > 0, 'the leaving member got records');
+      assert.deepEqual(shape(stayed), view, 'the member that stayed got every survivor once');
+      const twice = new Set(leaver.map((r) => r.offset));
+      for (const r of stayed) assert.equal(r.deliveryCount, twice.has(r.offset) ? 2 : 1, `offset ${r.offset}'s delivery count`);
+      await settled('share-leaving');
+
+      // The early group read the range where it was: the copies give it nothing.
+      await producer.send({ topic, acks: -1, messages: [{ key: 'later', value: 'later' }] });
+      assert.deepEqual(
+        (await read(early, 1)).records.map((r) => r.key),
+        ['later'],
+        'the early group gets what came after, and nothing twice',
+      );
+      t.diagnostic(`${view.length} survivors, ${below.length} of them below the store's log start ${start}, read from the copies`);
     } finally {
       await Promise.allSettled([admin.disconnect(), storeAdmin.disconnect(), producer.disconnect()]);
     }

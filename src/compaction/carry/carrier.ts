@@ -26,9 +26,9 @@ import { copiesAged } from './carry-age.js';
 import type { StoreRegistry } from '../index/store-registry.js';
 import { deleteRecordsBefore, fetchRecords, produceBatch } from '../indexer/partition-requests.js';
 import { CopyRun, markerBatch, RUN_BYTES } from './carried-batch.js';
-import { encodePassEnd, encodePassStart } from './carry-record.js';
+import { encodePassEnd, encodePassStart, encodeRelease, type PassRelease } from './carry-record.js';
 import { PhysicalReader } from './physical-reader.js';
-import type { ShareGroupStart } from './share-group-starts.js';
+import { leastOf, type ShareGroupStart } from './share-group-starts.js';
 import { CarryError, SourceGroup } from './source-group.js';
 
 /** Which partitions this replica carries: the carrier group's assignment. */
@@ -49,8 +49,11 @@ export interface CarrierDeps {
   clock?: () => number;
   /** How long a pass waits for the index to read its end marker back (default 60 s). */
   readBackMs?: number;
-  /** The share group that has finished the least of the partition (share-group-starts.ts); none: nothing holds a range. */
-  shareGroupStart?: (topic: string, partition: number) => Promise<ShareGroupStart | undefined>;
+  /**
+   * The share groups reading the partition and where they stand (share-group-starts.ts);
+   * undefined from it: the store has no share groups. Without it nothing holds a range.
+   */
+  shareGroupStarts?: (topic: string, partition: number) => Promise<ShareGroupStart[] | undefined>;
 }
 
 export interface CarryOutcome {
@@ -111,6 +114,8 @@ export class Carrier {
   private readonly unreleased = new Set<string>();
   /** Partitions whose last pass kept (part of) its range for a share group, and where that group stood. */
   private readonly held = new Map<string, ShareGroupStart>();
+  /** Releases the store made whose record could not be written yet. */
+  private readonly unrecorded = new Map<string, PassRelease>();
 
   constructor(private readonly deps: CarrierDeps) {
     this.now = deps.clock ?? Date.now;
@@ -128,8 +133,9 @@ export class Carrier {
       this.setHeld(partitionKey(store.id.topic, store.id.partition), undefined);
       return false;
     }
-    // A range kept for a share group is asked about again every round, written to or not.
-    if (this.held.has(partitionKey(store.id.topic, store.id.partition))) return true;
+    // A range kept for a share group is asked about again every round, written to or not; a release not yet recorded is written.
+    const key = partitionKey(store.id.topic, store.id.partition);
+    if (this.held.has(key) || this.unrecorded.has(key)) return true;
     const { firstDirty, logStartOffset } = store.checkpoint;
     // Aged copies lie past the store's log start (it let go what the last pass released), so age alone decides.
     if (copiesAged(store, policy.carryAfterMs, this.now())) return true;
@@ -146,6 +152,11 @@ export class Carrier {
     try {
       await this.stillCarrier(store, true);
       const client = await this.deps.leader(topic, partition);
+      const unrecorded = this.unrecorded.get(partitionKey(topic, partition));
+      if (unrecorded) {
+        await this.record(client, store, unrecorded);
+        if (!this.due(store, policy)) return undefined;
+      }
       // A range kept for a share group is let go once the groups have finished it, before any new
       // pass: a new pass would copy every survivor again while the old copies stay.
       if (this.held.has(partitionKey(topic, partition)) && !copiesAged(store, policy.carryAfterMs, this.now())) {
@@ -282,7 +293,7 @@ export class Carrier {
   private async release(client: UpstreamClient, store: PartitionStore, releaseEnd: number): Promise<boolean> {
     const { topic, partition } = store.id;
     const key = partitionKey(topic, partition);
-    const end = await this.heldEnd(store, releaseEnd);
+    const { end, groups } = await this.heldEnd(store, releaseEnd);
     if (end <= store.checkpoint.logStartOffset) return false;
     try {
       await deleteRecordsBefore(client, topic, partition, end);
@@ -299,7 +310,33 @@ export class Carrier {
       store.dropBelow(end);
       this.deps.registry.publish(store);
     }
+    if (groups) await this.record(client, store, { pass: store.carry.pass, releasedEnd: end, groups });
     return end === releaseEnd;
+  }
+
+  /**
+   * Writes the release record a share group new to the partition reads the pass's copies by
+   * (docs/carrying.md, "Share groups"); one that cannot be written now is written before the
+   * partition's next pass, or its next release.
+   */
+  private async record(client: UpstreamClient, store: PartitionStore, release: PassRelease): Promise<void> {
+    const { topic, partition } = store.id;
+    const key = partitionKey(topic, partition);
+    try {
+      await produceBatch(client, topic, partition, await markerBatch(encodeRelease(release), this.now()));
+      this.unrecorded.delete(key);
+    } catch (err) {
+      if (!this.unrecorded.has(key)) {
+        this.deps.log.warn('cannot write the record of a release; share groups new to the partition wait for it to read the carried survivors', {
+          topic,
+          partition,
+          ...release,
+          err,
+        });
+      }
+      this.unrecorded.set(key, release);
+      throw err;
+    }
   }
 
   /** Notes (or, undefined, forgets) where a range is kept for the partition's share groups. */
@@ -309,14 +346,17 @@ export class Carrier {
     return had;
   }
 
-  /** How far the share groups of the partition let the range go: `releaseEnd`, or the least group's start offset below it. */
-  private async heldEnd(store: PartitionStore, releaseEnd: number): Promise<number> {
+  /**
+   * How far the share groups of the partition let the range go (`releaseEnd`, or the least
+   * group's start offset below it), and the groups reading it (undefined: the store has none).
+   */
+  private async heldEnd(store: PartitionStore, releaseEnd: number): Promise<{ end: number; groups?: string[] }> {
     const { topic, partition } = store.id;
     const key = partitionKey(topic, partition);
-    if (!this.deps.shareGroupStart) return releaseEnd;
-    let least: ShareGroupStart | undefined;
+    if (!this.deps.shareGroupStarts) return { end: releaseEnd };
+    let starts: ShareGroupStart[] | undefined;
     try {
-      least = await this.deps.shareGroupStart(topic, partition);
+      starts = await this.deps.shareGroupStarts(topic, partition);
     } catch (err) {
       if (this.held.get(key)?.group !== '') {
         this.deps.log.warn('cannot learn where the share groups of the partition stand; its range is kept until they can be asked', {
@@ -327,12 +367,14 @@ export class Carrier {
         });
       }
       this.setHeld(key, { group: '', offset: store.checkpoint.logStartOffset });
-      return store.checkpoint.logStartOffset;
+      return { end: store.checkpoint.logStartOffset };
     }
+    const groups = starts?.map((s) => s.group);
+    const least = leastOf(starts);
     if (least === undefined || least.offset >= releaseEnd) {
       if (this.setHeld(key, undefined))
         this.deps.log.info('the share groups have finished the kept range; the store lets it go', { topic, partition, releaseEnd });
-      return releaseEnd;
+      return { end: releaseEnd, ...(groups && { groups }) };
     }
     const before = this.held.get(key);
     if (before?.group !== least.group || before.offset !== least.offset) {
@@ -345,7 +387,7 @@ export class Carrier {
       });
     }
     this.setHeld(key, least);
-    return least.offset;
+    return { end: least.offset, ...(groups && { groups }) };
   }
 }
 

@@ -10,12 +10,18 @@
  * only, at its original offsets, with its own header, codec and CRC, back to back as in a log
  * segment (carried-batch.ts).
  *
+ * A release follows a pass's end once the store has let (part of) its range go, and names the
+ * share groups that had read the partition by then: they read the originals where they were,
+ * and a share group not named reads them from the pass's copies (docs/carrying.md, "Share groups").
+ *
  * Header value layout (integers are Kafka's zigzag varints):
  *   kind int8, format int8, then per kind:
  *   copy:       pass varlong, horizon count varint, then per tombstone with a delete horizon:
  *               offset - the first batch's base varlong, horizon varlong (ascending offsets)
  *   pass start: release end varlong, topic start varlong
  *   pass end:   pass varlong, copies varlong, release end varlong
+ *   release:    pass varlong, released end varlong, group count varint, then per group:
+ *               length varint, UTF-8 name
  */
 import { CorruptRecordError } from '../../protocol/records/errors.js';
 import { Cursor, sizeOfVarint, sizeOfVarlong, writeVarint, writeVarlong } from '../../protocol/records/varint.js';
@@ -24,7 +30,7 @@ export const CARRY_HEADER_KEY = Buffer.from('kcompact.carry', 'latin1');
 /** The format this version writes; a record of another one is refused rather than misread. */
 export const CARRY_FORMAT = 2;
 
-export const CarryKind = { None: 0, Copy: 1, PassStart: 2, PassEnd: 3 } as const;
+export const CarryKind = { None: 0, Copy: 1, PassStart: 2, PassEnd: 3, Release: 4 } as const;
 export type CarryKind = (typeof CarryKind)[keyof typeof CarryKind];
 
 /** What a copy's header says besides the batch it holds. */
@@ -49,6 +55,14 @@ export interface PassEnd {
   pass: number;
   copies: number;
   releaseEnd: number;
+}
+
+export interface PassRelease {
+  pass: number;
+  /** The store's log start once it let the range go: below it, the pass's copies hold the survivors. */
+  releasedEnd: number;
+  /** The share groups with a start offset for the partition when the store let the range go. */
+  groups: string[];
 }
 
 /** A carried record this version cannot read: a CorruptRecordError, so readers treat it as they treat a damaged batch. */
@@ -95,6 +109,21 @@ export function encodePassEnd(p: PassEnd): Buffer {
   return out;
 }
 
+export function encodeRelease(r: PassRelease): Buffer {
+  const names = r.groups.map((g) => Buffer.from(g, 'utf8'));
+  let size = 2 + sizeOfVarlong(r.pass) + sizeOfVarlong(r.releasedEnd) + sizeOfVarint(names.length);
+  for (const n of names) size += sizeOfVarint(n.length) + n.length;
+  const out = Buffer.allocUnsafe(size);
+  out[0] = CarryKind.Release;
+  out[1] = CARRY_FORMAT;
+  let pos = writeVarint(out, writeVarlong(out, writeVarlong(out, 2, r.pass), r.releasedEnd), names.length);
+  for (const n of names) {
+    pos = writeVarint(out, pos, n.length);
+    pos += n.copy(out, pos);
+  }
+  return out;
+}
+
 /** The kind and format of a carry header value in buf[start, end); throws on a format this version cannot read. */
 function kindOf(buf: Buffer, start: number, end: number): CarryKind {
   if (end - start < 2) throw new CarryFormatError(`a ${CARRY_HEADER_KEY.toString('latin1')} header of ${end - start} bytes`);
@@ -105,7 +134,7 @@ function kindOf(buf: Buffer, start: number, end: number): CarryKind {
       `a carried record of format ${format}, written by another kcompact version (this one reads format ${CARRY_FORMAT}): run one version`,
     );
   }
-  if (kind !== CarryKind.Copy && kind !== CarryKind.PassStart && kind !== CarryKind.PassEnd) throw new CarryFormatError(`unknown carried record kind ${kind}`);
+  if (kind < CarryKind.Copy || kind > CarryKind.Release) throw new CarryFormatError(`unknown carried record kind ${kind}`);
   return kind as CarryKind;
 }
 
@@ -142,6 +171,24 @@ export function readPassEnd(buf: Buffer, start: number, end: number): PassEnd {
   const p = { pass: c.varlong(), copies: c.varlong(), releaseEnd: c.varlong() };
   if (c.pos !== end) throw new CarryFormatError('a carry pass end longer than its format');
   return p;
+}
+
+export function readRelease(buf: Buffer, start: number, end: number): PassRelease {
+  if (kindOf(buf, start, end) !== CarryKind.Release) throw new CarryFormatError('a carry record that is not a release');
+  const c = new Cursor(buf, start + 2, end);
+  const pass = c.varlong();
+  const releasedEnd = c.varlong();
+  const count = c.varint();
+  if (count < 0 || count > end - c.pos) throw new CarryFormatError(`a carry release claims ${count} share groups`);
+  const groups: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const length = c.varint();
+    if (length < 0 || c.pos + length > end) throw new CarryFormatError('a carry release whose group name does not fit it');
+    groups.push(buf.toString('utf8', c.pos, c.pos + length));
+    c.pos += length;
+  }
+  if (c.pos !== end) throw new CarryFormatError('a carry release longer than its format');
+  return { pass, releasedEnd, groups };
 }
 
 export function emptyMark(): CopyMark {

@@ -69,7 +69,7 @@ export class PassLocator {
           this.open.delete(end.pass);
           whole.end = at;
           if (!this.best || whole.releaseEnd >= this.best.releaseEnd) this.best = whole;
-        } else {
+        } else if (v.kind === CarryKind.Copy) {
           const { mark, runStart } = copyOf(payload, v, this.scan, this.copy);
           this.open.get(mark.pass)?.marks.push(Number(payload.readBigInt64BE(runStart)), at);
         }

@@ -15,7 +15,7 @@ import type { UpstreamClient } from '../../upstream/client.js';
 import { UpstreamError } from '../../upstream/error-class.js';
 import type { UpstreamClusterClient } from '../../upstream/upstream-cluster-client.js';
 
-/** The share group that has finished the least of the partition, and where it stands. */
+/** A share group reading the partition, and where it stands. */
 export interface ShareGroupStart {
   group: string;
   offset: number;
@@ -31,19 +31,20 @@ function speaks(client: UpstreamClient, apiKey: number): boolean {
   }
 }
 
-/** The share groups every broker coordinates (ListGroups is answered per broker). */
-async function shareGroups(cluster: UpstreamClusterClient): Promise<string[]> {
+/** The share groups every broker coordinates (ListGroups is answered per broker); undefined when no broker has share groups. */
+async function shareGroups(cluster: UpstreamClusterClient): Promise<string[] | undefined> {
   const { brokers } = await cluster.metadata([]);
   const lists = await Promise.all(
     brokers.map(async (b) => {
       const client = await cluster.broker(b.nodeId, 'admin');
-      if (!speaks(client, ApiKey.DescribeShareGroupOffsets) || client.version(ApiKey.ListGroups) < 5) return [];
+      if (!speaks(client, ApiKey.DescribeShareGroupOffsets) || client.version(ApiKey.ListGroups) < 5) return undefined;
       const res = await client.request(ApiKey.ListGroups, client.version(ApiKey.ListGroups), { statesFilter: [], typesFilter: ['share'] });
       if (res.errorCode !== ErrorCode.NONE) throw new UpstreamError(`ListGroups of share groups from upstream broker ${b.nodeId}`, res.errorCode);
       return res.groups.map((g) => g.groupId);
     }),
   );
-  return [...new Set(lists.flat())];
+  if (lists.every((l) => l === undefined)) return undefined;
+  return [...new Set(lists.flatMap((l) => l ?? []))];
 }
 
 /** The groups by the node id of their coordinator. */
@@ -71,14 +72,15 @@ async function coordinators(cluster: UpstreamClusterClient, groups: readonly str
 const NOT_HOLDING = new Set<number>([ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.GROUP_AUTHORIZATION_FAILED, ErrorCode.TOPIC_AUTHORIZATION_FAILED]);
 
 /**
- * The least start offset of the share groups with a state for the partition, or undefined when
- * none has one. Throws when the store could not say (a coordinator moving, a timeout): the
- * caller keeps the range until it can.
+ * The share groups with a state for the partition and their start offsets; undefined when the
+ * store has no share groups at all. Throws when the store could not say (a coordinator moving, a
+ * timeout): the caller keeps the range until it can.
  */
-export async function leastShareGroupStart(cluster: UpstreamClusterClient, topic: string, partition: number): Promise<ShareGroupStart | undefined> {
+export async function shareGroupStarts(cluster: UpstreamClusterClient, topic: string, partition: number): Promise<ShareGroupStart[] | undefined> {
   const groups = await shareGroups(cluster);
-  if (groups.length === 0) return undefined;
-  let least: ShareGroupStart | undefined;
+  if (groups === undefined) return undefined;
+  const starts: ShareGroupStart[] = [];
+  if (groups.length === 0) return starts;
   for (const [nodeId, ids] of await coordinators(cluster, groups)) {
     const client = await cluster.broker(nodeId, 'admin');
     const res = await client.request(ApiKey.DescribeShareGroupOffsets, client.version(ApiKey.DescribeShareGroupOffsets), {
@@ -95,10 +97,17 @@ export async function leastShareGroupStart(cluster: UpstreamClusterClient, topic
             throw new UpstreamError(`DescribeShareGroupOffsets of ${topic}-${partition} for share group ${g.groupId}`, p.errorCode, p.errorMessage);
           const offset = Number(p.startOffset);
           // -1: the group has no state for the partition (it never read it).
-          if (offset >= 0 && (least === undefined || offset < least.offset)) least = { group: g.groupId, offset };
+          if (offset >= 0) starts.push({ group: g.groupId, offset });
         }
       }
     }
   }
+  return starts;
+}
+
+/** The group that has finished the least of the partition, or undefined when none reads it. */
+export function leastOf(starts: readonly ShareGroupStart[] | undefined): ShareGroupStart | undefined {
+  let least: ShareGroupStart | undefined;
+  for (const s of starts ?? []) if (least === undefined || s.offset < least.offset) least = s;
   return least;
 }

@@ -9,10 +9,15 @@
  * every share consumer acknowledges such offsets with the GAP type, the broker archives them,
  * and the group's start offset moves past them as it would on Kafka.
  *
- * Nothing of the request changes: the broker keeps the share session and every acknowledgement.
+ * On a carried partition, a group new to it since a pass let its range go also gets the
+ * survivors of that range from the pass's copies, at their original offsets (share-copies.ts);
+ * its acknowledgements of them become those of the copies (copy-acks.ts). Nothing else of a
+ * request changes: the broker keeps the share session and every other acknowledgement.
  */
 import type { Logger } from '../../ops/log.js';
 import { ApiKey, type ApiKeyOf, type ShareFetchResponse } from '../../protocol/messages.js';
+import { CopyAcks, type AckBatch } from './copy-acks.js';
+import { sharedCopies } from './share-copies.js';
 import type { Filter, FilterRequest, FilterResponse, RequestContext, RequestOutcome, ResponseContext, ResponseOutcome } from '../../proxy/filter/filter.js';
 import type { TopicIds } from '../../proxy/topic-ids.js';
 import { NOT_INDEXED, type IndexView } from '../index-view.js';
@@ -20,6 +25,10 @@ import type { TopicConfigView } from '../policy.js';
 import { visibilityOf, visibleRecords } from './visible-records.js';
 
 type ShareFetch = ApiKeyOf<'ShareFetch'>;
+type ShareAcknowledge = ApiKeyOf<'ShareAcknowledge'>;
+
+/** How long an answer holding copies of a pass the index knows no release of waits for the index to read the store. */
+const RELEASE_WAIT_MS = 2_000;
 
 export interface ShareFetchViewOptions {
   config: TopicConfigView;
@@ -37,15 +46,20 @@ export interface ShareFetchViewStats {
   removedRecords: number;
   /** Batches that could not be read and went out as the store sent them. */
   corruptBatches: number;
+  /** Carried copies whose survivors went to a share group new to the partition, and those records. */
+  copiesUnpacked: number;
+  copiedRecords: number;
 }
 
 export interface ShareFetchView extends Filter {
   readonly stats: ShareFetchViewStats;
+  readonly copyAcks: CopyAcks;
 }
 
 export function createShareFetchView(opts: ShareFetchViewOptions): ShareFetchView {
   const log = opts.log.child({ component: 'share-fetch-view' });
-  const stats: ShareFetchViewStats = { viewedPartitions: 0, removedRecords: 0, corruptBatches: 0 };
+  const stats: ShareFetchViewStats = { viewedPartitions: 0, removedRecords: 0, corruptBatches: 0, copiesUnpacked: 0, copiedRecords: 0 };
+  const copyAcks = new CopyAcks();
 
   /** A compacted topic's name for an id, or undefined. */
   const compactedName = (id: string): string | undefined => {
@@ -53,17 +67,58 @@ export function createShareFetchView(opts: ShareFetchViewOptions): ShareFetchVie
     return name !== undefined && opts.config.compacted(name) ? name : undefined;
   };
 
+  /**
+   * The member's acknowledgements of records it got from copies become those of the copies, in
+   * ShareFetch and ShareAcknowledge alike; true when any changed.
+   */
+  function translateAcks(
+    group: string | null,
+    member: string | null,
+    topics: readonly { topicId: string; partitions: readonly { partitionIndex: number; acknowledgementBatches: AckBatch[] }[] }[],
+  ): boolean {
+    if (group === null || member === null || copyAcks.size === 0) return false;
+    let changed = false;
+    for (const t of topics) {
+      for (const p of t.partitions) {
+        if (p.acknowledgementBatches.length === 0 || !copyAcks.holds(group, member, t.topicId, p.partitionIndex)) continue;
+        p.acknowledgementBatches = copyAcks.translate(group, member, t.topicId, p.partitionIndex, p.acknowledgementBatches);
+        changed = true;
+      }
+    }
+    return changed;
+  }
+
   function onRequest(req: FilterRequest<ShareFetch>, ctx: RequestContext<ShareFetch>): RequestOutcome<ShareFetch> {
     if (opts.config.compactedTopics().length === 0) return ctx.forward();
+    const body = req.body;
     // A share session's later requests may name no partition: the answer says which ones it holds.
-    for (const t of req.body.topics) {
+    for (const t of body.topics) {
       const name = compactedName(t.topicId);
       if (name !== undefined) for (const p of t.partitions) opts.index.used(name, p.partitionIndex);
     }
-    return ctx.forward({ response: filterResponse });
+    const changed = translateAcks(body.groupId, body.memberId, body.topics);
+    if (body.shareSessionEpoch === -1 && body.groupId !== null && body.memberId !== null) copyAcks.closed(body.groupId, body.memberId);
+    const group = body.groupId;
+    const member = body.memberId;
+    return ctx.forward({
+      ...(changed && { body }),
+      response: (res, rctx) => filterResponse(res, rctx, group, member),
+    });
   }
 
-  async function filterResponse(res: FilterResponse<ShareFetch>, ctx: ResponseContext<ShareFetch>): Promise<ResponseOutcome<ShareFetch>> {
+  function onAcknowledge(req: FilterRequest<ShareAcknowledge>, ctx: RequestContext<ShareAcknowledge>): RequestOutcome<ShareAcknowledge> {
+    const body = req.body;
+    const changed = translateAcks(body.groupId, body.memberId, body.topics);
+    if (body.shareSessionEpoch === -1 && body.groupId !== null && body.memberId !== null) copyAcks.closed(body.groupId, body.memberId);
+    return changed ? ctx.forward({ body }) : ctx.forward();
+  }
+
+  async function filterResponse(
+    res: FilterResponse<ShareFetch>,
+    ctx: ResponseContext<ShareFetch>,
+    group: string | null,
+    member: string | null,
+  ): Promise<ResponseOutcome<ShareFetch>> {
     const body: ShareFetchResponse = res.body;
     const withRecords = body.responses.filter((t) => t.partitions.some((p) => p.records && p.records.length > 0));
     if (withRecords.length === 0) return ctx.forward();
@@ -82,15 +137,22 @@ export function createShareFetchView(opts: ShareFetchViewOptions): ShareFetchVie
         opts.index.used(name, p.partitionIndex);
         // Not indexed yet: nothing is hidden but kcompact's own carry records, as in Kafka's uncleaned head.
         const view = opts.index.partition(name, p.partitionIndex) ?? NOT_INDEXED;
+        const copies = group !== null && member !== null ? await copiesFor(name, p.partitionIndex, p.records, p.acquiredRecords, group) : undefined;
         const seen = await visibleRecords(p.records, visibilityOf(view), 0);
         stats.viewedPartitions++;
         if (seen.corrupt) {
           stats.corruptBatches++;
           log.warn('a share-fetched batch could not be read; passed on unfiltered', { topic: name, partition: p.partitionIndex, reason: seen.corrupt });
         }
-        if (!seen.changed) continue;
+        if (copies && copies.unpacked.length > 0) {
+          for (const u of copies.unpacked) copyAcks.delivered(group!, member!, t.topicId, p.partitionIndex, u.copy, u.offsets);
+          stats.copiesUnpacked += copies.unpacked.length;
+          stats.copiedRecords += copies.unpacked.reduce((n, u) => n + u.offsets.length, 0);
+          p.acquiredRecords = copies.acquired;
+        }
+        if (!seen.changed && !copies?.unpacked.length) continue;
         stats.removedRecords += seen.removedRecords;
-        const parts = seen.batches;
+        const parts = [...(copies?.batches ?? []), ...seen.batches];
         if (seen.trailingEmpty) parts.push(seen.trailingEmpty);
         if (seen.truncatedTail.length > 0) parts.push(seen.truncatedTail);
         p.records = Buffer.concat(parts);
@@ -100,5 +162,32 @@ export function createShareFetchView(opts: ShareFetchViewOptions): ShareFetchVie
     return changed ? ctx.forward(body) : ctx.forward();
   }
 
-  return { name: 'share-fetch-view', apis: { [ApiKey.ShareFetch]: { onRequest } }, stats };
+  /** What the group gets from the copies in the answer, once the index has read the releases of their passes (share-copies.ts). */
+  async function copiesFor(
+    topic: string,
+    partition: number,
+    records: Buffer,
+    acquired: ShareFetchResponse['responses'][number]['partitions'][number]['acquiredRecords'],
+    group: string,
+  ) {
+    const view = opts.index.partition(topic, partition);
+    if (!view?.carried()) return undefined;
+    try {
+      let copies = await sharedCopies(records, acquired, group, view);
+      if (copies?.unknownPass && (await opts.index.caughtUp(topic, partition, RELEASE_WAIT_MS).catch(() => false))) {
+        copies = await sharedCopies(records, acquired, group, opts.index.partition(topic, partition) ?? view);
+      }
+      return copies;
+    } catch (err) {
+      log.warn('cannot read the carried copies of a ShareFetch answer; the group gets none of their records', { topic, partition, err });
+      return undefined;
+    }
+  }
+
+  return {
+    name: 'share-fetch-view',
+    apis: { [ApiKey.ShareFetch]: { onRequest }, [ApiKey.ShareAcknowledge]: { onRequest: onAcknowledge } },
+    stats,
+    copyAcks,
+  };
 }

@@ -16,7 +16,7 @@ import { applyCopies, prunePass } from './carried-rows.js';
 import { KEY_DIGEST_BYTES } from './key-digest.js';
 import { RecordFlag } from './record-flags.js';
 import type { CarryEvent, RowBuffer } from './row-buffer.js';
-import type { CarriedSnapshot } from './survivor-set.js';
+import type { CarriedSnapshot, PassReleaseSeen } from './survivor-set.js';
 import { PENDING_RECORDS, PENDING_TERM } from './schema.js';
 import { appendToSegment, type RollPolicy, type Segment } from './segment-roller.js';
 import { INSERT_CHUNK, INSERT_COLUMNS, IndexFileError, TopicIndex } from './topic-index.js';
@@ -72,7 +72,7 @@ export interface CarryState {
 
 const NO_CARRY: CarryState = { topicStart: -1, openPass: -1, openRelease: -1, pass: -1, passEnd: -1, passRelease: -1, openTime: -1, passTime: -1 };
 
-const PARTITION_TABLES = ['records', 'keys', 'segments', 'open_txns', 'carry', 'checkpoint'] as const;
+const PARTITION_TABLES = ['records', 'keys', 'segments', 'open_txns', 'carry', 'carry_releases', 'checkpoint'] as const;
 
 /**
  * Returns why the partition's tables cannot be trusted, or null: something indexed at or past
@@ -369,6 +369,13 @@ export class PartitionStore {
   }
 
   private carryEvent(e: CarryEvent): void {
+    if (e.kind === 'release') {
+      // Group names are share group ids, which Kafka lets hold any character but a newline is as good a separator as any other: kept as a JSON array.
+      this.db
+        .prepare('INSERT OR REPLACE INTO carry_releases VALUES (?, ?, ?, ?, ?)')
+        .run(this.partition, e.at, e.pass, e.releasedEnd, JSON.stringify(e.groups));
+      return;
+    }
     if (e.kind === 'start') {
       this.updateCarry({ openPass: e.at, openRelease: e.releaseEnd, openTime: e.time, topicStart: Math.max(this.carryState.topicStart, e.topicStart) });
       return;
@@ -481,6 +488,8 @@ export class PartitionStore {
         cleanBytes: this.bytesBelow(firstDirty),
       });
       if (topic && this.carryState.topicStart >= 0) this.updateCarry({ topicStart: Math.max(this.carryState.topicStart, start) });
+      // A release below the log start went with its pass's copies, which lie before it.
+      this.db.prepare('DELETE FROM carry_releases WHERE partition = ? AND at < ?').run(p, physical);
     });
     this.index.vacuumIfWorthIt();
     return cleanedChanged;
@@ -539,7 +548,15 @@ export class PartitionStore {
     const c = this.carryState;
     if (c.pass < 0 && c.openPass < 0) return undefined;
     if (c.pass < 0)
-      return { copiesBelow: this.cp.logStartOffset, topicStart: this.topicStart, copiesFrom: -1, copiesTo: -1, passOnly: false, marks: new Float64Array(0) };
+      return {
+        copiesBelow: this.cp.logStartOffset,
+        topicStart: this.topicStart,
+        copiesFrom: -1,
+        copiesTo: -1,
+        passOnly: false,
+        marks: new Float64Array(0),
+        ...this.releasesSeen(),
+      };
     const marks: number[] = [];
     const rows = this.db
       .prepare('SELECT offset, phys FROM records WHERE partition = ? AND phys >= ? AND phys <= ? ORDER BY offset')
@@ -558,7 +575,31 @@ export class PartitionStore {
         .prepare('SELECT EXISTS (SELECT 1 FROM records WHERE partition = ? AND offset >= ? AND offset <= ?)')
         .pluck()
         .get(this.partition, c.pass, c.passEnd) === 0;
-    return { copiesBelow, topicStart: this.topicStart, copiesFrom: c.pass, copiesTo: c.passEnd, passOnly, marks: Float64Array.from(marks) };
+    return {
+      copiesBelow,
+      topicStart: this.topicStart,
+      copiesFrom: c.pass,
+      copiesTo: c.passEnd,
+      passOnly,
+      marks: Float64Array.from(marks),
+      ...this.releasesSeen(),
+    };
+  }
+
+  private releasesSeen(): { releases?: PassReleaseSeen[] } {
+    const releases = this.releases();
+    return releases.length > 0 ? { releases } : {};
+  }
+
+  /** The release records the store still holds, in log order. */
+  releases(): PassReleaseSeen[] {
+    const rows = this.db.prepare('SELECT at, pass, released_end, groups FROM carry_releases WHERE partition = ? ORDER BY at').raw().all(this.partition) as [
+      number,
+      number,
+      number,
+      string,
+    ][];
+    return rows.map(([at, pass, releasedEnd, groups]) => ({ at, pass, releasedEnd, groups: JSON.parse(groups) as string[] }));
   }
 
   /** Tombstones still held in the cleaned part, waiting for their delete horizon. */

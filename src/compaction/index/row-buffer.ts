@@ -3,7 +3,8 @@ import { KEY_DIGEST_BYTES } from './key-digest.js';
 /** A carry pass's marker met in the log (docs/carrying.md): its own offset and what it says. */
 export type CarryEvent =
   | { kind: 'start'; at: number; releaseEnd: number; topicStart: number; time: number }
-  | { kind: 'end'; at: number; pass: number; copies: number; releaseEnd: number; time: number };
+  | { kind: 'end'; at: number; pass: number; copies: number; releaseEnd: number; time: number }
+  | { kind: 'release'; at: number; pass: number; releasedEnd: number; groups: string[] };
 
 /**
  * The rows of one ingest, column by column, so that tailing a partition allocates per fetch

@@ -20,8 +20,10 @@
  * segments   the virtual segments (segment-roller.ts).
  * open_txns  per producer with a transaction in progress at the indexed end, its first offset.
  * carry      one row per partition: what the carry passes seen in the store said (PartitionStore.carry).
+ * carry_releases one row per release record still in the store: the pass, where the store's log
+ *            start went, and the share groups it names (newline-separated).
  */
-export const SCHEMA_VERSION = 5;
+export const SCHEMA_VERSION = 6;
 
 export const CREATE_SCHEMA = `
 CREATE TABLE meta (
@@ -76,6 +78,14 @@ CREATE TABLE carry (
   open_time INTEGER NOT NULL,
   pass_time INTEGER NOT NULL
 );
+CREATE TABLE carry_releases (
+  partition INTEGER NOT NULL,
+  at INTEGER NOT NULL,
+  pass INTEGER NOT NULL,
+  released_end INTEGER NOT NULL,
+  groups TEXT NOT NULL,
+  PRIMARY KEY (partition, at)
+) WITHOUT ROWID;
 `;
 
 /** The partial index above, as a WHERE term: queries must repeat it word for word to use it. */

@@ -41,6 +41,19 @@ export interface CarriedSnapshot {
    * has not read the pass yet found it by reading the store (pass-locator.ts).
    */
   asStored?: boolean;
+  /**
+   * The release records the store still holds, in log order (share groups read copies by them);
+   * absent where there is none, or the index has not read the store yet (asStored).
+   */
+  releases?: PassReleaseSeen[];
+}
+
+/** A release record (carry-record.ts) as the index read it: its own offset and what it says. */
+export interface PassReleaseSeen {
+  at: number;
+  pass: number;
+  releasedEnd: number;
+  groups: string[];
 }
 
 export interface SurvivorSnapshot {

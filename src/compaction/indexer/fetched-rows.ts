@@ -25,7 +25,7 @@ import {
   type BatchHeader,
 } from '../../protocol/records/batch.js';
 import { batchesIn, carryValueAt, copyOf, emptyCopy, HorizonCursor } from '../carry/carried-batch.js';
-import { CarryFormatError, CarryKind, carryKindAt, readPassEnd, readPassStart } from '../carry/carry-record.js';
+import { CarryFormatError, CarryKind, carryKindAt, readPassEnd, readPassStart, readRelease } from '../carry/carry-record.js';
 import { KEY_DIGEST_BYTES } from '../index/key-digest.js';
 import { EXACT_BYTES, type KeyDigester } from '../key-identity/key-digesters.js';
 import { RecordFlag } from '../index/record-flags.js';
@@ -163,6 +163,8 @@ async function addCarried(batch: BatchHeader, first: number, payload: Buffer, ou
       out.events.push({ kind: 'start', at, time, ...readPassStart(payload, v.valueStart, v.valueEnd) });
     } else if (v.kind === CarryKind.PassEnd) {
       out.events.push({ kind: 'end', at, time, ...readPassEnd(payload, v.valueStart, v.valueEnd) });
+    } else if (v.kind === CarryKind.Release) {
+      out.events.push({ kind: 'release', at, ...readRelease(payload, v.valueStart, v.valueEnd) });
     } else {
       const { mark, runStart, runEnd } = copyOf(payload, v, scan, copy);
       const run = payload.subarray(runStart, runEnd);

@@ -6,7 +6,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import type { TopicPolicy } from '../policy.js';
 import { Carrier } from '../carry/carrier.js';
-import { leastShareGroupStart } from '../carry/share-group-starts.js';
+import { shareGroupStarts } from '../carry/share-group-starts.js';
 import { CarrierGroup } from '../election/carrier-group.js';
 import { Cleaner } from '../cleaner/cleaner.js';
 import { Indexer } from '../indexer/indexer.js';
@@ -86,7 +86,7 @@ const carrier = group
       leader: (topic, partition) => indexer.leader(topic, partition),
       log,
       mandate: group,
-      shareGroupStart: (topic, partition) => leastShareGroupStart(cluster, topic, partition),
+      shareGroupStarts: (topic, partition) => shareGroupStarts(cluster, topic, partition),
     })
   : undefined;
 const cleaner = new Cleaner({

@@ -15,6 +15,8 @@ export interface CompactionSource {
   filteredRecords(): number;
   /** Records the share-fetch view has removed from share groups' answers since the process started. */
   shareFilteredRecords(): number;
+  /** Records share groups new to a carried partition got from its copies since the process started. */
+  shareCopiedRecords(): number;
   /** Fetches below the store's log start answered empty while the index caught up with a carry pass. */
   heldFetches(): number;
   /** The fetch view's cache: bytes held, and reads on it answered since the process started. */
@@ -220,6 +222,15 @@ export class CompactionMetrics {
       collect(this: Counter) {
         this.reset();
         this.inc(metrics.source?.shareFilteredRecords() ?? 0);
+      },
+    });
+    new Counter({
+      name: 'kcompact_share_fetch_copied_records_total',
+      help: 'Records share groups new to a carried partition got from the carried copies in ShareFetch answers, at their original offsets',
+      registers,
+      collect(this: Counter) {
+        this.reset();
+        this.inc(metrics.source?.shareCopiedRecords() ?? 0);
       },
     });
     new Counter({

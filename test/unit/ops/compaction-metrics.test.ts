@@ -52,6 +52,7 @@ class Bed {
   calls = 0;
   filtered = 0;
   shareFiltered = 0;
+  shareCopied = 0;
   held = 0;
   viewCache = { bytes: 0, reads: 0 };
   copiesAhead = { begun: 0, used: 0 };
@@ -71,6 +72,7 @@ class Bed {
       },
       filteredRecords: () => this.filtered,
       shareFilteredRecords: () => this.shareFiltered,
+      shareCopiedRecords: () => this.shareCopied,
       heldFetches: () => this.held,
       viewCache: () => this.viewCache,
       copiesAhead: () => this.copiesAhead,
@@ -109,6 +111,7 @@ test('aggregates from one status call per scrape, in base units', async () => {
   };
   bed.filtered = 7;
   bed.shareFiltered = 3;
+  bed.shareCopied = 5;
   bed.held = 2;
   bed.viewCache = { bytes: 4096, reads: 12 };
   bed.copiesAhead = { begun: 9, used: 7 };
@@ -145,6 +148,7 @@ test('aggregates from one status call per scrape, in base units', async () => {
   assert.equal(e.value('kcompact_carry_margin_ratio'), 0.375);
   assert.equal(e.value('kcompact_fetch_filtered_records_total'), 7);
   assert.equal(e.value('kcompact_share_fetch_filtered_records_total'), 3);
+  assert.equal(e.value('kcompact_share_fetch_copied_records_total'), 5);
   assert.equal(e.value('kcompact_fetch_held_total'), 2);
   assert.equal(e.value('kcompact_view_cache_bytes'), 4096);
   assert.equal(e.value('kcompact_view_cache_reads_total'), 12);

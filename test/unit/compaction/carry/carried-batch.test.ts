@@ -22,9 +22,11 @@ import {
   encodeCopyMark,
   encodePassEnd,
   encodePassStart,
+  encodeRelease,
   readCopyMark,
   readPassEnd,
   readPassStart,
+  readRelease,
   type CopyMark,
 } from '../../../../src/compaction/carry/carry-record.js';
 import { SourceGroup } from '../../../../src/compaction/carry/source-group.js';
@@ -53,6 +55,22 @@ describe('carry header values', () => {
     assert.deepEqual(readPassStart(start, 0, start.length), { releaseEnd: 5000, topicStart: 0 });
     const end = encodePassEnd({ pass: 4321, copies: 99_999, releaseEnd: 5000 });
     assert.deepEqual(readPassEnd(end, 0, end.length), { pass: 4321, copies: 99_999, releaseEnd: 5000 });
+  });
+
+  test('a release round-trips with no, one and many share groups, names in any script; a damaged one fails with CarryFormatError', () => {
+    for (const groups of [[], ['g'], ['share-early', 'グループ', 'a'.repeat(300), '']]) {
+      const r = { pass: 123_456_789_012, releasedEnd: 123_456_789_000, groups };
+      const bytes = encodeRelease(r);
+      assert.deepEqual(readRelease(bytes, 0, bytes.length), r);
+    }
+    const good = encodeRelease({ pass: 4, releasedEnd: 3, groups: ['abc'] });
+    assert.throws(() => readRelease(good, 0, good.length - 1), CarryFormatError);
+    assert.throws(() => readRelease(Buffer.concat([good, Buffer.from([0])]), 0, good.length + 1), CarryFormatError);
+    const start = encodePassStart({ releaseEnd: 1, topicStart: 0 });
+    assert.throws(() => readRelease(start, 0, start.length), /not a release/);
+    const unknown = Buffer.from(good);
+    unknown[0] = 5;
+    assert.throws(() => readRelease(unknown, 0, unknown.length), /unknown carried record kind 5/);
   });
 
   test('another format, an unknown kind, a truncated or overlong value, unordered horizons fail with CarryFormatError', () => {

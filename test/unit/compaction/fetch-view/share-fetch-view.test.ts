@@ -11,6 +11,8 @@ import { ApiKey, type BodyInit, type ShareFetchRequest, type ShareFetchResponse 
 import { TopicIds } from '../../../../src/proxy/topic-ids.js';
 import { FilterHarness } from '../../../support/filter-harness.js';
 import { configView, FakeIndex, FakeLog, indexView, log, readBatches } from './fake-log.js';
+import { Log } from '../carry/store-log.js';
+import type { AckBatch } from '../../../../src/compaction/fetch-view/copy-acks.js';
 
 const COMPACTED = 'c';
 const PLAIN = 'p';
@@ -169,6 +171,125 @@ describe('ShareFetch answers of compacted partitions', () => {
     assert.deepEqual(
       none.batches.map((b) => [b.base, b.last, b.count]),
       [[0, 9, 0]],
+    );
+  });
+});
+
+describe('ShareFetch answers of carried partitions', () => {
+  /** Forty records, ten keys; a pass carries the latest of each key (copy at 41) and the store let everything below 40 go. */
+  async function carriedSetUp(groups: string[]) {
+    const stored = new Log();
+    await stored.writeRecords(40, 10);
+    const survivors = Array.from({ length: 10 }, (_, i) => 30 + i);
+    const pass = await stored.carry(new Set(survivors), 40);
+    const index = new FakeIndex(survivors, 40);
+    index.carry = {
+      copiesBelow: 40,
+      topicStart: 0,
+      copiesFrom: pass,
+      copiesTo: stored.end - 1,
+      passOnly: true,
+      marks: Float64Array.from([30, pass + 1]),
+      releases: [{ at: stored.end, pass, releasedEnd: 40, groups }],
+    };
+    const topicIds = new TopicIds();
+    topicIds.learn(COMPACTED, IDS[COMPACTED]);
+    const view = createShareFetchView({
+      config: configView([COMPACTED]),
+      index: indexView({ [`${COMPACTED}-0`]: index }),
+      topicIds,
+      resolveTopicIds: async () => undefined,
+      log,
+    });
+    const answer = response([{ id: IDS[COMPACTED], records: stored.from(40) }]);
+    answer.responses![0]!.partitions![0]!.acquiredRecords = [{ firstOffset: 40n, lastOffset: 42n, deliveryCount: 1 }];
+    return { view, harness: new FilterHarness(view), answer, survivors };
+  }
+
+  test('a group new to the partition gets the survivors from the copy, and its acknowledgements of them settle the copy', async () => {
+    const { view, harness, answer, survivors } = await carriedSetUp(['earlier']);
+    const run = await harness.request(ApiKey.ShareFetch, 1, request([IDS[COMPACTED]]));
+    if (run.kind !== 'forward') throw new Error(run.kind);
+    const out = await run.respond(answer);
+    if (out.kind !== 'forward') throw new Error(out.kind);
+    const p = out.body.responses[0]!.partitions[0]!;
+    assert.deepEqual(
+      (await readBatches(p.records)).records.map((r) => r.offset),
+      survivors,
+    );
+    assert.deepEqual(
+      p.acquiredRecords.map((a) => [a.firstOffset, a.lastOffset, a.deliveryCount]),
+      [
+        [30n, 39n, 1],
+        [40n, 40n, 1],
+        [42n, 42n, 1],
+      ],
+    );
+    assert.equal(view.stats.copiedRecords, 10);
+
+    const acks = (batches: [number, number, number][], epoch = 1) => ({
+      groupId: 'g',
+      memberId: 'member-1',
+      shareSessionEpoch: epoch,
+      topics: [
+        {
+          topicId: IDS[COMPACTED],
+          partitions: [
+            {
+              partitionIndex: 0,
+              acknowledgementBatches: batches.map(([f, l, t]) => ({ firstOffset: BigInt(f), lastOffset: BigInt(l), acknowledgeTypes: [t] })),
+            },
+          ],
+        },
+      ],
+    });
+    type Acked = { body: { topics: { partitions: { acknowledgementBatches: AckBatch[] }[] }[] } };
+    const sent = (r: { kind: string }) => {
+      if (r.kind !== 'forward') throw new Error(r.kind);
+      return (r as unknown as Acked).body.topics[0]!.partitions[0]!.acknowledgementBatches.map((b) => [
+        Number(b.firstOffset),
+        Number(b.lastOffset),
+        ...b.acknowledgeTypes,
+      ]);
+    };
+    assert.deepEqual(
+      sent(
+        await harness.request(
+          ApiKey.ShareAcknowledge,
+          1,
+          acks([
+            [30, 34, 1],
+            [40, 40, 0],
+          ]),
+        ),
+      ),
+      [[40, 40, 0]],
+    );
+    const fetch = {
+      ...request([IDS[COMPACTED]], 2),
+      topics: acks([
+        [35, 39, 1],
+        [42, 42, 0],
+      ]).topics,
+    };
+    assert.deepEqual(sent(await harness.request(ApiKey.ShareFetch, 2, fetch)), [
+      [41, 41, 1],
+      [42, 42, 0],
+    ]);
+    assert.equal(view.copyAcks.size, 0);
+  });
+
+  test('a group that read the range where it was gets the copy as a gap, as before', async () => {
+    const { harness, answer } = await carriedSetUp(['g']);
+    const run = await harness.request(ApiKey.ShareFetch, 1, request([IDS[COMPACTED]]));
+    if (run.kind !== 'forward') throw new Error(run.kind);
+    const out = await run.respond(answer);
+    if (out.kind !== 'forward') throw new Error(out.kind);
+    const p = out.body.responses[0]!.partitions[0]!;
+    assert.deepEqual((await readBatches(p.records)).records, []);
+    assert.deepEqual(
+      p.acquiredRecords.map((a) => [a.firstOffset, a.lastOffset]),
+      [[40n, 42n]],
     );
   });
 });

@@ -1,0 +1,180 @@
+/**
+ * The survivors a share group reads from carried copies (docs/semantics.md, "Share groups and
+ * carried partitions"). Once a pass has let its range go, the survivors below the store's new
+ * log start are only in that pass's copies. A share group that read the partition before the
+ * store let the range go read them where they were, and gets nothing from the copies; a group new
+ * to the partition since (its start is the store's log start) has read none of them, and gets
+ * them from the copies, at their original offsets, as Kafka would deliver them from offset 0.
+ *
+ * Which groups had read the partition, each release record says (carry-record.ts): the share
+ * groups with a start offset for the partition when the store let the range go. A group the
+ * first release of a pass names gets nothing from its copies; one a later release names first
+ * gets the survivors below the end the release before it let go; one none names, those below the
+ * last release's end. A pass with no release yet is read by groups that read its range where it
+ * was, and gets them nothing.
+ *
+ * The broker acquired the copy's own offset for the member. The member is told it acquired the
+ * offsets of the records it gets from the copy instead (with the copy's delivery count), so that
+ * it acknowledges those; copy-acks.ts turns them into the one acknowledgement of the copy.
+ */
+import { batchPayload, iterateBatches, RecordScan, scanRecordAt, type BatchHeader } from '../../protocol/records/batch.js';
+import { batchesIn, carryValueAt, copyOf, emptyCopy } from '../carry/carried-batch.js';
+import { CarryKind, carryKindAt } from '../carry/carry-record.js';
+import type { PartitionIndexView } from '../index-view.js';
+import type { PassReleaseSeen } from '../index/survivor-set.js';
+import { viewBatch, type Visibility } from './visible-records.js';
+
+export interface AcquiredRange {
+  firstOffset: bigint;
+  lastOffset: bigint;
+  deliveryCount: number;
+}
+
+/** A copy whose records a member gets: the copy's offset and the original offsets it gets. */
+export interface UnpackedCopy {
+  copy: number;
+  offsets: number[];
+}
+
+export interface SharedCopies {
+  /** The original batches the member gets, ascending: they lie below the store's log start, before every batch the store sent. */
+  batches: Buffer[];
+  unpacked: UnpackedCopy[];
+  /** The ranges the member acquired, with the unpacked copies' offsets replaced by their records'. */
+  acquired: AcquiredRange[];
+  /** Copies of a pass the index knows no release of: the caller may wait for the index to read the store and ask again. */
+  unknownPass: boolean;
+}
+
+/**
+ * How far below which a group gets the survivors of a pass's copies: undefined where it gets
+ * none (it read the range where it was, or nothing was let go yet).
+ */
+export function entitledEnd(releases: readonly PassReleaseSeen[], pass: number, group: string): number | undefined {
+  let previous: number | undefined;
+  let any = false;
+  for (const r of releases) {
+    if (r.pass !== pass) continue;
+    if (r.groups.includes(group)) return previous;
+    previous = r.releasedEnd;
+    any = true;
+  }
+  return any ? previous : undefined;
+}
+
+function acquiredAt(acquired: readonly AcquiredRange[], offset: number): AcquiredRange | undefined {
+  const o = BigInt(offset);
+  return acquired.find((a) => a.firstOffset <= o && o <= a.lastOffset);
+}
+
+/** The acquired ranges without the given offsets (ascending), the ranges around them split. */
+function without(acquired: readonly AcquiredRange[], gone: readonly number[]): AcquiredRange[] {
+  const out: AcquiredRange[] = [];
+  const drop = new Set(gone.map(BigInt));
+  for (const a of acquired) {
+    let from = a.firstOffset;
+    for (let o = a.firstOffset; o <= a.lastOffset; o++) {
+      if (!drop.has(o)) continue;
+      if (o > from) out.push({ firstOffset: from, lastOffset: o - 1n, deliveryCount: a.deliveryCount });
+      from = o + 1n;
+    }
+    if (from <= a.lastOffset) out.push({ firstOffset: from, lastOffset: a.lastOffset, deliveryCount: a.deliveryCount });
+  }
+  return out;
+}
+
+/** Ascending offsets as ranges of consecutive ones. */
+function rangesOf(offsets: readonly number[], deliveryCount: number): AcquiredRange[] {
+  const out: AcquiredRange[] = [];
+  for (let i = 0; i < offsets.length;) {
+    let j = i;
+    while (j + 1 < offsets.length && offsets[j + 1] === offsets[j]! + 1) j++;
+    out.push({ firstOffset: BigInt(offsets[i]!), lastOffset: BigInt(offsets[j]!), deliveryCount });
+    i = j + 1;
+  }
+  return out;
+}
+
+/** The offsets of the records of a batch, read from its payload. */
+async function offsetsIn(bytes: Buffer): Promise<number[]> {
+  const out: number[] = [];
+  const scan = new RecordScan();
+  for (const b of iterateBatches(bytes).batches) {
+    const payload = await batchPayload(bytes, b);
+    for (let pos = 0; pos < payload.length;) {
+      pos = scanRecordAt(payload, pos, scan);
+      out.push(Number(b.baseOffset) + scan.offsetDelta);
+    }
+  }
+  return out;
+}
+
+/** Whether the batch is one of kcompact's carry batches holding copies (they are written uncompressed). */
+async function holdsCopies(records: Buffer, batch: BatchHeader): Promise<Buffer | undefined> {
+  if (batch.producerId >= 0n || batch.isControl || batch.compression !== 0 || batch.recordCount === 0) return undefined;
+  const payload = await batchPayload(records, batch);
+  return carryKindAt(payload, 0) === CarryKind.Copy ? payload : undefined;
+}
+
+/**
+ * The records `group` gets from the copies in a ShareFetch answer's records, and the acquired
+ * ranges it is told of; undefined when the answer holds no copy the group gets anything from.
+ */
+export async function sharedCopies(
+  records: Buffer,
+  acquired: readonly AcquiredRange[],
+  group: string,
+  view: PartitionIndexView,
+): Promise<SharedCopies | undefined> {
+  const releases = view.carried()?.releases;
+  const out: SharedCopies = { batches: [], unpacked: [], acquired: [], unknownPass: false };
+  const scan = new RecordScan();
+  const copy = emptyCopy();
+  for (const batch of iterateBatches(records).batches) {
+    const payload = await holdsCopies(records, batch);
+    if (!payload) continue;
+    for (let pos = 0; pos < payload.length;) {
+      const v = carryValueAt(payload, pos, scan);
+      pos = v.next;
+      if (v.kind !== CarryKind.Copy) continue;
+      const at = Number(batch.baseOffset) + v.delta;
+      const range = acquiredAt(acquired, at);
+      if (!range) continue;
+      const { mark, runStart, runEnd } = copyOf(payload, v, scan, copy);
+      if (!releases?.some((r) => r.pass === mark.pass)) out.unknownPass = true;
+      const end = releases && entitledEnd(releases, mark.pass, group);
+      if (end === undefined) continue;
+      const got = await unpack(payload.subarray(runStart, runEnd), end, view);
+      if (got.offsets.length === 0) continue;
+      out.batches.push(...got.batches);
+      out.unpacked.push({ copy: at, offsets: got.offsets });
+      out.acquired.push(...rangesOf(got.offsets, range.deliveryCount));
+    }
+  }
+  if (out.unpacked.length === 0) return out.unknownPass ? out : undefined;
+  const rest = without(
+    acquired,
+    out.unpacked.map((u) => u.copy),
+  );
+  out.acquired = [...out.acquired, ...rest].sort((a, b) => (a.firstOffset < b.firstOffset ? -1 : 1));
+  return out;
+}
+
+/** The batches of a copy's run with the survivors below `end` that the index still keeps, and their offsets. */
+async function unpack(run: Buffer, end: number, view: PartitionIndexView): Promise<{ batches: Buffer[]; offsets: number[] }> {
+  const visibility: Visibility = { cleanedUpTo: Infinity, survivors: (from, to) => view.survivors(from, Math.min(to, end)) };
+  const batches: Buffer[] = [];
+  const offsets: number[] = [];
+  for (const original of batchesIn(run)) {
+    const base = Number(original.baseOffset);
+    if (base >= end) break;
+    const outcome = await viewBatch(run, original, visibility, 0);
+    if (outcome.kept === 0) continue;
+    batches.push(outcome.bytes);
+    const survivors = view.survivors(base, Math.min(base + original.lastOffsetDelta + 1, end));
+    // The index's survivors in the batch's span are its records, unless the index moved on since the copy was written.
+    if (survivors.length === outcome.kept) for (const o of survivors) offsets.push(o);
+    else offsets.push(...(await offsetsIn(outcome.bytes)));
+  }
+  return { batches, offsets };
+}
