@@ -30,6 +30,7 @@ import { encodePassEnd, encodePassStart, encodeRelease, type PassRelease } from 
 import { PhysicalReader } from './physical-reader.js';
 import { leastOf, type ShareGroupStart } from './share-group-starts.js';
 import { CarryError, SourceGroup } from './source-group.js';
+import { partitionKey } from '../partition-key.js';
 
 /** Which partitions this replica carries: the carrier group's assignment. */
 export interface CarryMandate {
@@ -390,5 +391,3 @@ export class Carrier {
     return { end: least.offset, ...(groups && { groups }) };
   }
 }
-
-const partitionKey = (topic: string, partition: number) => `${partition}\u0000${topic}`;

@@ -12,6 +12,7 @@
 import { ApiKey } from '../../protocol/messages.js';
 import { ErrorCode } from '../../protocol/errors.js';
 import type { UpstreamClient } from '../../upstream/client.js';
+import { groupCoordinators } from '../../upstream/group-coordinators.js';
 import { UpstreamError } from '../../upstream/error-class.js';
 import type { UpstreamClusterClient } from '../../upstream/upstream-cluster-client.js';
 
@@ -49,17 +50,7 @@ async function shareGroups(cluster: UpstreamClusterClient): Promise<string[] | u
 
 /** The groups by the node id of their coordinator. */
 async function coordinators(cluster: UpstreamClusterClient, groups: readonly string[]): Promise<Map<number, string[]>> {
-  const any = await cluster.any('admin');
-  const version = any.version(ApiKey.FindCoordinator);
-  const found =
-    version >= 4
-      ? (await any.request(ApiKey.FindCoordinator, version, { keyType: 0, coordinatorKeys: [...groups] })).coordinators!
-      : await Promise.all(
-          groups.map(async (key) => {
-            const res = await any.request(ApiKey.FindCoordinator, version, { key, keyType: 0 });
-            return { key, nodeId: res.nodeId ?? -1, errorCode: res.errorCode ?? ErrorCode.NONE };
-          }),
-        );
+  const found = await groupCoordinators(await cluster.any('admin'), groups);
   const byNode = new Map<number, string[]>();
   for (const c of found) {
     if (c.errorCode !== ErrorCode.NONE) throw new UpstreamError(`FindCoordinator of share group ${c.key}`, c.errorCode);

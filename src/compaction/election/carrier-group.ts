@@ -16,6 +16,7 @@ import type { Logger } from '../../ops/log.js';
 import { ErrorCode, errorName } from '../../protocol/errors.js';
 import { ApiKey } from '../../protocol/messages.js';
 import type { UpstreamClient } from '../../upstream/client.js';
+import { groupCoordinators } from '../../upstream/group-coordinators.js';
 import type { UpstreamClusterClient } from '../../upstream/upstream-cluster-client.js';
 import { backoffMs } from '../../upstream/backoff.js';
 import { assignCarriers, type CarriedPartition } from './carrier-assignment.js';
@@ -27,6 +28,7 @@ import {
   encodeCarrierAssignment,
   encodeCarrierMetadata,
 } from './carrier-protocol.js';
+import { partitionKey } from '../partition-key.js';
 
 export interface CarrierGroupOptions {
   upstream: UpstreamClusterClient;
@@ -60,7 +62,7 @@ const MAX_BACKOFF_MS = 30_000;
 
 const keyOf = (partitions: readonly CarriedPartition[]) =>
   partitions
-    .map((p) => `${p.partition}\u0000${p.topic}`)
+    .map((p) => partitionKey(p.topic, p.partition))
     .sort()
     .join('\u0001');
 
@@ -81,7 +83,7 @@ export class CarrierGroup {
   private leader = false;
   /** The last assignment: what this member claims when it joins again. */
   private carried: CarriedPartition[] = [];
-  /** The same, to look partitions up in (`${partition}\u0000${topic}`). */
+  /** The same, to look partitions up in (partition-key.ts). */
   private carriedKeys = new Set<string>();
   /** Whether that assignment holds now (between SyncGroup and the next revocation). */
   private active = false;
@@ -159,7 +161,7 @@ export class CarrierGroup {
 
   /** Whether this member carries the partition as far as it knows (confirm() asks the coordinator). */
   holds(topic: string, partition: number): boolean {
-    return this.active && this.carriedKeys.has(`${partition}\u0000${topic}`);
+    return this.active && this.carriedKeys.has(partitionKey(topic, partition));
   }
 
   /**
@@ -242,10 +244,7 @@ export class CarrierGroup {
 
   private async findCoordinator(): Promise<UpstreamClient> {
     const { upstream, groupId } = this.opts;
-    const any = await upstream.any();
-    const version = any.version(ApiKey.FindCoordinator);
-    const res = await any.request(ApiKey.FindCoordinator, version, version >= 4 ? { keyType: 0, coordinatorKeys: [groupId] } : { key: groupId, keyType: 0 });
-    const c = version >= 4 ? res.coordinators?.[0] : { errorCode: res.errorCode ?? 0, nodeId: res.nodeId ?? -1 };
+    const [c] = await groupCoordinators(await upstream.any(), [groupId]);
     if (!c) throw new Error('FindCoordinator of the carrier group answered no coordinator');
     if (c.errorCode !== 0) throw new GroupError('FindCoordinator', c.errorCode);
     const client = await upstream.broker(c.nodeId, 'group');
@@ -297,7 +296,7 @@ export class CarrierGroup {
     if (synced.errorCode !== 0) throw new GroupError('SyncGroup', synced.errorCode);
     this.generation = generation;
     this.carried = decodeCarrierAssignment(synced.assignment);
-    this.carriedKeys = new Set(this.carried.map((p) => `${p.partition}\u0000${p.topic}`));
+    this.carriedKeys = new Set(this.carried.map((p) => partitionKey(p.topic, p.partition)));
     this.rejoinAsked = false;
     this.active = true;
     this.opts.onAssigned(generation, [...this.carried]);

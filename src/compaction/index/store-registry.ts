@@ -9,6 +9,7 @@ import { PartitionStore, type PartitionId } from './partition-store.js';
 import { isStorageFailure, storageFix } from './storage-errors.js';
 import { buildSnapshot, type CarriedSnapshot, type SurvivorSnapshot } from './survivor-set.js';
 import { TopicIndex } from './topic-index.js';
+import { partitionKey } from '../partition-key.js';
 
 export type SnapshotSink = (id: PartitionId, snapshot: SurvivorSnapshot | null, transfer: ArrayBuffer[]) => void;
 
@@ -23,10 +24,6 @@ const WAL_BUDGET_KIB = 512 * 1024;
 const WAL_MIN_KIB = 512;
 /** SQLite's own default: a checkpoint every 1000 pages. */
 const WAL_MAX_KIB = 4 * 1024;
-
-function keyOf(topic: string, partition: number): string {
-  return `${partition}\u0000${topic}`;
-}
 
 export class StoreRegistry {
   private readonly indexes = new Map<string, TopicIndex>();
@@ -63,7 +60,7 @@ export class StoreRegistry {
   }
 
   get(topic: string, partition: number): PartitionStore | undefined {
-    return this.stores.get(keyOf(topic, partition));
+    return this.stores.get(partitionKey(topic, partition));
   }
 
   all(): IterableIterator<PartitionStore> {
@@ -81,7 +78,7 @@ export class StoreRegistry {
 
   /** The open index of a partition, opening or creating its topic's file first. */
   ensure(topic: string, partition: number): PartitionStore {
-    const key = keyOf(topic, partition);
+    const key = partitionKey(topic, partition);
     const known = this.stores.get(key);
     if (known?.db.open) return known;
     const { store, rebuiltBecause } = PartitionStore.in(this.indexOf(topic), partition);
@@ -148,7 +145,7 @@ export class StoreRegistry {
    * holds no other partition.
    */
   dropPartition(topic: string, partition: number): void {
-    const key = keyOf(topic, partition);
+    const key = partitionKey(topic, partition);
     const store = this.stores.get(key);
     if (!store) return;
     // The topic's last partition here: its whole file goes (dropTopic withdraws the survivors too).

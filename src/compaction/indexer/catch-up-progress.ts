@@ -5,6 +5,7 @@
  * shorter than an interval log nothing.
  */
 import type { Logger } from '../../ops/log.js';
+import { partitionKey } from '../partition-key.js';
 
 interface Behind {
   startedAt: number;
@@ -27,7 +28,7 @@ export class CatchUpProgress {
 
   /** A fetch indexed [from, nextOffset) of a partition whose upstream end (last stable offset) is `end`. */
   indexed(topic: string, partition: number, from: number, nextOffset: number, end: number, highWatermark: number): void {
-    const key = `${partition}\u0000${topic}`;
+    const key = partitionKey(topic, partition);
     const now = this.clock();
     let b = this.behind.get(key);
     // An index that went back (dropped, rebuilt) is a new catch-up.
@@ -69,6 +70,6 @@ export class CatchUpProgress {
 
   /** Stops following a partition (its index was dropped). */
   forget(topic: string, partition: number): void {
-    this.behind.delete(`${partition}\u0000${topic}`);
+    this.behind.delete(partitionKey(topic, partition));
   }
 }

@@ -33,6 +33,7 @@ import { backoffMs } from '../../upstream/backoff.js';
 import { isStaleMetadataCode, UpstreamError } from '../../upstream/error-class.js';
 import type { UpstreamClient } from '../../upstream/client.js';
 import type { UpstreamClusterClient } from '../../upstream/upstream-cluster-client.js';
+import { partitionKey } from '../partition-key.js';
 
 /** What the indexer asks of the upstream cluster client; its unit tests give a scripted one. */
 export type IndexerUpstream = Pick<UpstreamClusterClient, 'metadata' | 'broker' | 'dropBroker'>;
@@ -92,10 +93,6 @@ interface Tail {
   /** Attempts in a row that the storage of the index failed (the backoff grows with them). */
   storageFailures: number;
   lastError?: string;
-}
-
-function tailKey(topic: string, partition: number): string {
-  return `${partition}\u0000${topic}`;
 }
 
 function message(err: unknown): string {
@@ -205,7 +202,7 @@ export class Indexer {
           reached.push(false);
           break;
         }
-        this.loops.get(this.tails.get(tailKey(t.topic, t.partition))?.leader ?? -1)?.wake.wakeUp();
+        this.loops.get(this.tails.get(partitionKey(t.topic, t.partition))?.leader ?? -1)?.wake.wakeUp();
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
     }
@@ -252,7 +249,7 @@ export class Indexer {
 
   /** The partition became wanted: index it now rather than at the next metadata round. */
   want(topic: string, partition: number): void {
-    const tail = this.tails.get(tailKey(topic, partition));
+    const tail = this.tails.get(partitionKey(topic, partition));
     if (!tail) {
       this.metadataWake.wakeUp();
       return;
@@ -346,7 +343,7 @@ export class Indexer {
       }
       this.adoptTopicId(t.name, topicId);
       for (const p of t.partitions) {
-        const key = tailKey(t.name, p.partitionIndex);
+        const key = partitionKey(t.name, p.partitionIndex);
         let tail = this.tails.get(key);
         if (!tail) {
           tail = {
@@ -435,7 +432,7 @@ export class Indexer {
   private letGoUnwanted(): void {
     for (const store of [...this.registry.all()]) {
       const { topic, partition } = store.id;
-      const tail = this.tails.get(tailKey(topic, partition));
+      const tail = this.tails.get(partitionKey(topic, partition));
       if (!tail || this.isWanted(tail) || tail.busy) continue;
       this.log.info('letting a partition index go: no client of this replica used it within the idle time, and it does not carry it', { topic, partition });
       this.progress.forget(topic, partition);
@@ -581,7 +578,7 @@ export class Indexer {
       const topic = version >= FETCH_TOPIC_IDS_VERSION ? topicOfId.get(r.topicId ?? '') : r.topic;
       if (topic === undefined) continue;
       for (const p of r.partitions) {
-        const tail = this.tails.get(tailKey(topic, p.partitionIndex));
+        const tail = this.tails.get(partitionKey(topic, p.partitionIndex));
         if (!tail || !asked.has(tail)) continue;
         this.reads.indexBytes += p.records?.length ?? 0;
         await this.handlePartition(tail, p, nodeId, rows);
@@ -625,7 +622,7 @@ export class Indexer {
       const collected = await collectRows(p.records ?? Buffer.alloc(0), p.abortedTransactions ?? [], from, lastStable, store.openTransactions, rows, digester);
       if (digester.pending) await digester.complete(rows.keys);
       // The index may have been dropped or reset while the batches decompressed.
-      if (this.tails.get(tailKey(tail.topic, tail.partition)) !== tail || this.registry.get(tail.topic, tail.partition) !== store) return;
+      if (this.tails.get(partitionKey(tail.topic, tail.partition)) !== tail || this.registry.get(tail.topic, tail.partition) !== store) return;
       if (store.checkpoint.nextOffset !== from) return;
       const position = {
         nextOffset: collected.nextOffset,
@@ -761,7 +758,7 @@ export class Indexer {
   /** The fetch offset is outside the upstream log: moved log start, or an index ahead of it. */
   private async outOfRange(tail: Tail, nodeId: number): Promise<void> {
     const [earliest, latest] = await logBounds(await this.cluster.broker(nodeId), tail.topic, tail.partition);
-    if (this.tails.get(tailKey(tail.topic, tail.partition)) !== tail) return;
+    if (this.tails.get(partitionKey(tail.topic, tail.partition)) !== tail) return;
     const store = this.storeOf(tail);
     const next = store.checkpoint.nextOffset;
     if (next < earliest) {
@@ -779,7 +776,7 @@ export class Indexer {
    * polls on the main lane would hold up every read and write of a carry pass.
    */
   async leader(topic: string, partition: number): Promise<UpstreamClient> {
-    const tail = this.tails.get(tailKey(topic, partition));
+    const tail = this.tails.get(partitionKey(topic, partition));
     if (!tail || tail.leader < 0) throw new Error(`no known leader of ${topic}-${partition}`);
     return this.cluster.broker(tail.leader, 'admin');
   }
@@ -789,13 +786,13 @@ export class Indexer {
    * Resolves false when the upstream cannot (no DeleteRecords, not allowed, no leader known).
    */
   async deleteRecords(topic: string, partition: number, offset: number): Promise<boolean> {
-    const tail = this.tails.get(tailKey(topic, partition));
+    const tail = this.tails.get(partitionKey(topic, partition));
     try {
       if (!tail || tail.leader < 0) throw new Error('no known leader');
       await deleteRecordsBefore(await this.cluster.broker(tail.leader), topic, partition, offset);
       return true;
     } catch (err) {
-      const key = tailKey(topic, partition);
+      const key = partitionKey(topic, partition);
       if (!this.deleteRecordsRefused.has(key)) {
         this.deleteRecordsRefused.add(key);
         this.log.warn('upstream did not delete records for retention; the index hides them instead', { topic, partition, offset, err });

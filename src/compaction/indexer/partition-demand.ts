@@ -6,8 +6,7 @@
  * worker's indexer keeps a partition while it was asked for within its idle time
  * (PartitionDemand), and lets it go after.
  */
-
-const keyOf = (topic: string, partition: number) => `${partition}\u0000${topic}`;
+import { partitionKey } from '../partition-key.js';
 
 /** The main thread's side: notes client uses, sends each partition's at most once per resendMs, a tick's worth at once. */
 export class DemandNotes {
@@ -21,7 +20,7 @@ export class DemandNotes {
   ) {}
 
   note(topic: string, partition: number): void {
-    const key = keyOf(topic, partition);
+    const key = partitionKey(topic, partition);
     const now = this.clock();
     const last = this.sent.get(key);
     if (last !== undefined && now - last < this.resendMs) return;
@@ -53,16 +52,16 @@ export class PartitionDemand {
   ) {}
 
   ask(topic: string, partition: number): void {
-    this.asked.set(keyOf(topic, partition), this.clock());
+    this.asked.set(partitionKey(topic, partition), this.clock());
   }
 
   /** When the partition was last asked for (epoch ms), or undefined. */
   lastUsed(topic: string, partition: number): number | undefined {
-    return this.asked.get(keyOf(topic, partition));
+    return this.asked.get(partitionKey(topic, partition));
   }
 
   wanted(topic: string, partition: number): boolean {
-    const at = this.asked.get(keyOf(topic, partition));
+    const at = this.asked.get(partitionKey(topic, partition));
     return at !== undefined && this.clock() - at < this.idleMs;
   }
 }

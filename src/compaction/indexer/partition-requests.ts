@@ -7,6 +7,7 @@ import { ApiKey, type ListOffsetsResponsePartitionResponse } from '../../protoco
 import type { UpstreamClient } from '../../upstream/client.js';
 import { UpstreamError } from '../../upstream/error-class.js';
 import { ZERO_UUID } from '../../protocol/wire/uuid.js';
+import { partitionKey } from '../partition-key.js';
 
 const EARLIEST_TIMESTAMP = -2n;
 const LATEST_TIMESTAMP = -1n;
@@ -57,9 +58,9 @@ export async function lastStableOffsets(client: UpstreamClient, partitions: read
     timeoutMs: TIMEOUT_MS,
   });
   const answered = new Map<string, ListOffsetsResponsePartitionResponse>();
-  for (const t of body.topics) for (const p of t.partitions) answered.set(`${p.partitionIndex}\u0000${t.name}`, p);
+  for (const t of body.topics) for (const p of t.partitions) answered.set(partitionKey(t.name, p.partitionIndex), p);
   return partitions.map(({ topic, partition }) => {
-    const p = answered.get(`${partition}\u0000${topic}`);
+    const p = answered.get(partitionKey(topic, partition));
     return {
       topic,
       partition,

@@ -19,6 +19,7 @@ import { caughtUpOrHeld, type IndexView } from '../index-view.js';
 import type { TopicConfigView } from '../policy.js';
 import { MAX_TIMESTAMP, type OffsetAtTime } from './offsets-by-time.js';
 import { ErrorCode } from '../../protocol/errors.js';
+import { partitionKey } from '../partition-key.js';
 
 type ListOffsets = ApiKeyOf<'ListOffsets'>;
 
@@ -46,8 +47,6 @@ type Asked =
   /** No pass known in the index: the store's answer stands unless the index, once it has read the store, knows one. */
   | { kind: 'unsettled'; earliest: boolean; timestamp: number };
 
-const key = (topic: string, partition: number) => `${partition}\u0000${topic}`;
-
 export function createListOffsetsView(opts: ListOffsetsViewOptions): Filter {
   function onRequest(req: FilterRequest<ListOffsets>, ctx: RequestContext<ListOffsets>): RequestOutcome<ListOffsets> {
     if (opts.config.compactedTopics().length === 0) return ctx.forward();
@@ -60,7 +59,7 @@ export function createListOffsetsView(opts: ListOffsetsViewOptions): Filter {
         const earliest = p.timestamp === EARLIEST || p.timestamp === EARLIEST_LOCAL;
         const byTime = p.timestamp >= 0n || p.timestamp === BigInt(MAX_TIMESTAMP);
         if (!earliest && !byTime) continue;
-        const k = key(t.name, p.partitionIndex);
+        const k = partitionKey(t.name, p.partitionIndex);
         if (!carried) asked.set(k, { kind: 'unsettled', earliest, timestamp: Number(p.timestamp) });
         else if (earliest) asked.set(k, { kind: 'start', start: carried.topicStart });
         else asked.set(k, { kind: 'time', timestamp: Number(p.timestamp) });
@@ -72,7 +71,7 @@ export function createListOffsetsView(opts: ListOffsetsViewOptions): Filter {
         const lookups: Promise<void>[] = [];
         for (const t of res.body.topics) {
           for (const p of t.partitions) {
-            const a = asked.get(key(t.name, p.partitionIndex));
+            const a = asked.get(partitionKey(t.name, p.partitionIndex));
             if (!a || p.errorCode !== 0) continue;
             if (a.kind === 'start') p.offset = BigInt(a.start);
             else if (a.kind === 'time') lookups.push(lookUp(t.name, p.partitionIndex, p, a.timestamp));

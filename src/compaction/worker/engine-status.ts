@@ -11,6 +11,7 @@ import type { Indexer } from '../indexer/indexer.js';
 import type { PartitionDemand } from '../indexer/partition-demand.js';
 import type { PartitionStore } from '../index/partition-store.js';
 import type { StoreRegistry } from '../index/store-registry.js';
+import { partitionKey } from '../partition-key.js';
 
 export interface PartitionStatus {
   topic: string;
@@ -126,11 +127,11 @@ export interface EngineParts {
 }
 
 function liveStates({ indexer, cleaner, group, demand }: EngineParts): (store: PartitionStore) => LiveState {
-  const tails = new Map(indexer.status().map((t) => [`${t.partition}\u0000${t.topic}`, t]));
-  const uncleanable = new Set(cleaner.status().uncleanable.map((u) => `${u.partition}\u0000${u.topic}`));
+  const tails = new Map(indexer.status().map((t) => [partitionKey(t.topic, t.partition), t]));
+  const uncleanable = new Set(cleaner.status().uncleanable.map((u) => partitionKey(u.topic, u.partition)));
   return (store) => {
     const { topic, partition } = store.id;
-    const key = `${partition}\u0000${topic}`;
+    const key = partitionKey(topic, partition);
     const tail = tails.get(key);
     return {
       leader: tail?.leader ?? -1,
