@@ -16,6 +16,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import kafkajs from 'kafkajs';
 import type { CleanReport } from '../../src/compaction/cleaner/cleaner.js';
+import { confluentKafka, franzGo } from '../support/client-matrix/drivers/bed-clients.js';
 import { javaClients } from '../support/client-matrix/drivers/java.js';
 import { carrierArgs, startCliProxy, waitCarrying, type CliProxy } from '../support/kcompact-cli.js';
 import { pollUntil, requirePeers, startKafka, type RunningKafka } from '../support/index.js';
@@ -183,6 +184,23 @@ test('a share group new to a carried partition gets the survivors from the copie
       const scraped = await scrape(proxy.management);
       assert.equal(scraped.value('kcompact_share_fetch_copied_records_total'), below.length, 'kcompact_share_fetch_copied_records_total');
       await settled(fresh);
+
+      // The same from every share consumer of the test bed, and at the other isolation level.
+      const committed = await javaClients.shareRead!(proxy.bootstrap, {
+        topic,
+        group: 'share-fresh-committed',
+        isolation: 'read_committed',
+        expected: view.length,
+        idleMs: IDLE_MS,
+      });
+      assert.deepEqual(shape(committed.records), view, 'read_committed: every survivor');
+      for (const client of [confluentKafka, franzGo]) {
+        const group = `share-fresh-${client.id}`;
+        const run = await client.shareRead!(proxy.bootstrap, { topic, group, isolation: 'read_uncommitted', expected: view.length, idleMs: IDLE_MS });
+        assert.deepEqual(shape(run.records), view, `${client.name}: every survivor, those below the store log start from the copies`);
+        assert.deepEqual([...new Set(run.records.map((r) => r.deliveryCount))], [1], `${client.name}: each at its first delivery`);
+        await settled(group);
+      }
 
       // A group that releases each record at its first delivery gets each again, as from Kafka: the copies go back whole.
       const again = await read('share-releasing', view.length, { release: true });
