@@ -15,7 +15,11 @@
  *
  * The broker acquired the copy's own offset for the member. The member is told it acquired the
  * offsets of the records it gets from the copy instead (with the copy's delivery count), so that
- * it acknowledges those; copy-acks.ts turns them into the one acknowledgement of the copy.
+ * it acknowledges those; copy-acks.ts turns them into the one acknowledgement of the copy. A copy
+ * it gets nothing from stays acquired, a gap the member acknowledges as one. A copy this replica
+ * cannot judge yet (its index has not read the pass or its releases) is withheld: left out of
+ * the acquired ranges, so the member does not acknowledge it and the broker delivers it again
+ * once the acquisition lock runs out, rather than the group losing what the copy owes it.
  */
 import { batchPayload, iterateBatches, RecordScan, scanRecordAt, type BatchHeader } from '../../protocol/records/batch.js';
 import { batchesIn, carryValueAt, copyOf, emptyCopy } from '../carry/carried-batch.js';
@@ -40,7 +44,9 @@ export interface SharedCopies {
   /** The original batches the member gets, ascending: they lie below the store's log start, before every batch the store sent. */
   batches: Buffer[];
   unpacked: UnpackedCopy[];
-  /** The ranges the member acquired, with the unpacked copies' offsets replaced by their records'. */
+  /** Offsets of copies withheld from the member. */
+  withheld: number[];
+  /** The ranges the member acquired, with the unpacked copies' offsets replaced by their records', and the withheld ones left out. */
   acquired: AcquiredRange[];
   /** Copies of a pass the index knows no release of: the caller may wait for the index to read the store and ask again. */
   unknownPass: boolean;
@@ -118,16 +124,19 @@ async function holdsCopies(records: Buffer, batch: BatchHeader): Promise<Buffer 
 
 /**
  * The records `group` gets from the copies in a ShareFetch answer's records, and the acquired
- * ranges it is told of; undefined when the answer holds no copy the group gets anything from.
+ * ranges it is told of; undefined when the answer holds no copy that changes either. `settled`:
+ * the partition's index has read what the store holds, so a pass it knows no release of has let
+ * nothing go (else such a copy is withheld).
  */
 export async function sharedCopies(
   records: Buffer,
   acquired: readonly AcquiredRange[],
   group: string,
-  view: PartitionIndexView,
+  view: PartitionIndexView | undefined,
+  settled: boolean,
 ): Promise<SharedCopies | undefined> {
-  const releases = view.carried()?.releases;
-  const out: SharedCopies = { batches: [], unpacked: [], acquired: [], unknownPass: false };
+  const releases = view?.carried()?.releases;
+  const out: SharedCopies = { batches: [], unpacked: [], withheld: [], acquired: [], unknownPass: false };
   const scan = new RecordScan();
   const copy = emptyCopy();
   for (const batch of iterateBatches(records).batches) {
@@ -141,8 +150,12 @@ export async function sharedCopies(
       const range = acquiredAt(acquired, at);
       if (!range) continue;
       const { mark, runStart, runEnd } = copyOf(payload, v, scan, copy);
-      if (!releases?.some((r) => r.pass === mark.pass)) out.unknownPass = true;
-      const end = releases && entitledEnd(releases, mark.pass, group);
+      if (!view || !releases?.some((r) => r.pass === mark.pass)) {
+        out.unknownPass = true;
+        if (!view || !settled) out.withheld.push(at);
+        continue;
+      }
+      const end = entitledEnd(releases, mark.pass, group);
       if (end === undefined) continue;
       const got = await unpack(payload.subarray(runStart, runEnd), end, view);
       if (got.offsets.length === 0) continue;
@@ -151,11 +164,8 @@ export async function sharedCopies(
       out.acquired.push(...rangesOf(got.offsets, range.deliveryCount));
     }
   }
-  if (out.unpacked.length === 0) return out.unknownPass ? out : undefined;
-  const rest = without(
-    acquired,
-    out.unpacked.map((u) => u.copy),
-  );
+  if (out.unpacked.length === 0 && out.withheld.length === 0) return out.unknownPass ? out : undefined;
+  const rest = without(acquired, [...out.unpacked.map((u) => u.copy), ...out.withheld]);
   out.acquired = [...out.acquired, ...rest].sort((a, b) => (a.firstOffset < b.firstOffset ? -1 : 1));
   return out;
 }

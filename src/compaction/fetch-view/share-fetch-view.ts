@@ -17,7 +17,7 @@
 import type { Logger } from '../../ops/log.js';
 import { ApiKey, type ApiKeyOf, type ShareFetchResponse } from '../../protocol/messages.js';
 import { CopyAcks, type AckBatch } from './copy-acks.js';
-import { sharedCopies } from './share-copies.js';
+import { sharedCopies, type AcquiredRange, type SharedCopies } from './share-copies.js';
 import type { Filter, FilterRequest, FilterResponse, RequestContext, RequestOutcome, ResponseContext, ResponseOutcome } from '../../proxy/filter/filter.js';
 import type { TopicIds } from '../../proxy/topic-ids.js';
 import { NOT_INDEXED, type IndexView } from '../index-view.js';
@@ -49,6 +49,8 @@ export interface ShareFetchViewStats {
   /** Carried copies whose survivors went to a share group new to the partition, and those records. */
   copiesUnpacked: number;
   copiedRecords: number;
+  /** Copies left out of the acquired ranges, as this replica could not tell yet what they owe the group. */
+  copiesWithheld: number;
 }
 
 export interface ShareFetchView extends Filter {
@@ -58,7 +60,7 @@ export interface ShareFetchView extends Filter {
 
 export function createShareFetchView(opts: ShareFetchViewOptions): ShareFetchView {
   const log = opts.log.child({ component: 'share-fetch-view' });
-  const stats: ShareFetchViewStats = { viewedPartitions: 0, removedRecords: 0, corruptBatches: 0, copiesUnpacked: 0, copiedRecords: 0 };
+  const stats: ShareFetchViewStats = { viewedPartitions: 0, removedRecords: 0, corruptBatches: 0, copiesUnpacked: 0, copiedRecords: 0, copiesWithheld: 0 };
   const copyAcks = new CopyAcks();
 
   /** A compacted topic's name for an id, or undefined. */
@@ -136,18 +138,27 @@ export function createShareFetchView(opts: ShareFetchViewOptions): ShareFetchVie
         if (!p.records || p.records.length === 0) continue;
         opts.index.used(name, p.partitionIndex);
         // Not indexed yet: nothing is hidden but kcompact's own carry records, as in Kafka's uncleaned head.
-        const view = opts.index.partition(name, p.partitionIndex) ?? NOT_INDEXED;
         const copies = group !== null && member !== null ? await copiesFor(name, p.partitionIndex, p.records, p.acquiredRecords, group) : undefined;
+        const view = opts.index.partition(name, p.partitionIndex) ?? NOT_INDEXED;
         const seen = await visibleRecords(p.records, visibilityOf(view), 0);
         stats.viewedPartitions++;
         if (seen.corrupt) {
           stats.corruptBatches++;
           log.warn('a share-fetched batch could not be read; passed on unfiltered', { topic: name, partition: p.partitionIndex, reason: seen.corrupt });
         }
-        if (copies && copies.unpacked.length > 0) {
+        if (copies && (copies.unpacked.length > 0 || copies.withheld.length > 0)) {
           for (const u of copies.unpacked) copyAcks.delivered(group!, member!, t.topicId, p.partitionIndex, u.copy, u.offsets);
           stats.copiesUnpacked += copies.unpacked.length;
           stats.copiedRecords += copies.unpacked.reduce((n, u) => n + u.offsets.length, 0);
+          stats.copiesWithheld += copies.withheld.length;
+          if (copies.withheld.length > 0) {
+            log.info('copies of a pass this replica cannot judge yet are withheld from a share group; the broker delivers them again', {
+              topic: name,
+              partition: p.partitionIndex,
+              group,
+              copies: copies.withheld,
+            });
+          }
           p.acquiredRecords = copies.acquired;
         }
         if (!seen.changed && !copies?.unpacked.length) continue;
@@ -163,21 +174,12 @@ export function createShareFetchView(opts: ShareFetchViewOptions): ShareFetchVie
   }
 
   /** What the group gets from the copies in the answer, once the index has read the releases of their passes (share-copies.ts). */
-  async function copiesFor(
-    topic: string,
-    partition: number,
-    records: Buffer,
-    acquired: ShareFetchResponse['responses'][number]['partitions'][number]['acquiredRecords'],
-    group: string,
-  ) {
-    const view = opts.index.partition(topic, partition);
-    if (!view?.carried()) return undefined;
+  async function copiesFor(topic: string, partition: number, records: Buffer, acquired: AcquiredRange[], group: string): Promise<SharedCopies | undefined> {
     try {
-      let copies = await sharedCopies(records, acquired, group, view);
-      if (copies?.unknownPass && (await opts.index.caughtUp(topic, partition, RELEASE_WAIT_MS).catch(() => false))) {
-        copies = await sharedCopies(records, acquired, group, opts.index.partition(topic, partition) ?? view);
-      }
-      return copies;
+      const copies = await sharedCopies(records, acquired, group, opts.index.partition(topic, partition), false);
+      if (!copies?.unknownPass) return copies;
+      const settled = await opts.index.caughtUp(topic, partition, RELEASE_WAIT_MS).catch(() => false);
+      return await sharedCopies(records, acquired, group, opts.index.partition(topic, partition), settled);
     } catch (err) {
       log.warn('cannot read the carried copies of a ShareFetch answer; the group gets none of their records', { topic, partition, err });
       return undefined;

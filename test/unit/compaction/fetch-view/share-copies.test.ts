@@ -55,7 +55,7 @@ describe('entitledEnd', () => {
 describe('sharedCopies', () => {
   test('a group new to the partition gets every survivor of the copy at its original offset, with the copy’s delivery count', async () => {
     const { records, index } = await carried([release(RELEASE_END, 'old')]);
-    const got = (await sharedCopies(records, all, 'new', index))!;
+    const got = (await sharedCopies(records, all, 'new', index, true))!;
     assert.deepEqual(got.unpacked, [{ copy: 41, offsets: SURVIVORS }]);
     const seen = await readBatches(Buffer.concat(got.batches));
     assert.deepEqual(
@@ -74,16 +74,32 @@ describe('sharedCopies', () => {
 
   test('a group that read the range where it was, or any group before a release, gets nothing', async () => {
     const named = await carried([release(RELEASE_END, 'old')]);
-    assert.equal(await sharedCopies(named.records, all, 'old', named.index), undefined);
+    assert.equal(await sharedCopies(named.records, all, 'old', named.index, true), undefined);
     const before = await carried(undefined);
-    const got = (await sharedCopies(before.records, all, 'new', before.index))!;
+    const got = (await sharedCopies(before.records, all, 'new', before.index, true))!;
     assert.deepEqual(got.unpacked, []);
+    assert.deepEqual(got.withheld, [], 'an index that has read the store knows nothing was let go');
     assert.equal(got.unknownPass, true, 'the caller learns the index may not have read the release yet');
+  });
+
+  test('a copy this replica cannot judge yet is withheld: out of the acquired ranges, so the broker delivers it again', async () => {
+    const before = await carried(undefined);
+    for (const view of [before.index, undefined]) {
+      const got = (await sharedCopies(before.records, all, 'new', view, false))!;
+      assert.deepEqual(got.withheld, [41]);
+      assert.deepEqual(got.unpacked, []);
+      assert.deepEqual(ranges(got.acquired), [
+        [40, 40, 3],
+        [42, 42, 3],
+      ]);
+    }
+    const unindexed = (await sharedCopies(before.records, all, 'new', undefined, true))!;
+    assert.deepEqual(unindexed.withheld, [41], 'nor can a replica whose index of the partition is not there');
   });
 
   test('a group that came between two releases gets what the first let go, a batch cut at its end', async () => {
     const { records, index } = await carried([release(32, 'a'), release(RELEASE_END, 'a', 'b')]);
-    const got = (await sharedCopies(records, all, 'b', index))!;
+    const got = (await sharedCopies(records, all, 'b', index, true))!;
     assert.deepEqual(got.unpacked, [{ copy: 41, offsets: [5, 30, 31] }]);
     assert.deepEqual(
       (await readBatches(Buffer.concat(got.batches))).records.map((r) => r.offset),
@@ -96,8 +112,8 @@ describe('sharedCopies', () => {
       [release(RELEASE_END)],
       SURVIVORS.filter((o) => o !== 35),
     );
-    const got = (await sharedCopies(records, all, 'new', index))!;
+    const got = (await sharedCopies(records, all, 'new', index, true))!;
     assert.deepEqual(got.unpacked[0]!.offsets, [5, 30, 31, 32, 34, 36, 37, 38, 39]);
-    assert.equal(await sharedCopies(records, [{ firstOffset: 42n, lastOffset: 42n, deliveryCount: 1 }], 'new', index), undefined);
+    assert.equal(await sharedCopies(records, [{ firstOffset: 42n, lastOffset: 42n, deliveryCount: 1 }], 'new', index, true), undefined);
   });
 });
