@@ -9,6 +9,9 @@
  *   head:    the same log as the uncleaned head of a compacted partition, written by an
  *            idempotent client (batches with a producer, passed untouched) and by one without
  *            (each batch's first record is looked at: it could be kcompact's own carry records).
+ *   share:   the look a ShareFetch answer of a carried partition gets for copies a share group
+ *            is owed (share-copies.ts), over the same window holding none, as a share of the
+ *            filter's time.
  * Prints ms per pass of each (informative, not a test). Small batches show the view's cost per
  * batch: `--batch 4 --records 300000 --keys 100000`; `--codec 3` writes the log with lz4.
  *   node dist/bench/view-filter.js [--passes 50] [--batch 500] [--records 1000000] [--keys 10000] [--codec 0]
@@ -17,6 +20,7 @@ import { parseArgs } from 'node:util';
 import { encodeBatch, type RecordInput } from '../src/protocol/records/batch.js';
 import { cachedRecords, visibleRecords } from '../src/compaction/fetch-view/visible-records.js';
 import { ViewCache, type ViewedBatch } from '../src/compaction/fetch-view/view-cache.js';
+import { sharedCopies } from '../src/compaction/fetch-view/share-copies.js';
 import { printHelpAndExit } from './bench-help.js';
 import { numberFlags } from './number-flag.js';
 
@@ -130,6 +134,9 @@ const head = { cleanedUpTo: 0, survivors: () => new Float64Array(0) };
 const headMs = await timed(() => visibleRecords(idempotent, head, 0));
 const lookedMs = await timed(() => visibleRecords(records, head, 0));
 
+const acquired = [{ firstOffset: BigInt(from), lastOffset: BigInt(RECORDS - 1), deliveryCount: 1 }];
+const shareMs = await timed(() => sharedCopies(records, acquired, 'group', undefined, true));
+
 const mb = (bytes: number) => (bytes / 1e6).toFixed(1);
 console.log(
   `${mb(records.length)} MB raw in ${parts.length} batches of ${PER_BATCH} from offset ${from}, ${survivors.length} survivors, ${mb(kept)} MB kept in ${seen.batches.length} batches`,
@@ -138,6 +145,7 @@ console.log(`filter: ${filterMs.toFixed(2)} ms per pass, ${(records.length / 1e3
 console.log(
   `head (codec ${codec}): ${headMs.toFixed(2)} ms per pass of batches with a producer; ${lookedMs.toFixed(2)} ms without, whose first records are looked at (${(lookedMs / headMs).toFixed(2)}x)`,
 );
+console.log(`share: ${shareMs.toFixed(2)} ms per pass looking for copies (${(shareMs / filterMs).toFixed(3)}x the filter's)`);
 console.log(
   `cached: ${cachedMs.toFixed(2)} ms per pass of ${answers} answers of ${answerBytes} bytes, ${((seen.batches.length / cachedMs) * 1e3).toFixed(0)} batches/s`,
 );

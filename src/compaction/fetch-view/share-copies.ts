@@ -21,7 +21,8 @@
  * the acquired ranges, so the member does not acknowledge it and the broker delivers it again
  * once the acquisition lock runs out, rather than the group losing what the copy owes it.
  */
-import { batchPayload, iterateBatches, RecordScan, scanRecordAt, type BatchHeader } from '../../protocol/records/batch.js';
+import { Attributes, BATCH_HEADER_SIZE, batchPayload, iterateBatches, readBatchHeader, RecordScan, scanRecordAt } from '../../protocol/records/batch.js';
+import { LOG_OVERHEAD, Offsets } from '../../protocol/records/batch-header.js';
 import { batchesIn, carryValueAt, copyOf, emptyCopy } from '../carry/carried-batch.js';
 import { CarryKind, carryKindAt } from '../carry/carry-record.js';
 import type { PartitionIndexView } from '../index-view.js';
@@ -115,11 +116,24 @@ async function offsetsIn(bytes: Buffer): Promise<number[]> {
   return out;
 }
 
-/** Whether the batch is one of kcompact's carry batches holding copies (they are written uncompressed). */
-async function holdsCopies(records: Buffer, batch: BatchHeader): Promise<Buffer | undefined> {
-  if (batch.producerId >= 0n || batch.isControl || batch.compression !== 0 || batch.recordCount === 0) return undefined;
-  const payload = await batchPayload(records, batch);
-  return carryKindAt(payload, 0) === CarryKind.Copy ? payload : undefined;
+/**
+ * Where the carry batches holding copies start in the records (uncompressed, without a producer,
+ * their first record a copy), from the batch headers' bytes: most answers hold none, and the
+ * look costs a few reads per batch rather than a parsed header each.
+ */
+function copyBatchStarts(records: Buffer): number[] {
+  const starts: number[] = [];
+  for (let pos = 0; pos + BATCH_HEADER_SIZE <= records.length;) {
+    const end = pos + LOG_OVERHEAD + records.readInt32BE(pos + Offsets.batchLength);
+    if (end > records.length || end < pos + BATCH_HEADER_SIZE) break;
+    const attributes = records.readInt16BE(pos + Offsets.attributes);
+    const noProducer = records.readInt32BE(pos + Offsets.producerId) === -1 && records.readInt32BE(pos + Offsets.producerId + 4) === -1;
+    if (noProducer && (attributes & (Attributes.compressionMask | Attributes.control)) === 0 && end > pos + BATCH_HEADER_SIZE) {
+      if (carryKindAt(records.subarray(pos + BATCH_HEADER_SIZE, end), 0) === CarryKind.Copy) starts.push(pos);
+    }
+    pos = end;
+  }
+  return starts;
 }
 
 /**
@@ -135,13 +149,15 @@ export async function sharedCopies(
   view: PartitionIndexView | undefined,
   settled: boolean,
 ): Promise<SharedCopies | undefined> {
+  const starts = copyBatchStarts(records);
+  if (starts.length === 0) return undefined;
   const releases = view?.carried()?.releases;
   const out: SharedCopies = { batches: [], unpacked: [], withheld: [], acquired: [], unknownPass: false };
   const scan = new RecordScan();
   const copy = emptyCopy();
-  for (const batch of iterateBatches(records).batches) {
-    const payload = await holdsCopies(records, batch);
-    if (!payload) continue;
+  for (const start of starts) {
+    const batch = readBatchHeader(records, start);
+    const payload = records.subarray(start + BATCH_HEADER_SIZE, batch.end);
     for (let pos = 0; pos < payload.length;) {
       const v = carryValueAt(payload, pos, scan);
       pos = v.next;
