@@ -21,6 +21,7 @@ import { sharedCopies, type AcquiredRange, type SharedCopies } from './share-cop
 import type { Filter, FilterRequest, FilterResponse, RequestContext, RequestOutcome, ResponseContext, ResponseOutcome } from '../../proxy/filter/filter.js';
 import type { TopicIds } from '../../proxy/topic-ids.js';
 import { NOT_INDEXED, type IndexView } from '../index-view.js';
+import { partitionKey } from '../partition-key.js';
 import type { TopicConfigView } from '../policy.js';
 import { visibilityOf, visibleRecords } from './visible-records.js';
 
@@ -62,6 +63,8 @@ export function createShareFetchView(opts: ShareFetchViewOptions): ShareFetchVie
   const log = opts.log.child({ component: 'share-fetch-view' });
   const stats: ShareFetchViewStats = { viewedPartitions: 0, removedRecords: 0, corruptBatches: 0, copiesUnpacked: 0, copiedRecords: 0, copiesWithheld: 0 };
   const copyAcks = new CopyAcks();
+  /** Partitions whose withheld copies were logged (once each). */
+  const withheldSaid = new Set<string>();
 
   /** A compacted topic's name for an id, or undefined. */
   const compactedName = (id: string): string | undefined => {
@@ -137,8 +140,8 @@ export function createShareFetchView(opts: ShareFetchViewOptions): ShareFetchVie
       for (const p of t.partitions) {
         if (!p.records || p.records.length === 0) continue;
         opts.index.used(name, p.partitionIndex);
-        // Not indexed yet: nothing is hidden but kcompact's own carry records, as in Kafka's uncleaned head.
         const copies = group !== null && member !== null ? await copiesFor(name, p.partitionIndex, p.records, p.acquiredRecords, group) : undefined;
+        // Not indexed yet: nothing is hidden but kcompact's own carry records, as in Kafka's uncleaned head.
         const view = opts.index.partition(name, p.partitionIndex) ?? NOT_INDEXED;
         const seen = await visibleRecords(p.records, visibilityOf(view), 0);
         stats.viewedPartitions++;
@@ -151,7 +154,8 @@ export function createShareFetchView(opts: ShareFetchViewOptions): ShareFetchVie
           stats.copiesUnpacked += copies.unpacked.length;
           stats.copiedRecords += copies.unpacked.reduce((n, u) => n + u.offsets.length, 0);
           stats.copiesWithheld += copies.withheld.length;
-          if (copies.withheld.length > 0) {
+          if (copies.withheld.length > 0 && !withheldSaid.has(partitionKey(name, p.partitionIndex))) {
+            withheldSaid.add(partitionKey(name, p.partitionIndex));
             log.info('copies of a pass this replica cannot judge yet are withheld from a share group; the broker delivers them again', {
               topic: name,
               partition: p.partitionIndex,
