@@ -135,7 +135,7 @@ const headMs = await timed(() => visibleRecords(idempotent, head, 0));
 const lookedMs = await timed(() => visibleRecords(records, head, 0));
 
 const acquired = [{ firstOffset: BigInt(from), lastOffset: BigInt(RECORDS - 1), deliveryCount: 1 }];
-const shareMs = await timed(() => sharedCopies(records, acquired, 'group', undefined, true));
+const shareMs = await timed(() => sharedCopies(records, acquired, 'group', undefined, true, async () => 0));
 
 const mb = (bytes: number) => (bytes / 1e6).toFixed(1);
 console.log(

@@ -194,6 +194,7 @@ export async function startCompaction(opts: CompactionOptions): Promise<Compacti
     index: engine.index,
     topicIds: opts.topicIds,
     resolveTopicIds: (ids) => pool.resolveTopicIds(ids),
+    logStartOffset: (topic, partition) => pool.logStartOffset(topic, partition),
     log: opts.log,
   });
   const filters = [...configs.filters, produceGuard, fetchView, shareFetchView, listOffsetsView];

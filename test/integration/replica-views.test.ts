@@ -73,8 +73,14 @@ async function scenario(t: TestContext, store: string, firstReaders: readonly nu
   const admin = new kafkajs.Kafka({ clientId: 'replica-views', brokers: [replicas[0]!.cli.bootstrap], logLevel: kafkajs.logLevel.NOTHING }).admin();
   try {
     await Promise.all([producer.connect(), storeAdmin.connect(), admin.connect()]);
+    // All three in one stable generation before the topic exists: a replica that carried it while
+    // the others still joined would keep its index of it after losing it to one of them.
+    await pollUntil('the three replicas in one generation', 60_000, async () => {
+      const groups = (await Promise.all(replicas.map(statusOf))).map((s) => s?.carrierGroup);
+      return groups.every((g) => g?.state === 'stable') && new Set(groups.map((g) => g?.generation)).size === 1 ? true : undefined;
+    });
     await createCompactedTopic(admin, TOPIC, { 'segment.ms': String(SEGMENT_MS), 'min.cleanable.dirty.ratio': '0.01' });
-    // All three in one stable generation: a carrier seen while the others still join may lose the topic to one of them.
+    // The topic's first assignment is a generation of all three.
     const carrier = await pollUntil('the three replicas in one generation, one of them carrying the topic', 60_000, async () => {
       const groups = (await Promise.all(replicas.map(statusOf))).map((s) => s?.carrierGroup);
       if (groups.some((g) => g?.state !== 'stable') || new Set(groups.map((g) => g?.generation)).size !== 1) return undefined;

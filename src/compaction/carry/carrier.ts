@@ -26,7 +26,7 @@ import { copiesAged } from './carry-age.js';
 import type { StoreRegistry } from '../index/store-registry.js';
 import { deleteRecordsBefore, fetchRecords, produceBatch } from '../indexer/partition-requests.js';
 import { CopyRun, markerBatch, RUN_BYTES } from './carried-batch.js';
-import { encodePassEnd, encodePassStart, encodeRelease, type PassRelease } from './carry-record.js';
+import { encodePassEnd, encodePassStart, encodeRelease } from './carry-record.js';
 import { PhysicalReader } from './physical-reader.js';
 import { leastOf, type ShareGroupStart } from './share-group-starts.js';
 import { CarryError, SourceGroup } from './source-group.js';
@@ -115,8 +115,6 @@ export class Carrier {
   private readonly unreleased = new Set<string>();
   /** Partitions whose last pass kept (part of) its range for a share group, and where that group stood. */
   private readonly held = new Map<string, ShareGroupStart>();
-  /** Releases the store made whose record could not be written yet. */
-  private readonly unrecorded = new Map<string, PassRelease>();
 
   constructor(private readonly deps: CarrierDeps) {
     this.now = deps.clock ?? Date.now;
@@ -134,9 +132,8 @@ export class Carrier {
       this.setHeld(partitionKey(store.id.topic, store.id.partition), undefined);
       return false;
     }
-    // A range kept for a share group is asked about again every round, written to or not; a release not yet recorded is written.
-    const key = partitionKey(store.id.topic, store.id.partition);
-    if (this.held.has(key) || this.unrecorded.has(key)) return true;
+    // A range kept for a share group is asked about again every round, written to or not.
+    if (this.held.has(partitionKey(store.id.topic, store.id.partition))) return true;
     const { firstDirty, logStartOffset } = store.checkpoint;
     // Aged copies lie past the store's log start (it let go what the last pass released), so age alone decides.
     if (copiesAged(store, policy.carryAfterMs, this.now())) return true;
@@ -153,11 +150,6 @@ export class Carrier {
     try {
       await this.stillCarrier(store, true);
       const client = await this.deps.leader(topic, partition);
-      const unrecorded = this.unrecorded.get(partitionKey(topic, partition));
-      if (unrecorded) {
-        await this.record(client, store, unrecorded);
-        if (!this.due(store, policy)) return undefined;
-      }
       // A range kept for a share group is let go once the groups have finished it, before any new
       // pass: a new pass would copy every survivor again while the old copies stay.
       if (this.held.has(partitionKey(topic, partition)) && !copiesAged(store, policy.carryAfterMs, this.now())) {
@@ -296,6 +288,9 @@ export class Carrier {
     const key = partitionKey(topic, partition);
     const { end, groups } = await this.heldEnd(store, releaseEnd);
     if (end <= store.checkpoint.logStartOffset) return false;
+    // Recorded first: a carrier that stops between the two leaves share groups new to the partition a few survivors twice, not none.
+    if (groups)
+      await produceBatch(client, topic, partition, await markerBatch(encodeRelease({ pass: store.carry.pass, releasedEnd: end, groups }), this.now()));
     try {
       await deleteRecordsBefore(client, topic, partition, end);
     } catch (err) {
@@ -311,33 +306,7 @@ export class Carrier {
       store.dropBelow(end);
       this.deps.registry.publish(store);
     }
-    if (groups) await this.record(client, store, { pass: store.carry.pass, releasedEnd: end, groups });
     return end === releaseEnd;
-  }
-
-  /**
-   * Writes the release record a share group new to the partition reads the pass's copies by
-   * (docs/carrying.md, "Share groups"); one that cannot be written now is written before the
-   * partition's next pass, or its next release.
-   */
-  private async record(client: UpstreamClient, store: PartitionStore, release: PassRelease): Promise<void> {
-    const { topic, partition } = store.id;
-    const key = partitionKey(topic, partition);
-    try {
-      await produceBatch(client, topic, partition, await markerBatch(encodeRelease(release), this.now()));
-      this.unrecorded.delete(key);
-    } catch (err) {
-      if (!this.unrecorded.has(key)) {
-        this.deps.log.warn('cannot write the record of a release; share groups new to the partition wait for it to read the carried survivors', {
-          topic,
-          partition,
-          ...release,
-          err,
-        });
-      }
-      this.unrecorded.set(key, release);
-      throw err;
-    }
   }
 
   /** Notes (or, undefined, forgets) where a range is kept for the partition's share groups. */

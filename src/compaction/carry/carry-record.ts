@@ -10,9 +10,10 @@
  * only, at its original offsets, with its own header, codec and CRC, back to back as in a log
  * segment (carried-batch.ts).
  *
- * A release follows a pass's end once the store has let (part of) its range go, and names the
- * share groups that had read the partition by then: they read the originals where they were,
- * and a share group not named reads them from the pass's copies (docs/carrying.md, "Share groups").
+ * A release follows a pass's end just before the store is asked to let (part of) its range go,
+ * and names the share groups that had read the partition by then: they read the originals where
+ * they were, and a share group not named reads them from the pass's copies, below where the
+ * store's log start went (docs/carrying.md, "Share groups").
  *
  * Header value layout (integers are Kafka's zigzag varints):
  *   kind int8, format int8, then per kind:
@@ -59,9 +60,9 @@ export interface PassEnd {
 
 export interface PassRelease {
   pass: number;
-  /** The store's log start once it let the range go: below it, the pass's copies hold the survivors. */
+  /** Where the store is asked to move its log start: below it, the pass's copies hold the survivors. */
   releasedEnd: number;
-  /** The share groups with a start offset for the partition when the store let the range go. */
+  /** The share groups with a start offset for the partition when the store was asked. */
   groups: string[];
 }
 

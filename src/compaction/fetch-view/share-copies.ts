@@ -54,8 +54,8 @@ export interface SharedCopies {
 }
 
 /**
- * How far below which a group gets the survivors of a pass's copies: undefined where it gets
- * none (it read the range where it was, or nothing was let go yet).
+ * How far below which a group gets the survivors of a pass's copies, by the pass's releases:
+ * undefined where it gets none (it read the range where it was, or nothing was let go yet).
  */
 export function entitledEnd(releases: readonly PassReleaseSeen[], pass: number, group: string): number | undefined {
   let previous: number | undefined;
@@ -67,6 +67,26 @@ export function entitledEnd(releases: readonly PassReleaseSeen[], pass: number, 
     any = true;
   }
   return any ? previous : undefined;
+}
+
+/**
+ * The original offsets [from, to) a group gets from a pass's copies: up to its entitled end, but
+ * not past the store's log start (above it the store still holds the originals: a release is
+ * recorded before the store lets the range go, and the store may not have, or not yet); and
+ * from where an earlier pass's copies, still in the store, stop giving it survivors (their
+ * copies come first in the log, and hold the same survivors below their own end).
+ */
+export function entitledRange(releases: readonly PassReleaseSeen[], pass: number, group: string, storeStart: number): { from: number; to: number } | undefined {
+  const end = entitledEnd(releases, pass, group);
+  if (end === undefined) return undefined;
+  const to = Math.min(end, storeStart);
+  let from = 0;
+  for (const r of releases) {
+    if (r.pass >= pass || r.pass < storeStart) continue;
+    const earlier = entitledEnd(releases, r.pass, group);
+    if (earlier !== undefined) from = Math.max(from, Math.min(earlier, storeStart));
+  }
+  return from < to ? { from, to } : undefined;
 }
 
 function acquiredAt(acquired: readonly AcquiredRange[], offset: number): AcquiredRange | undefined {
@@ -140,7 +160,8 @@ function copyBatchStarts(records: Buffer): number[] {
  * The records `group` gets from the copies in a ShareFetch answer's records, and the acquired
  * ranges it is told of; undefined when the answer holds no copy that changes either. `settled`:
  * the partition's index has read what the store holds, so a pass it knows no release of has let
- * nothing go (else such a copy is withheld).
+ * nothing go (else such a copy is withheld). `logStart`: the store's log start, asked once where
+ * a copy owes the group anything (a copy is withheld when the store cannot say).
  */
 export async function sharedCopies(
   records: Buffer,
@@ -148,10 +169,12 @@ export async function sharedCopies(
   group: string,
   view: PartitionIndexView | undefined,
   settled: boolean,
+  logStart: () => Promise<number>,
 ): Promise<SharedCopies | undefined> {
   const starts = copyBatchStarts(records);
   if (starts.length === 0) return undefined;
   const releases = view?.carried()?.releases;
+  let storeStart: number | null | undefined;
   const out: SharedCopies = { batches: [], unpacked: [], withheld: [], acquired: [], unknownPass: false };
   const scan = new RecordScan();
   const copy = emptyCopy();
@@ -171,9 +194,16 @@ export async function sharedCopies(
         if (!view || !settled) out.withheld.push(at);
         continue;
       }
-      const end = entitledEnd(releases, mark.pass, group);
-      if (end === undefined) continue;
-      const got = await unpack(payload.subarray(runStart, runEnd), end, view);
+      if (entitledEnd(releases, mark.pass, group) === undefined) continue;
+      // A release is recorded before the store is asked to let the range go: where its log start is now, the store says.
+      storeStart ??= await logStart().catch(() => null);
+      if (storeStart === null) {
+        out.withheld.push(at);
+        continue;
+      }
+      const owed = entitledRange(releases, mark.pass, group, storeStart);
+      if (owed === undefined) continue;
+      const got = await unpack(payload.subarray(runStart, runEnd), owed.from, owed.to, view);
       if (got.offsets.length === 0) continue;
       out.batches.push(...got.batches);
       out.unpacked.push({ copy: at, offsets: got.offsets });
@@ -186,18 +216,21 @@ export async function sharedCopies(
   return out;
 }
 
-/** The batches of a copy's run with the survivors below `end` that the index still keeps, and their offsets. */
-async function unpack(run: Buffer, end: number, view: PartitionIndexView): Promise<{ batches: Buffer[]; offsets: number[] }> {
-  const visibility: Visibility = { cleanedUpTo: Infinity, survivors: (from, to) => view.survivors(from, Math.min(to, end)) };
+/** The batches of a copy's run with the survivors in [start, end) that the index still keeps, and their offsets. */
+async function unpack(run: Buffer, start: number, end: number, view: PartitionIndexView): Promise<{ batches: Buffer[]; offsets: number[] }> {
+  const within = (from: number, to: number) => view.survivors(Math.max(from, start), Math.min(to, end));
+  const visibility: Visibility = { cleanedUpTo: Infinity, survivors: within };
   const batches: Buffer[] = [];
   const offsets: number[] = [];
   for (const original of batchesIn(run)) {
     const base = Number(original.baseOffset);
+    const last = base + original.lastOffsetDelta;
     if (base >= end) break;
+    if (last < start) continue;
     const outcome = await viewBatch(run, original, visibility, 0);
     if (outcome.kept === 0) continue;
     batches.push(outcome.bytes);
-    const survivors = view.survivors(base, Math.min(base + original.lastOffsetDelta + 1, end));
+    const survivors = within(base, last + 1);
     // The index's survivors in the batch's span are its records, unless the index moved on since the copy was written.
     if (survivors.length === outcome.kept) for (const o of survivors) offsets.push(o);
     else offsets.push(...(await offsetsIn(outcome.bytes)));

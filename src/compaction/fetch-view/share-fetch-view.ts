@@ -37,6 +37,8 @@ export interface ShareFetchViewOptions {
   topicIds: TopicIds;
   /** Learns the names of topic ids the proxy has not seen in a Metadata answer yet. */
   resolveTopicIds: (ids: string[]) => Promise<void>;
+  /** The store's log start of a partition (ListOffsets EARLIEST). */
+  logStartOffset: (topic: string, partition: number) => Promise<bigint>;
   log: Logger;
 }
 
@@ -180,10 +182,11 @@ export function createShareFetchView(opts: ShareFetchViewOptions): ShareFetchVie
   /** What the group gets from the copies in the answer, once the index has read the releases of their passes (share-copies.ts). */
   async function copiesFor(topic: string, partition: number, records: Buffer, acquired: AcquiredRange[], group: string): Promise<SharedCopies | undefined> {
     try {
-      const copies = await sharedCopies(records, acquired, group, opts.index.partition(topic, partition), false);
+      const logStart = async () => Number(await opts.logStartOffset(topic, partition));
+      const copies = await sharedCopies(records, acquired, group, opts.index.partition(topic, partition), false, logStart);
       if (!copies?.unknownPass) return copies;
       const settled = await opts.index.caughtUp(topic, partition, RELEASE_WAIT_MS).catch(() => false);
-      return await sharedCopies(records, acquired, group, opts.index.partition(topic, partition), settled);
+      return await sharedCopies(records, acquired, group, opts.index.partition(topic, partition), settled, logStart);
     } catch (err) {
       log.warn('cannot read the carried copies of a ShareFetch answer; the group gets none of their records', { topic, partition, err });
       return undefined;

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { entitledEnd, sharedCopies, type AcquiredRange } from '../../../../src/compaction/fetch-view/share-copies.js';
+import { entitledEnd, entitledRange, sharedCopies, type AcquiredRange } from '../../../../src/compaction/fetch-view/share-copies.js';
 import type { PassReleaseSeen } from '../../../../src/compaction/index/survivor-set.js';
 import { Log } from '../carry/store-log.js';
 import { FakeIndex, readBatches } from './fake-log.js';
@@ -34,6 +34,8 @@ async function carried(releases: PassReleaseSeen[] | undefined, survivors = SURV
 
 const all: AcquiredRange[] = [{ firstOffset: 40n, lastOffset: 42n, deliveryCount: 3 }];
 const release = (releasedEnd: number, ...groups: string[]): PassReleaseSeen => ({ at: 43, pass: 40, releasedEnd, groups });
+/** The store let the whole range go. */
+const STORE_START = async () => RELEASE_END;
 const ranges = (a: AcquiredRange[]) => a.map((r) => [Number(r.firstOffset), Number(r.lastOffset), r.deliveryCount]);
 
 describe('entitledEnd', () => {
@@ -52,10 +54,27 @@ describe('entitledEnd', () => {
   });
 });
 
+describe('entitledRange', () => {
+  // Pass 100 let everything below 50 go; pass 200 is recorded as letting everything below 150 go.
+  const releases = [
+    { at: 120, pass: 100, releasedEnd: 50, groups: ['a'] },
+    { at: 220, pass: 200, releasedEnd: 150, groups: ['a'] },
+  ];
+  test('up to the store log start: the store may not have let the recorded range go (yet)', () => {
+    assert.deepEqual(entitledRange(releases, 100, 'new', 50), { from: 0, to: 50 });
+    assert.equal(entitledRange(releases, 200, 'new', 50), undefined, "pass 100's copies, still in the store and read first, give it all");
+  });
+  test("from where an earlier pass's copies still in the store stop", () => {
+    assert.deepEqual(entitledRange(releases, 200, 'new', 80), { from: 50, to: 80 }, 'the store let part of the range go, not yet pass 100');
+    assert.deepEqual(entitledRange(releases, 200, 'new', 150), { from: 0, to: 150 }, "the store let pass 100's copies go too");
+    assert.equal(entitledRange(releases, 200, 'a', 150), undefined);
+  });
+});
+
 describe('sharedCopies', () => {
   test('a group new to the partition gets every survivor of the copy at its original offset, with the copy’s delivery count', async () => {
     const { records, index } = await carried([release(RELEASE_END, 'old')]);
-    const got = (await sharedCopies(records, all, 'new', index, true))!;
+    const got = (await sharedCopies(records, all, 'new', index, true, STORE_START))!;
     assert.deepEqual(got.unpacked, [{ copy: 41, offsets: SURVIVORS }]);
     const seen = await readBatches(Buffer.concat(got.batches));
     assert.deepEqual(
@@ -74,9 +93,9 @@ describe('sharedCopies', () => {
 
   test('a group that read the range where it was, or any group before a release, gets nothing', async () => {
     const named = await carried([release(RELEASE_END, 'old')]);
-    assert.equal(await sharedCopies(named.records, all, 'old', named.index, true), undefined);
+    assert.equal(await sharedCopies(named.records, all, 'old', named.index, true, STORE_START), undefined);
     const before = await carried(undefined);
-    const got = (await sharedCopies(before.records, all, 'new', before.index, true))!;
+    const got = (await sharedCopies(before.records, all, 'new', before.index, true, STORE_START))!;
     assert.deepEqual(got.unpacked, []);
     assert.deepEqual(got.withheld, [], 'an index that has read the store knows nothing was let go');
     assert.equal(got.unknownPass, true, 'the caller learns the index may not have read the release yet');
@@ -85,7 +104,7 @@ describe('sharedCopies', () => {
   test('a copy this replica cannot judge yet is withheld: out of the acquired ranges, so the broker delivers it again', async () => {
     const before = await carried(undefined);
     for (const view of [before.index, undefined]) {
-      const got = (await sharedCopies(before.records, all, 'new', view, false))!;
+      const got = (await sharedCopies(before.records, all, 'new', view, false, STORE_START))!;
       assert.deepEqual(got.withheld, [41]);
       assert.deepEqual(got.unpacked, []);
       assert.deepEqual(ranges(got.acquired), [
@@ -93,13 +112,13 @@ describe('sharedCopies', () => {
         [42, 42, 3],
       ]);
     }
-    const unindexed = (await sharedCopies(before.records, all, 'new', undefined, true))!;
+    const unindexed = (await sharedCopies(before.records, all, 'new', undefined, true, STORE_START))!;
     assert.deepEqual(unindexed.withheld, [41], 'nor can a replica whose index of the partition is not there');
   });
 
   test('a group that came between two releases gets what the first let go, a batch cut at its end', async () => {
     const { records, index } = await carried([release(32, 'a'), release(RELEASE_END, 'a', 'b')]);
-    const got = (await sharedCopies(records, all, 'b', index, true))!;
+    const got = (await sharedCopies(records, all, 'b', index, true, STORE_START))!;
     assert.deepEqual(got.unpacked, [{ copy: 41, offsets: [5, 30, 31] }]);
     assert.deepEqual(
       (await readBatches(Buffer.concat(got.batches))).records.map((r) => r.offset),
@@ -107,13 +126,21 @@ describe('sharedCopies', () => {
     );
   });
 
+  test('survivors the store still holds come from the store, not the copy', async () => {
+    const { records, index } = await carried([release(RELEASE_END)]);
+    const got = (await sharedCopies(records, all, 'new', index, true, async () => 32))!;
+    assert.deepEqual(got.unpacked, [{ copy: 41, offsets: [5, 30, 31] }]);
+    const failing = (await sharedCopies(records, all, 'new', index, true, () => Promise.reject(new Error('no leader'))))!;
+    assert.deepEqual(failing.withheld, [41], 'a store that cannot say withholds the copy');
+  });
+
   test('records the index removed since the pass are left out; a copy not acquired gives nothing', async () => {
     const { records, index } = await carried(
       [release(RELEASE_END)],
       SURVIVORS.filter((o) => o !== 35),
     );
-    const got = (await sharedCopies(records, all, 'new', index, true))!;
+    const got = (await sharedCopies(records, all, 'new', index, true, STORE_START))!;
     assert.deepEqual(got.unpacked[0]!.offsets, [5, 30, 31, 32, 34, 36, 37, 38, 39]);
-    assert.equal(await sharedCopies(records, [{ firstOffset: 42n, lastOffset: 42n, deliveryCount: 1 }], 'new', index, true), undefined);
+    assert.equal(await sharedCopies(records, [{ firstOffset: 42n, lastOffset: 42n, deliveryCount: 1 }], 'new', index, true, STORE_START), undefined);
   });
 });

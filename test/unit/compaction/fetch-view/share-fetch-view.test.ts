@@ -77,6 +77,7 @@ function setUp(opts: { resolvable?: Record<string, string>; survivors?: number[]
       resolved.push(ids);
       for (const [name, id] of Object.entries(opts.resolvable ?? {})) if (ids.includes(id)) topicIds.learn(name, id);
     },
+    logStartOffset: async () => 0n,
     log,
   });
   return { view, harness: new FilterHarness(view), uses, resolved };
@@ -199,6 +200,7 @@ describe('ShareFetch answers of carried partitions', () => {
       index: indexView({ [`${COMPACTED}-0`]: index }),
       topicIds,
       resolveTopicIds: async () => undefined,
+      logStartOffset: async () => 40n,
       log,
     });
     const answer = response([{ id: IDS[COMPACTED], records: stored.from(40) }]);
