@@ -10,8 +10,10 @@
  * groups with a start offset for the partition when the store let the range go. A group the
  * first release of a pass names gets nothing from its copies; one a later release names first
  * gets the survivors below the end the release before it let go; one none names, those below the
- * last release's end. A pass with no release yet is read by groups that read its range where it
- * was, and gets them nothing.
+ * last release's end. None at or past the store's log start, which the store still holds (a
+ * release is recorded before the store is asked to let the range go), nor those an earlier
+ * pass's copies, still in the store, give the group. A pass with no release yet is read by groups
+ * that read its range where it was, and gets them nothing.
  *
  * The broker acquired the copy's own offset for the member. The member is told it acquired the
  * offsets of the records it gets from the copy instead (with the copy's delivery count), so that
