@@ -150,7 +150,8 @@ function copyBatchStarts(records: Buffer): number[] {
     if (end > records.length || end < pos + BATCH_HEADER_SIZE) break;
     const attributes = records.readInt16BE(pos + Offsets.attributes);
     const noProducer = records.readInt32BE(pos + Offsets.producerId) === -1 && records.readInt32BE(pos + Offsets.producerId + 4) === -1;
-    if (noProducer && (attributes & (Attributes.compressionMask | Attributes.control)) === 0 && end > pos + BATCH_HEADER_SIZE) {
+    const v2 = records[pos + Offsets.magic] === 2;
+    if (v2 && noProducer && (attributes & (Attributes.compressionMask | Attributes.control)) === 0 && end > pos + BATCH_HEADER_SIZE) {
       if (carryKindAt(records.subarray(pos + BATCH_HEADER_SIZE, end), 0) === CarryKind.Copy) starts.push(pos);
     }
     pos = end;
