@@ -87,7 +87,9 @@ test('a replica indexes only the topic its client reads, serves it exactly from 
     assert.deepEqual(await indexedTopics(reader), [TOPICS[3]]);
     const other = await readPartitionRaw(reader.bootstrap, TOPICS[7]!, 0);
     assert.equal(other.records.length, KEYS + 1, 'another topic read for the first time');
-    assert.deepEqual(await indexedTopics(reader), [TOPICS[3], TOPICS[7]]);
+    // The first topic's index may have gone idle meanwhile, on a busy machine: no other topic is indexed.
+    const now = await indexedTopics(reader);
+    assert.ok(now.includes(TOPICS[7]!) && now.every((topic) => topic === TOPICS[3] || topic === TOPICS[7]), `indexed: ${now.join(', ')}`);
   } finally {
     await Promise.all([admin.disconnect(), producer.disconnect()]).catch(() => undefined);
     await reader?.stop();
