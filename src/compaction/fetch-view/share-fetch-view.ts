@@ -166,6 +166,7 @@ export function createShareFetchView(opts: ShareFetchViewOptions): ShareFetchVie
             });
           }
           p.acquiredRecords = copies.acquired;
+          changed = true;
         }
         if (!seen.changed && !copies?.unpacked.length) continue;
         stats.removedRecords += seen.removedRecords;
