@@ -288,7 +288,7 @@ export class Carrier {
     const key = partitionKey(topic, partition);
     const { end, groups } = await this.heldEnd(store, releaseEnd);
     if (end <= store.checkpoint.logStartOffset) return false;
-    // Recorded first: a carrier that stops between the two leaves share groups new to the partition a few survivors twice, not none.
+    // Recorded first, so no range goes unrecorded: share groups read copies only below the store's log start as the store says it (share-copies.ts).
     if (groups)
       await produceBatch(client, topic, partition, await markerBatch(encodeRelease({ pass: store.carry.pass, releasedEnd: end, groups }), this.now()));
     try {

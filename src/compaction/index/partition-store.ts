@@ -370,7 +370,7 @@ export class PartitionStore {
 
   private carryEvent(e: CarryEvent): void {
     if (e.kind === 'release') {
-      // Group names are share group ids, which Kafka lets hold any character but a newline is as good a separator as any other: kept as a JSON array.
+      // Share group ids may hold any character: kept as a JSON array.
       this.db
         .prepare('INSERT OR REPLACE INTO carry_releases VALUES (?, ?, ?, ?, ?)')
         .run(this.partition, e.at, e.pass, e.releasedEnd, JSON.stringify(e.groups));

@@ -21,7 +21,7 @@
  * open_txns  per producer with a transaction in progress at the indexed end, its first offset.
  * carry      one row per partition: what the carry passes seen in the store said (PartitionStore.carry).
  * carry_releases one row per release record still in the store: the pass, where the store's log
- *            start went, and the share groups it names (newline-separated).
+ *            start is to go, and the share groups it names (a JSON array).
  */
 export const SCHEMA_VERSION = 6;
 
