@@ -4,7 +4,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'src/protocol/generated/**'] },
+  { ignores: ['dist/**', 'dist-*/**', 'node_modules/**', 'src/protocol/generated/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   // Plain Node scripts (the protocol generator, this file): TypeScript's checks do not cover them.

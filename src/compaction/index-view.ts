@@ -19,6 +19,21 @@ export interface PartitionIndexView {
   nextVisible(offset: number): number;
   /** Where the records are in the store, once a carry pass has moved some (docs/carrying.md). */
   carried(): CarriedSnapshot | undefined;
+  /** How far the index has read the store, and where what clients see of it ends; undefined until the worker said. */
+  end(): LogEnd | undefined;
+}
+
+/**
+ * Where a partition's log ends for its clients (docs/carrying.md, "The end of the log"): from
+ * visibleEnd to indexedTo the store holds only kcompact's own records and records the cleaner
+ * removed, so a client there is at the end, as in Kafka's log, whose last offset always holds a
+ * record clients see.
+ */
+export interface LogEnd {
+  /** The next offset the index reads. */
+  indexedTo: number;
+  /** The offset after the last record a client sees, as of indexedTo. */
+  visibleEnd: number;
 }
 
 export interface IndexView {
@@ -41,6 +56,7 @@ export const NOT_INDEXED: PartitionIndexView = {
   survivorCount: () => 0,
   nextVisible: (offset) => offset,
   carried: () => undefined,
+  end: () => undefined,
 };
 
 const HELD_POLL_MS = 10;

@@ -219,6 +219,7 @@ export async function carriedRecords(upstream: UpstreamReads, target: CopiesTarg
     removedRecords: removed,
     rebuiltBatches: rebuilt,
     end: reachedStart && !full ? Math.max(start - 1, servedThrough) : servedThrough,
+    visibleEnd: servedThrough + 1,
     markers: [],
     corrupt: null,
     changed: true,

@@ -230,6 +230,7 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
   ): Promise<ResponseOutcome<Fetch>> {
     const body: FetchResponse = res.body;
     const viewed: PartitionAnswer[] = [];
+    const ends: { highWatermark: bigint; lastStableOffset: bigint }[] = [];
     let otherBytes = 0;
     let before = 0;
     let changed = false;
@@ -243,6 +244,7 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
         } else if (target) {
           const answer = await PartitionAnswer.start(target, p, stats, request.maxBytes - before, cache, opts.upstream);
           viewed.push(answer);
+          ends.push({ highWatermark: p.highWatermark, lastStableOffset: p.lastStableOffset });
           before += answer.size;
         } else {
           otherBytes += p.records?.length ?? 0;
@@ -250,6 +252,8 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
         }
       }
     }
+    // An answer at the end gives up its bytes first: a partition after it may now be owed a whole batch.
+    for (const answer of viewed) answer.settleEnd();
     for (const answer of viewed) {
       if (!answer.wantsMore) continue;
       const othersBytes = () => viewed.reduce((n, a) => (a === answer ? n : n + a.size), otherBytes);
@@ -259,10 +263,18 @@ export function createFetchView(opts: FetchViewOptions): FetchView {
         log.debug('reading on failed; answering with what was read', { topic: answer.target.topic, partition: answer.target.partition, err });
       }
     }
-    for (const answer of viewed) {
-      const { records, abortedTransactions, logStartOffset } = answer.data;
+    for (const answer of viewed) answer.settleEnd();
+    await Promise.all(viewed.map((answer) => answer.awaitIndexedEnd(opts.index, deadline - clock())));
+    for (const [i, answer] of viewed.entries()) {
+      const { records, abortedTransactions, logStartOffset, highWatermark, lastStableOffset } = answer.data;
       answer.data.records = await answer.finish(answers);
-      if (answer.data.records !== records || answer.data.abortedTransactions !== abortedTransactions || answer.data.logStartOffset !== logStartOffset)
+      if (
+        answer.data.records !== records ||
+        answer.data.abortedTransactions !== abortedTransactions ||
+        answer.data.logStartOffset !== logStartOffset ||
+        highWatermark !== ends[i]!.highWatermark ||
+        lastStableOffset !== ends[i]!.lastStableOffset
+      )
         changed = true;
       if (answer.corrupt)
         log.warn('a fetched batch could not be read; passed on unfiltered', {

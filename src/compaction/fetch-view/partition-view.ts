@@ -9,7 +9,7 @@
  * markers the cleaner removed.
  */
 import { encodeBatch, iterateBatches } from '../../protocol/records/batch.js';
-import type { PartitionIndexView } from '../index-view.js';
+import type { IndexView, PartitionIndexView } from '../index-view.js';
 import { mergeAbortedTransactions, visibleAbortedTransactions } from './aborted-transactions.js';
 import type { EmptyAnswers } from './empty-answers.js';
 import { amongPassRecords, nextReadable, type ReadPlan } from './read-plan.js';
@@ -32,6 +32,7 @@ import {
 } from './visible-records.js';
 
 const READ_UNCOMMITTED = 0;
+const READ_COMMITTED = 1;
 
 export interface PartitionTarget {
   topic: string;
@@ -70,6 +71,12 @@ export class PartitionAnswer {
   private truncatedTail: Buffer = Buffer.alloc(0);
   private progress = 0;
   private end = -1;
+  /** The offset after the last batch the client gets records of; 0 while none. */
+  private visibleEnd = 0;
+  /** Set once the answer says the log ends where this client is, or before its next record (settleEnd). */
+  private atEnd = false;
+  /** Whether the end came from this answer's own reads, before the index knew it. */
+  private endUnknown = false;
   private readonly markers: MarkerSeen[] = [];
   private changed = false;
   /** Set once a read brought more than the limits take: the answer is as full as Kafka's. */
@@ -154,7 +161,9 @@ export class PartitionAnswer {
    * that ran into the last pass's own records (read-plan.ts) goes on past them.
    */
   get wantsMore(): boolean {
-    if (this.failed || this.corrupt !== null || this.full || this.end < 0) return false;
+    if (this.failed || this.corrupt !== null || this.full) return false;
+    // Only a cut-off batch, behind partitions that had data: owed whole once they hold none (settleEnd).
+    if (this.end < 0) return this.truncatedTail.length > 0;
     const next = this.end + 1;
     if (next >= Number(this.limit())) return false;
     if (this.progress === 0) return true;
@@ -180,17 +189,18 @@ export class PartitionAnswer {
       const others = othersBytes();
       const alone = others === 0 && this.recordBytes === 0;
       const room = Math.min(this.target.partitionMaxBytes, maxBytes - others) - this.recordBytes;
-      if (room <= 0 && !alone) return;
+      if ((room <= 0 || this.end < 0) && !alone) return;
       reads++;
       const { view, carried } = this.target;
       const budget = { maxBytes: room, oneAnyway: alone };
-      if (carried && carried.copiesFrom >= 0 && this.end + 1 < carried.copiesBelow) {
-        const seen = await this.fromCopies(upstream, this.end + 1, budget);
-        if (seen.end <= this.end) return releaseHeld(seen.held);
+      const from = this.end >= 0 ? this.end + 1 : this.target.plan.fetchOffset;
+      if (carried && carried.copiesFrom >= 0 && from < carried.copiesBelow) {
+        const seen = await this.fromCopies(upstream, from, budget);
+        if (seen.end < from) return releaseHeld(seen.held);
         this.add(seen, 'copies');
         continue;
       }
-      const fetchOffset = nextReadable(view, this.end + 1, true);
+      const fetchOffset = nextReadable(view, from, true);
       const cached =
         this.target.isolationLevel === READ_UNCOMMITTED
           ? this.cache.from(this.target.topic, this.target.partition, view, fetchOffset, this.target.clientOffset, budget)
@@ -267,6 +277,50 @@ export class PartitionAnswer {
     return this.end + 1 < carried.copiesBelow ? this.end + 1 : undefined;
   }
 
+  /**
+   * Where the log ends for this client (docs/carrying.md, "The end of the log"). From the last
+   * record a client sees to the high watermark (the last stable offset, read committed) the store
+   * may hold only kcompact's own records and records the cleaner removed; the answer then says
+   * the log ends after that record, as Kafka's log does, whose last offset always holds a record
+   * clients see (its active segment is never cleaned). A client already there gets no records
+   * rather than an empty batch: librdkafka takes an answer without a whole message for a message
+   * too large, doubles its fetch size and in the end fails. Known from the index's log end, or
+   * from this answer when it read up to the limit. An answer that found the end before the index
+   * knew it waits, within the client's max wait, for the index to read the store, so that the
+   * client's next fetch waits in the store past those records rather than reading them again.
+   */
+  settleEnd(): void {
+    if (this.failed || this.corrupt !== null) return;
+    const { view, clientOffset, plan, isolationLevel } = this.target;
+    const limit = Number(this.limit());
+    const known = view.end();
+    let from = known && known.indexedTo === limit ? known.visibleEnd : Infinity;
+    const reached = !this.full && (this.end >= 0 ? this.end + 1 : plan.fetchOffset) >= limit;
+    if (reached) from = Math.min(from, Math.max(clientOffset, this.visibleEnd));
+    const at = Math.max(from, clientOffset, this.visibleEnd);
+    if (!Number.isFinite(at) || at >= limit) return;
+    const lso = this.data.lastStableOffset;
+    const hw = this.data.highWatermark;
+    if (isolationLevel === READ_COMMITTED && lso >= 0n) {
+      this.data.lastStableOffset = BigInt(at);
+      if (hw === lso) this.data.highWatermark = BigInt(at);
+    } else {
+      this.data.highWatermark = BigInt(at);
+      if (lso > BigInt(at)) this.data.lastStableOffset = BigInt(at);
+    }
+    // Everything the answer read past the client's last record is at or past the end it is told.
+    if (reached) this.trailingEmpty = null;
+    this.atEnd = true;
+    this.endUnknown = !(known && known.indexedTo === limit);
+    this.changed = true;
+  }
+
+  /** An answer at an end the index did not know waits for the index (settleEnd), at most waitMs. */
+  async awaitIndexedEnd(index: IndexView, waitMs: number): Promise<void> {
+    if (!this.atEnd || !this.endUnknown || this.progress > 0 || waitMs <= 0) return;
+    await index.caughtUp(this.target.topic, this.target.partition, waitMs).catch(() => false);
+  }
+
   /** The records the client gets; remembers (or forgets) an answer that left it where it was. */
   async finish(answers: EmptyAnswers): Promise<Buffer | null> {
     try {
@@ -283,7 +337,7 @@ export class PartitionAnswer {
     if (this.failed) return this.data.records;
     if (this.corrupt === null) this.data.abortedTransactions = visibleAbortedTransactions(this.data.abortedTransactions, this.markers);
     const { plan, clientOffset, answerKey } = this.target;
-    if (this.progress > 0) {
+    if (this.progress > 0 || this.atEnd) {
       answers.forget(answerKey);
     } else if (this.trailingEmpty) {
       answers.remember(answerKey, lastOffsetOf(this.trailingEmpty));
@@ -321,6 +375,7 @@ export class PartitionAnswer {
     this.truncatedTail = seen.truncatedTail;
     this.progress += seen.progress;
     this.end = seen.end;
+    if (seen.visibleEnd > this.visibleEnd) this.visibleEnd = seen.visibleEnd;
     this.full = seen.full;
     for (const m of seen.markers) this.markers.push(m);
     this.corrupt = seen.corrupt;

@@ -32,8 +32,18 @@ export function nextReadable(view: PartitionIndexView, offset: number, probe: bo
     if (next >= horizon) next = probe ? horizon - 1 : horizon;
   }
   const carried = view.carried();
-  if (amongPassRecords(view, next) && next < carried!.copiesTo) return probe ? carried!.copiesTo : carried!.copiesTo + 1;
-  return next;
+  if (amongPassRecords(view, next) && next < carried!.copiesTo) next = probe ? carried!.copiesTo : carried!.copiesTo + 1;
+  return pastEnd(view, next);
+}
+
+/**
+ * A read at or past where the log ends for clients (index-view.ts LogEnd) starts where the index
+ * stopped reading: the store holds nothing a client sees before it, and waits there, up to the
+ * client's max wait, for what is written next.
+ */
+function pastEnd(view: PartitionIndexView, offset: number): number {
+  const end = view.end();
+  return end && offset >= end.visibleEnd && offset < end.indexedTo ? end.indexedTo : offset;
 }
 
 /** Whether `offset` lies among the last carry pass's own records, where no client wrote while it ran: reads pass them over. */

@@ -59,6 +59,8 @@ export interface VisibleRecords {
   rebuiltBatches: number;
   /** The last offset of the last complete upstream batch; -1 when there was none. */
   end: number;
+  /** The offset after the last batch holding records the client gets; 0 when none does. */
+  visibleEnd: number;
   markers: MarkerSeen[];
   /** Why the rest of the data went out unfiltered, when a batch could not be read. */
   corrupt: string | null;
@@ -249,6 +251,7 @@ function emptyResult(): VisibleRecords {
     removedRecords: 0,
     rebuiltBatches: 0,
     end: -1,
+    visibleEnd: 0,
     markers: [],
     corrupt: null,
     changed: false,
@@ -287,8 +290,10 @@ class Assembly {
     out.progress += progress;
     if (batch.rebuilt) out.rebuiltBatches += batch.batches;
     if (batch.markerOf !== null) out.markers.push({ producerId: batch.markerOf, offset: batch.base, visible: batch.kept > 0 });
-    if (batch.kept > 0) out.batches.push(batch.bytes);
-    else if (last) out.trailingEmpty = batch.bytes;
+    if (batch.kept > 0) {
+      out.batches.push(batch.bytes);
+      out.visibleEnd = batch.last + 1;
+    } else if (last) out.trailingEmpty = batch.bytes;
     if (!unchanged || (batch.kept === 0 && !last)) out.changed = true;
     return true;
   }

@@ -517,6 +517,16 @@ export class PartitionStore {
     return { count, min: min ?? 0, max: max ?? 0 };
   }
 
+  /**
+   * The offset after the last record a client may see: every row is one (a survivor below the
+   * cleaner's horizon, any record past it), and no row sits at an offset kcompact's own records
+   * or removed records take, so the index holds nothing a client sees from there to nextOffset.
+   */
+  visibleEnd(): number {
+    const max = this.db.prepare('SELECT MAX(offset) FROM records WHERE partition = ?').pluck().get(this.partition) as number | null;
+    return max === null ? 0 : max + 1;
+  }
+
   /** Visits the offsets held below `end`, ascending, without collecting them. */
   eachOffsetBelow(end: number, visit: (offset: number) => void): void {
     const offsets = this.db

@@ -10,8 +10,10 @@ import { isStorageFailure, storageFix } from './storage-errors.js';
 import { buildSnapshot, type CarriedSnapshot, type SurvivorSnapshot } from './survivor-set.js';
 import { TopicIndex } from './topic-index.js';
 import { partitionKey } from '../partition-key.js';
+import type { LogEnd } from '../index-view.js';
 
 export type SnapshotSink = (id: PartitionId, snapshot: SurvivorSnapshot | null, transfer: ArrayBuffer[]) => void;
+export type EndSink = (id: PartitionId, end: LogEnd) => void;
 
 /**
  * What all index files share: SQLite's page cache (memory) and the write-ahead log each gathers
@@ -30,11 +32,14 @@ export class StoreRegistry {
   private readonly stores = new Map<string, PartitionStore>();
   private cacheKiB = 0;
   private walKiB = 0;
+  /** The last LogEnd sent of each partition, so that only a change is sent. */
+  private readonly ends = new Map<string, LogEnd>();
 
   constructor(
     private readonly dataDir: string,
     private readonly log: Logger,
     private readonly sink: SnapshotSink,
+    private readonly endSink: EndSink = () => undefined,
   ) {}
 
   /**
@@ -93,7 +98,7 @@ export class StoreRegistry {
     const { topic, partition } = store.id;
     this.log.warn('resetting partition index', { topic, partition, reason: why });
     // Until its rows are gone (the storage may refuse), the partition is served unfiltered.
-    this.sink(store.id, null, []);
+    this.withdraw(store.id);
     store.clear();
     this.publish(store);
     return store;
@@ -110,7 +115,7 @@ export class StoreRegistry {
     const partitions = this.closeTopic(topic);
     this.log.warn('index file damaged, rebuilding every partition in it from the upstream', { topic, partition, file: store.file, partitions, reason: why });
     // Until the rebuilt index catches up, the partitions are served unfiltered.
-    for (const p of partitions) this.sink({ topic, partition: p }, null, []);
+    for (const p of partitions) this.withdraw({ topic, partition: p });
     removeIndexFile(this.fileOf(topic));
     return this.openAgain(topic, partitions, partition);
   }
@@ -134,7 +139,7 @@ export class StoreRegistry {
 
   /** Closes and deletes the index of a topic. */
   dropTopic(topic: string): void {
-    for (const partition of this.closeTopic(topic)) this.sink({ topic, partition }, null, []);
+    for (const partition of this.closeTopic(topic)) this.withdraw({ topic, partition });
     removeIndexFile(this.fileOf(topic));
     this.balance();
   }
@@ -153,7 +158,7 @@ export class StoreRegistry {
       this.dropTopic(topic);
       return;
     }
-    this.sink(store.id, null, []);
+    this.withdraw(store.id);
     this.stores.delete(key);
     if (store.db.open) store.remove();
   }
@@ -180,6 +185,23 @@ export class StoreRegistry {
     const carried = store.carriedSnapshot();
     if (carried) snapshot.carried = carried;
     this.sink(store.id, snapshot, carried ? [snapshot.data, carried.marks.buffer as ArrayBuffer] : [snapshot.data]);
+    this.publishEnd(store);
+  }
+
+  /** Sends the main thread where the partition's log ends for clients, when that moved. */
+  publishEnd(store: PartitionStore): void {
+    const key = partitionKey(store.id.topic, store.id.partition);
+    const end = { indexedTo: store.checkpoint.nextOffset, visibleEnd: store.visibleEnd() };
+    const last = this.ends.get(key);
+    if (last && last.indexedTo === end.indexedTo && last.visibleEnd === end.visibleEnd) return;
+    this.ends.set(key, end);
+    this.endSink(store.id, end);
+  }
+
+  /** The main thread serves the partition unfiltered until its index publishes again. */
+  private withdraw(id: PartitionId): void {
+    this.ends.delete(partitionKey(id.topic, id.partition));
+    this.sink(id, null, []);
   }
 
   closeAll(): void {

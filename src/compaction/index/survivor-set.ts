@@ -9,7 +9,7 @@
  * - a bitmap over the offsets from the first survivor to the last, one bit per offset: keys
  *   mostly written once, where nearly every offset survives (10M such keys: 1.2 MiB, not 40).
  */
-import type { PartitionIndexView } from '../index-view.js';
+import type { LogEnd, PartitionIndexView } from '../index-view.js';
 
 export type SurvivorEncoding = 'u32' | 'f64' | 'bitmap';
 
@@ -161,6 +161,13 @@ export class SurvivorSet implements PartitionIndexView {
 
   carried(): CarriedSnapshot | undefined {
     return this.carry;
+  }
+
+  /** Kept by SurvivorIndex: a log end comes more often than snapshots, and outlives them. */
+  logEnd: LogEnd | undefined;
+
+  end(): LogEnd | undefined {
+    return this.logEnd;
   }
 }
 

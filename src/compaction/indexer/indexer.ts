@@ -646,6 +646,7 @@ export class Indexer {
         store.ingest(rows, position, tail.roll, collected.transactionsChanged);
         // A pass that ended changed the survivors below its release end and where the copies are.
         if (rows.events.length > 0) this.registry.publish(store);
+        else this.registry.publishEnd(store);
       }
       this.progress.indexed(tail.topic, tail.partition, from, collected.nextOffset, lastStable, highWatermark);
       tail.lastError = undefined;

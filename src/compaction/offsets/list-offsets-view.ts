@@ -23,7 +23,8 @@ import { partitionKey } from '../partition-key.js';
 
 type ListOffsets = ApiKeyOf<'ListOffsets'>;
 
-/** ListOffsets' special timestamps: the earliest offset, and the earliest held locally (KIP-405). */
+/** ListOffsets' special timestamps: the latest offset, the earliest, and the earliest held locally (KIP-405). */
+const LATEST = -1n;
 const EARLIEST = -2n;
 const EARLIEST_LOCAL = -4n;
 
@@ -36,16 +37,25 @@ export interface ListOffsetsViewOptions {
   logStartOffset: (topic: string, partition: number) => Promise<bigint>;
   /** How long an answer waits for an index that has not read the store yet (default UNSETTLED_WAIT_MS). */
   unsettledWaitMs?: number;
+  /** How long the latest offset waits for an index behind the store (default LATEST_WAIT_MS). */
+  latestWaitMs?: number;
 }
 
 /** Below the request timeout of every client (30 s by default), so that it gets OFFSET_NOT_AVAILABLE rather than times out. */
 export const UNSETTLED_WAIT_MS = 10_000;
+/**
+ * The latest offset waits this long at most for the index to read what the store holds, so that
+ * it can say where the log ends for clients: a client that reads on until it has seen the record
+ * before the latest offset would otherwise wait for one of kcompact's own records.
+ */
+export const LATEST_WAIT_MS = 2_000;
 
 type Asked =
   | { kind: 'start'; start: number }
   | { kind: 'time'; timestamp: number }
   /** No pass known in the index: the store's answer stands unless the index, once it has read the store, knows one. */
-  | { kind: 'unsettled'; earliest: boolean; timestamp: number };
+  | { kind: 'unsettled'; earliest: boolean; timestamp: number }
+  | { kind: 'latest' };
 
 export function createListOffsetsView(opts: ListOffsetsViewOptions): Filter {
   function onRequest(req: FilterRequest<ListOffsets>, ctx: RequestContext<ListOffsets>): RequestOutcome<ListOffsets> {
@@ -58,8 +68,9 @@ export function createListOffsetsView(opts: ListOffsetsViewOptions): Filter {
         const carried = opts.index.partition(t.name, p.partitionIndex)?.carried();
         const earliest = p.timestamp === EARLIEST || p.timestamp === EARLIEST_LOCAL;
         const byTime = p.timestamp >= 0n || p.timestamp === BigInt(MAX_TIMESTAMP);
-        if (!earliest && !byTime) continue;
         const k = partitionKey(t.name, p.partitionIndex);
+        if (p.timestamp === LATEST) asked.set(k, { kind: 'latest' });
+        if (!earliest && !byTime) continue;
         if (!carried) asked.set(k, { kind: 'unsettled', earliest, timestamp: Number(p.timestamp) });
         else if (earliest) asked.set(k, { kind: 'start', start: carried.topicStart });
         else asked.set(k, { kind: 'time', timestamp: Number(p.timestamp) });
@@ -74,6 +85,7 @@ export function createListOffsetsView(opts: ListOffsetsViewOptions): Filter {
             const a = asked.get(partitionKey(t.name, p.partitionIndex));
             if (!a || p.errorCode !== 0) continue;
             if (a.kind === 'start') p.offset = BigInt(a.start);
+            else if (a.kind === 'latest') lookups.push(latest(t.name, p.partitionIndex, p));
             else if (a.kind === 'time') lookups.push(lookUp(t.name, p.partitionIndex, p, a.timestamp));
             else lookups.push(settle(t.name, p.partitionIndex, p, a));
           }
@@ -92,6 +104,23 @@ export function createListOffsetsView(opts: ListOffsetsViewOptions): Filter {
       if (!answer || answer.unread) return notAvailable(p);
     }
     byTime(p, timestamp, answer);
+  }
+
+  /**
+   * The latest offset (the high watermark, or the last stable offset read committed) where the
+   * log ends for clients (index-view.ts LogEnd): after the last record they see, when the store
+   * holds only kcompact's own records and removed ones from there, as the fetch view says too.
+   * Never below the earliest offset.
+   */
+  async function latest(topic: string, partition: number, p: ListOffsetsResponsePartitionResponse): Promise<void> {
+    const storeSays = Number(p.offset);
+    const known = () => opts.index.partition(topic, partition)?.end();
+    if ((known()?.indexedTo ?? -1) < storeSays) await opts.index.caughtUp(topic, partition, opts.latestWaitMs ?? LATEST_WAIT_MS).catch(() => false);
+    const end = known();
+    if (!end || end.indexedTo !== storeSays || end.visibleEnd >= storeSays) return;
+    const carried = opts.index.partition(topic, partition)?.carried();
+    const start = carried ? carried.topicStart : Number(await opts.logStartOffset(topic, partition).catch(() => p.offset));
+    p.offset = BigInt(Math.max(end.visibleEnd, start));
   }
 
   /** The answer for a partition whose index knew no pass when asked. */

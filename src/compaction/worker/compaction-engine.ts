@@ -132,6 +132,9 @@ export async function startCompactionEngine(opts: CompactionEngineOptions): Prom
       case 'snapshot':
         index.apply(m.topic, m.partition, m.snapshot);
         break;
+      case 'end':
+        index.applyEnd(m.topic, m.partition, m.end);
+        break;
       case 'log':
         opts.log[m.level](m.msg, m.fields ? restoreFields(m.fields) : undefined);
         break;

@@ -5,6 +5,7 @@
 import type { HostPort } from '../../proxy/broker-map.js';
 import type { LogLevel } from '../../ops/log.js';
 import type { TopicPolicy } from '../policy.js';
+import type { LogEnd } from '../index-view.js';
 import type { IndexerOptions } from '../indexer/indexer.js';
 import type { SurvivorSnapshot } from '../index/survivor-set.js';
 import type { KeyIdentityRules } from '../key-identity/key-identity-rules.js';
@@ -70,6 +71,8 @@ export interface SerializedError {
 export type FromWorker =
   | { type: 'ready' }
   | { type: 'snapshot'; topic: string; partition: number; snapshot: SurvivorSnapshot | null }
+  /** Where the partition's log ends for clients (index-view.ts LogEnd), each time that moves. */
+  | { type: 'end'; topic: string; partition: number; end: LogEnd }
   | { type: 'log'; level: LogLevel; msg: string; fields?: Record<string, unknown> }
   | { type: 'reply'; id: number; ok: true; value: unknown }
   | { type: 'reply'; id: number; ok: false; error: SerializedError };

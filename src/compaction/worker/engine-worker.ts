@@ -30,8 +30,11 @@ function send(message: FromWorker, transfer: ArrayBuffer[] = []): void {
   port.postMessage(message, transfer);
 }
 
-const registry = new StoreRegistry(config.dataDir, log, (id, snapshot, transfer) =>
-  send({ type: 'snapshot', topic: id.topic, partition: id.partition, snapshot }, transfer),
+const registry = new StoreRegistry(
+  config.dataDir,
+  log,
+  (id, snapshot, transfer) => send({ type: 'snapshot', topic: id.topic, partition: id.partition, snapshot }, transfer),
+  (id, end) => send({ type: 'end', topic: id.topic, partition: id.partition, end }),
 );
 const connector = new UpstreamConnector(config.upstreamSecurity, log);
 // The worker's own instance of the proxy's upstream client: a thread cannot share the main thread's sockets.
@@ -129,6 +132,7 @@ async function shutdown(): Promise<void> {
   await group?.stop();
   const indexerDone = indexer.close();
   cluster.close();
+  schemas?.close();
   connector.close();
   await indexerDone;
   await cleaner.close();

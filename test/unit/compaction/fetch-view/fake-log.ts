@@ -15,7 +15,7 @@ import {
   encodeRequestFrame,
 } from '../../../../src/protocol/messages.js';
 import type { Filter } from '../../../../src/proxy/filter/filter.js';
-import type { IndexView, PartitionIndexView } from '../../../../src/compaction/index-view.js';
+import type { IndexView, LogEnd, PartitionIndexView } from '../../../../src/compaction/index-view.js';
 import type { CarriedSnapshot } from '../../../../src/compaction/index/survivor-set.js';
 import type { TopicConfigView, TopicPolicy } from '../../../../src/compaction/policy.js';
 import type { PartitionRead, PartitionRecords, StoreBounds, UpstreamRead, UpstreamReads } from '../../../../src/compaction/fetch-view/upstream-reads.js';
@@ -141,6 +141,13 @@ export class FakeIndex implements PartitionIndexView {
 
   carried(): CarriedSnapshot | undefined {
     return this.carry;
+  }
+
+  /** Where the log ends for clients, as the worker would say (none unless a test sets it). */
+  logEnd: LogEnd | undefined;
+
+  end(): LogEnd | undefined {
+    return this.logEnd;
   }
 
   survivors(from: number, to: number): Float64Array {

@@ -40,9 +40,12 @@ describe('reading on past one upstream window', () => {
     const answers: Buffer[] = [];
     let position = 0;
     const seen: SeenRecord[] = [];
-    while (position < b.logs['c-0']!.end) {
+    let end = b.logs['c-0']!.end;
+    while (position < end) {
       const { response } = await roundTrip(b.view, b.upstream, spec(position, {}, limit));
+      end = Number(response.responses[0].partitions[0].highWatermark);
       const records: Buffer = response.responses[0].partitions[0].records!;
+      if (records.length === 0 && position >= end) break;
       const out = await readBatches(records);
       assertOrdered(out, position, `fetch at ${position}`);
       assert.ok(records.length <= limit, `${records.length} bytes for a limit of ${limit}`);
@@ -174,7 +177,7 @@ describe('reading on past one upstream window', () => {
     assert.equal(b.upstream.reads.length, 1, 'one read on brought more than the room: no more reads');
   });
 
-  test('the empty batch that ends a removed tail counts against the limit too', async () => {
+  test('past the last survivor the log ends for the client: no empty batch, with room or without', async () => {
     const setup = () =>
       bed(async ({ c0 }) => {
         await uncompressed(c0, 10);
@@ -182,8 +185,9 @@ describe('reading on past one upstream window', () => {
       });
     const roomy = await setup();
     const whole = await roundTrip(roomy.view, roomy.upstream, spec(0));
-    const [survivor, empty] = iterateBatches(whole.response.responses[0].partitions[0].records!).batches;
-    assert.equal(empty!.recordCount, 0, 'with room, the same answer ends in the empty batch');
+    const [survivor, ...after] = iterateBatches(whole.response.responses[0].partitions[0].records!).batches;
+    assert.equal(after.length, 0, 'nothing after the survivor');
+    assert.equal(whole.response.responses[0].partitions[0].highWatermark, 10n);
     const limit = survivor!.bytes.length + 30;
     const tight = await setup();
     const { response } = await roundTrip(tight.view, tight.upstream, spec(0, {}, limit));
@@ -194,7 +198,7 @@ describe('reading on past one upstream window', () => {
       [[0, 9, 1]],
     );
     const rest = await readLikeJava(tight, 10, {}, limit);
-    assert.deepEqual([rest.seen, rest.fetches, rest.position], [[], 1, 100]);
+    assert.deepEqual([rest.seen, rest.fetches, rest.position, rest.highWatermark], [[], 1, 10, 10]);
   });
 
   test('when the cleaner overtakes a read on and nothing it brings fits, the empty batch still moves the client on', async () => {
@@ -364,7 +368,9 @@ async function randomReads(rng: Rng): Promise<void> {
     if (rng() < 0.2) clean(readers[request.partition]!, request.fetchOffset);
     return answer;
   };
-  const ends = [b.logs['c-0']!.end, b.logs['c-1']!.end];
+  const logEnds = [b.logs['c-0']!.end, b.logs['c-1']!.end];
+  // Where each reader is told the log ends: the upstream's, or before it when nothing it sees lies past that.
+  const ends = [...logEnds];
   let fetches = 0;
   while (readers.some((r) => r.position < ends[r.partition]!)) {
     assert.ok(++fetches < 2000, 'the readers reach the end');
@@ -411,12 +417,17 @@ async function randomReads(rng: Rng): Promise<void> {
         r.position = last.last + 1;
         moved = true;
       }
+      const hw = Number((p as unknown as { highWatermark: bigint }).highWatermark);
+      assert.ok(hw <= logEnds[r.partition]!, `partition ${r.partition}: told the log ends at ${hw}, past the upstream's ${logEnds[r.partition]}`);
+      assert.ok(hw >= r.position, `partition ${r.partition}: told the log ends at ${hw}, before its position ${r.position}`);
+      if (hw < ends[r.partition]!) moved = true;
+      ends[r.partition] = hw;
     }
     if (total > maxBytes) assert.equal(batchCount, 1, `${total} bytes over the response max of ${maxBytes}, in more than one batch`);
     assert.ok(moved, `fetch ${fetches} moved no reader on`);
   }
   for (const r of readers) {
-    const end = ends[r.partition]!;
+    const end = logEnds[r.partition]!;
     const expected = [...survivorsOf[r.partition]!.filter((o) => !r.removed.has(o)), ...every(horizons[r.partition]!, 1, end)];
     assert.deepEqual(r.seen, expected, `partition ${r.partition}`);
   }

@@ -35,7 +35,14 @@ test('an empty answer the index no longer backs is ignored', () => {
 });
 
 test('an index that moved (nextVisible behind the offset) never moves a fetch backwards', () => {
-  const odd = { cleanedUpTo: () => 50, survivors: () => new Float64Array(), survivorCount: () => 0, nextVisible: () => 5, carried: () => undefined };
+  const odd = {
+    cleanedUpTo: () => 50,
+    survivors: () => new Float64Array(),
+    survivorCount: () => 0,
+    nextVisible: () => 5,
+    carried: () => undefined,
+    end: () => undefined,
+  };
   assert.equal(nextReadable(odd, 20, true), 20);
 });
 

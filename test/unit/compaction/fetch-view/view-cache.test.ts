@@ -210,7 +210,9 @@ function clean(rng: Rng, beds: Bed[], survivors: number[], horizon: number): num
 async function readToEnd(b: Bed, from: number, end: number, isolationLevel: number, limits: number[], what: string) {
   const seen: { offset: number; key: string | null; value: string | null }[] = [];
   let position = from;
-  for (let fetches = 0; position < end; fetches++) {
+  // Where the answers say the log ends: the upstream's, or the end of the last batch holding records the reader sees past it.
+  let told = end;
+  for (let fetches = 0; position < told; fetches++) {
     assert.ok(fetches < limits.length, `${what}: the reader reaches the end`);
     const limit = limits[fetches]!;
     const spec: FetchSpec = {
@@ -218,11 +220,13 @@ async function readToEnd(b: Bed, from: number, end: number, isolationLevel: numb
       topics: [{ topic: 'c', topicId: TOPIC_ID, partitions: [{ partition: 0, fetchOffset: position, partitionMaxBytes: limit }] }],
     };
     const p = (await roundTrip(b.view, b.upstream, spec)).response.responses[0].partitions[0];
-    assert.equal(p.highWatermark, BigInt(end), what);
+    assert.ok(p.highWatermark <= BigInt(end) && p.highWatermark >= BigInt(position), `${what}: told the log ends at ${p.highWatermark}`);
+    told = Number(p.highWatermark);
     const out = await readBatches(p.records);
     if ((p.records?.length ?? 0) > limit) assert.equal(out.batches.length, 1, `${what}: ${p.records!.length} bytes over the limit of ${limit}`);
     seen.push(...out.records.filter((r) => r.offset >= position));
     const last = out.batches[out.batches.length - 1];
+    if (!last && position >= told) break;
     assert.ok(last && last.last + 1 > position, `${what}: the fetch at ${position} moves the reader on`);
     position = last.last + 1;
   }

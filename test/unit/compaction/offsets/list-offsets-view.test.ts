@@ -73,11 +73,46 @@ describe('ListOffsets of compacted partitions', () => {
     assert.equal(waits.length, 0);
   });
 
-  test("the latest offset is always the store's", async () => {
-    const { p, waits } = await ask(LATEST, { store: { logStart: 300n, end: 400n, byTime: 0n }, caughtUp: () => false });
+  test('the latest offset is the store\u2019s where the index saw a client\u2019s record last', async () => {
+    const index = new FakeIndex([], 0);
+    index.logEnd = { indexedTo: 400, visibleEnd: 400 };
+    const { p, waits } = await ask(LATEST, { store: { logStart: 300n, end: 400n, byTime: 0n }, index });
     assert.equal(p.offset, 400n);
     assert.equal(p.errorCode, 0);
+    assert.equal(waits.length, 0, 'an index at the store\u2019s end is not waited for');
+  });
+
+  test('the latest offset is after the last record clients see, where only kcompact\u2019s own records follow it', async () => {
+    const index = new FakeIndex([], 0);
+    index.carry = { ...CARRIED, topicStart: 0 };
+    index.logEnd = { indexedTo: 400, visibleEnd: 341 };
+    const { p, waits } = await ask(LATEST, { store: { logStart: 300n, end: 400n, byTime: 0n }, index });
+    assert.equal(p.offset, 341n);
     assert.equal(waits.length, 0);
+  });
+
+  test('an index behind the store is waited for; one that does not catch up leaves the store\u2019s answer', async () => {
+    const index = new FakeIndex([], 0);
+    index.logEnd = { indexedTo: 380, visibleEnd: 341 };
+    const behind = await ask(LATEST, { store: { logStart: 300n, end: 400n, byTime: 0n }, index, caughtUp: () => false });
+    assert.equal(behind.p.offset, 400n, 'what lies past the index is not known');
+    assert.equal(behind.waits.length, 1);
+    const caught = await ask(LATEST, {
+      store: { logStart: 300n, end: 400n, byTime: 0n },
+      index,
+      caughtUp: (i) => {
+        i!.logEnd = { indexedTo: 400, visibleEnd: 341 };
+        return true;
+      },
+    });
+    assert.equal(caught.p.offset, 341n);
+  });
+
+  test('the latest offset is never below the earliest', async () => {
+    const index = new FakeIndex([], 0);
+    index.logEnd = { indexedTo: 400, visibleEnd: 0 };
+    const { p } = await ask(LATEST, { store: { logStart: 300n, end: 400n, byTime: 0n }, index });
+    assert.equal(p.offset, 300n, 'an uncarried partition: the store\u2019s log start');
   });
 
   for (const indexed of [true, false]) {
