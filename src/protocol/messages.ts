@@ -91,12 +91,12 @@ function compiledFor(apiKey: number, version: number, direction: Direction): Com
   return entry;
 }
 
-function decode(direction: Direction, apiKey: number, version: number, buf: Buffer, offset?: number, end?: number): Struct {
+function decode(direction: Direction, apiKey: number, version: number, buf: Buffer, offset?: number, end?: number, exact = true): Struct {
   const { codec, label } = compiledFor(apiKey, version, direction);
   try {
     const r = new Reader(buf, offset, end);
     const body = codec.read(r);
-    if (r.remaining !== 0) throw new ProtocolError(`${r.remaining} bytes left after the body`);
+    if (exact && r.remaining !== 0) throw new ProtocolError(`${r.remaining} bytes left after the body`);
     return body;
   } catch (e) {
     throw protocolError(label, e);
@@ -131,6 +131,17 @@ export function decodeResponse<K extends ApiKeyNumber>(apiKey: K, version: numbe
 export function decodeResponse(apiKey: number, version: number, buf: Buffer, offset?: number, end?: number): Struct;
 export function decodeResponse(apiKey: number, version: number, buf: Buffer, offset?: number, end?: number): Struct {
   return decode('response', apiKey, version, buf, offset, end);
+}
+
+/**
+ * Decodes a response body as Kafka's own clients read one (Java's generated readers, librdkafka's
+ * handlers): bytes after the body are ignored. librdkafka's mock cluster ends most flexible
+ * bodies with a second empty tag section, which those clients never notice.
+ */
+export function decodeResponseLeniently<K extends ApiKeyNumber>(apiKey: K, version: number, buf: Buffer, offset?: number): ResponseBodies[K];
+export function decodeResponseLeniently(apiKey: number, version: number, buf: Buffer, offset?: number): Struct;
+export function decodeResponseLeniently(apiKey: number, version: number, buf: Buffer, offset?: number): Struct {
+  return decode('response', apiKey, version, buf, offset, undefined, false);
 }
 
 /**

@@ -8,7 +8,7 @@ import type net from 'node:net';
 import {
   ApiKey,
   apiSchema,
-  decodeResponse,
+  decodeResponseLeniently,
   encodeRequestFrame,
   type ApiKeyNumber,
   type ApiVersionsResponse,
@@ -17,7 +17,7 @@ import {
   type ResponseBodies,
 } from '../protocol/messages.js';
 import { decodeResponseHeader, responseHeaderVersion } from '../protocol/headers.js';
-import { decodeApiVersionsResponse } from '../protocol/api-versions-response.js';
+import { decodeApiVersionsResponse, readApiVersionsEntry } from '../protocol/api-versions-response.js';
 import { ErrorCode, errorName, ProtocolError } from '../protocol/errors.js';
 import type { HostPort } from '../proxy/broker-map.js';
 import type { ReusedBuffers } from './reused-buffers.js';
@@ -60,6 +60,25 @@ const APIVERSIONS_LADDER: readonly number[] = [apiSchema(ApiKey.ApiVersions)!.ma
 
 /** The upstream closed or reset the connection before answering anything on it; the message says which. */
 class EndedUnanswered extends Error {}
+
+/** An ApiVersions answer that does not decode; `offered` is the ApiVersions version it still lists. */
+class UnreadableApiVersions extends ProtocolError {
+  constructor(
+    readonly offered: number | undefined,
+    cause: Error,
+  ) {
+    super(cause.message, { cause });
+  }
+}
+
+/** Read at the version asked or, where the broker did not know that version, as v0. */
+function readApiVersions(frame: Buffer, offset: number, version: number): ApiVersionsResponse {
+  try {
+    return decodeApiVersionsResponse(frame, offset, version).body;
+  } catch (err) {
+    throw new UnreadableApiVersions(readApiVersionsEntry(frame, offset, version)?.maxVersion, err as Error);
+  }
+}
 
 /** Socket errors that mean the upstream reset the connection (EPIPE: found so when writing). */
 const RESET = new Set(['ECONNRESET', 'EPIPE']);
@@ -189,26 +208,46 @@ export class UpstreamClient {
   }
 
   /**
-   * Asked at `version`, first the newest kcompact speaks, as Kafka's clients ask theirs. A broker
-   * that does not know it answers UNSUPPORTED_VERSION with a v0 body listing the ApiVersions
-   * versions it speaks (Kafka 2.4 and later, KIP-511), or none (older brokers, which speak v0).
-   * One retry at the version offered is all a consistent broker needs; retrying at one it just
-   * refused would loop.
+   * Asked at `version`, first the newest kcompact speaks, as Kafka's clients ask theirs, and asked
+   * again lower, as Java's NetworkClient and librdkafka do, while the answer is no use: an
+   * UNSUPPORTED_VERSION (a broker that does not know the version asked answers so with a v0 body,
+   * since Kafka 2.4 listing the ApiVersions versions it speaks, KIP-511), a body that does not
+   * decode, or one whose own ApiVersions entry leaves out the version asked (a store answering a
+   * version it cannot really speak; either is how librdkafka's mock cluster answers above v2).
+   * Asked again at the version the answer lists for ApiVersions, or v0 when it lists none; below
+   * the version just asked (librdkafka's rule), so that the retries end at v0.
    */
   private async negotiate(version: number): Promise<void> {
     const upstream = `upstream ${this.address.host}:${this.address.port}`;
-    let asked = version;
-    let body = await this.askApiVersions(asked);
-    if (body.errorCode === ErrorCode.UNSUPPORTED_VERSION && asked > 0) {
-      const offered = body.apiKeys.find((k) => k.apiKey === ApiKey.ApiVersions)?.maxVersion ?? 0;
-      if (offered < 0 || offered >= asked) {
-        throw new ProtocolError(`${upstream} answered ApiVersions v${asked} with ${errorName(body.errorCode)} but offers ApiVersions up to v${offered}`);
+    const unused: string[] = [];
+    for (let asked = version; ;) {
+      let offered: number | undefined;
+      try {
+        const body = await this.askApiVersions(asked);
+        const own = body.apiKeys.find((k) => k.apiKey === ApiKey.ApiVersions);
+        if (body.errorCode === ErrorCode.NONE && (asked === 0 || !own || (own.minVersion <= asked && asked <= own.maxVersion))) {
+          this.versions = new Map(body.apiKeys.map((k) => [k.apiKey, k]));
+          return;
+        }
+        if (body.errorCode !== ErrorCode.NONE && body.errorCode !== ErrorCode.UNSUPPORTED_VERSION) {
+          throw new ProtocolError(`${upstream} answered ApiVersions v${asked} with ${errorName(body.errorCode)}`);
+        }
+        offered = own?.maxVersion;
+        const why =
+          own && body.errorCode === ErrorCode.NONE ? `an answer listing ApiVersions v${own.minVersion}-v${own.maxVersion}` : errorName(body.errorCode);
+        unused.push(`v${asked} (${why})`);
+      } catch (err) {
+        if (!(err instanceof UnreadableApiVersions)) throw err;
+        offered = err.offered;
+        unused.push(`v${asked} (${err.message})`);
       }
-      asked = offered;
-      body = await this.askApiVersions(asked);
+      if (asked === 0) {
+        throw new ProtocolError(
+          `${upstream} gave no ApiVersions answer kcompact can use, asked ${unused.join(', ')}: check that the upstream address is a Kafka-protocol listener`,
+        );
+      }
+      asked = Math.max(0, Math.min(asked - 1, offered ?? 0));
     }
-    if (body.errorCode !== ErrorCode.NONE) throw new ProtocolError(`${upstream} answered ApiVersions v${asked} with ${errorName(body.errorCode)}`);
-    this.versions = new Map(body.apiKeys.map((k) => [k.apiKey, k]));
   }
 
   private askApiVersions(version: number): Promise<ApiVersionsResponse> {
@@ -228,9 +267,8 @@ export class UpstreamClient {
       const offset = 4 + header.bodyOffset;
       call.resolve(
         call.apiKey === ApiKey.ApiVersions
-          ? // A v0 body where the broker did not know the version asked: the fields all versions share.
-            (decodeApiVersionsResponse(frame, offset, call.version).body as ResponseBodies[ApiKeyNumber])
-          : (decodeResponse(call.apiKey, call.version, frame, offset) as ResponseBodies[ApiKeyNumber]),
+          ? (readApiVersions(frame, offset, call.version) as ResponseBodies[ApiKeyNumber])
+          : (decodeResponseLeniently(call.apiKey, call.version, frame, offset) as ResponseBodies[ApiKeyNumber]),
       );
     } catch (err) {
       call.reject(err as Error);

@@ -68,11 +68,13 @@ export class UpstreamClusterClient {
   /**
    * A connection to the controller, for CreateTopics and DeleteTopics: brokers that do not
    * forward admin requests (kfake, ZooKeeper-era Kafka) refuse them elsewhere with NOT_CONTROLLER.
-   * Asked afresh each time: these requests are rare and the controller moves.
+   * Asked afresh each time: these requests are rare and the controller moves. Any broker when
+   * Metadata names none, or one it does not list (librdkafka's mock cluster names node 0).
    */
   async controller(lane?: Lane): Promise<UpstreamClient> {
     const { controllerId } = await this.metadata([]);
-    return controllerId !== undefined && controllerId >= 0 ? this.broker(controllerId, lane) : this.any(lane);
+    const listed = controllerId !== undefined && controllerId >= 0 && this.cache.broker(controllerId) !== undefined;
+    return listed ? this.broker(controllerId, lane) : this.any(lane);
   }
 
   /**

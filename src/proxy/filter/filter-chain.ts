@@ -17,7 +17,7 @@ import {
   ApiKey,
   apiName,
   decodeRequest,
-  decodeResponse,
+  decodeResponseLeniently,
   encodeRequestFrame,
   encodeOutgoingResponse,
   encodeResponseFrame,
@@ -413,8 +413,9 @@ class ChainResponse {
         this.decoded = body;
         this.version = version;
       } else {
+        // Bytes after the body are left for the client to ignore, as it would without the proxy.
         const header = decodeResponseHeader(this.frame.subarray(4), responseHeaderVersion(this.apiKey, this.version));
-        this.decoded = decodeResponse(this.apiKey as number, this.version, this.frame, 4 + header.bodyOffset);
+        this.decoded = decodeResponseLeniently(this.apiKey as number, this.version, this.frame, 4 + header.bodyOffset);
       }
     }
     return this.decoded as ResponseBodies[ApiKeyNumber];

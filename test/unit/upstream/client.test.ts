@@ -185,18 +185,114 @@ test('another error fails the connection with the upstream address and the error
   assert.match(error.message, new RegExp(`^upstream 127\\.0\\.0\\.1:\\d+ answered ApiVersions v${NEWEST} with INVALID_REQUEST \\(42\\)$`));
 });
 
-test('UNSUPPORTED_VERSION is retried once: refused again, the connection fails', async () => {
+test('UNSUPPORTED_VERSION again at the version offered: asked again at v0, and refused there too, the connection fails naming each answer', async () => {
   const offered = [{ apiKey: ApiKey.ApiVersions, minVersion: 0, maxVersion: 2 }];
-  const { asked, error } = await negotiationFailure([answerV0(ErrorCode.UNSUPPORTED_VERSION, offered), answerV0(ErrorCode.UNSUPPORTED_VERSION, [])]);
-  assert.deepEqual(asked, [NEWEST, 2]);
-  assert.match(error.message, /^upstream 127\.0\.0\.1:\d+ answered ApiVersions v2 with UNSUPPORTED_VERSION \(35\)$/);
+  const refused = answerV0(ErrorCode.UNSUPPORTED_VERSION, []);
+  const { asked, error } = await negotiationFailure([answerV0(ErrorCode.UNSUPPORTED_VERSION, offered), refused, refused]);
+  assert.deepEqual(asked, [NEWEST, 2, 0]);
+  assert.match(
+    error.message,
+    new RegExp(
+      `^upstream 127\\.0\\.0\\.1:\\d+ gave no ApiVersions answer kcompact can use, asked v${NEWEST} \\(UNSUPPORTED_VERSION \\(35\\)\\), v2 \\(UNSUPPORTED_VERSION \\(35\\)\\), v0 \\(UNSUPPORTED_VERSION \\(35\\)\\): check that the upstream address is a Kafka-protocol listener$`,
+    ),
+  );
 });
 
-test('UNSUPPORTED_VERSION offering the version it refused is not retried', async () => {
+test('UNSUPPORTED_VERSION offering the version it refused: asked again one version lower, as librdkafka does, so it cannot loop', async () => {
   const offered = [{ apiKey: ApiKey.ApiVersions, minVersion: 0, maxVersion: NEWEST }];
-  const { asked, error } = await negotiationFailure([answerV0(ErrorCode.UNSUPPORTED_VERSION, offered)]);
-  assert.deepEqual(asked, [NEWEST]);
-  assert.match(error.message, new RegExp(`answered ApiVersions v${NEWEST} with UNSUPPORTED_VERSION \\(35\\) but offers ApiVersions up to v${NEWEST}$`));
+  const { asked, metadataVersion } = await negotiate([answerV0(ErrorCode.UNSUPPORTED_VERSION, offered), answerAt(ErrorCode.NONE, KEYS)]);
+  assert.deepEqual(asked, [NEWEST, NEWEST - 1]);
+  assert.equal(metadataVersion, 9);
+});
+
+/** An answer at the version asked with `extra` bytes after its body. */
+const withTrailing =
+  (errorCode: number, apiKeys: typeof KEYS, extra: number): Answer =>
+  (version, correlationId) =>
+    withSize(Buffer.concat([encodeResponseFrame(ApiKey.ApiVersions, version, correlationId, { errorCode, apiKeys }).subarray(4), Buffer.alloc(extra)]));
+
+function withSize(frame: Buffer): Buffer {
+  const size = Buffer.alloc(4);
+  size.writeInt32BE(frame.length);
+  return Buffer.concat([size, frame]);
+}
+
+/**
+ * librdkafka's mock cluster (rd_kafka_mock_handle_ApiVersion in 2.x), which speaks ApiVersions up
+ * to v2: asked v3 or above, it answers UNSUPPORTED_VERSION with a one-byte count that holds the
+ * count itself instead of count + 1, its ApiVersions entry without tags, a throttle time and no
+ * tags. Read at the version asked that is an empty list with 5 bytes left after the body. Below
+ * v3 it answers as Kafka does.
+ */
+const mockCluster: Answer = (version, correlationId) => {
+  if (version <= 2) return answerAt(ErrorCode.NONE, [{ ...KEYS[0]!, maxVersion: 2 }, ...KEYS.slice(1)])(version, correlationId);
+  const body = Buffer.alloc(2 + 1 + 6 + 4);
+  body.writeInt16BE(ErrorCode.UNSUPPORTED_VERSION, 0);
+  body.writeInt8(1, 2);
+  body.writeInt16BE(ApiKey.ApiVersions, 3);
+  body.writeInt16BE(0, 5);
+  body.writeInt16BE(2, 7);
+  const id = Buffer.alloc(4);
+  id.writeInt32BE(correlationId);
+  return withSize(Buffer.concat([id, body]));
+};
+
+test("librdkafka's mock cluster: its answer above v2 leaves bytes after the body and lists no ApiVersions entry, so v0 is asked, as Java and librdkafka do", async () => {
+  const { asked, metadataVersion } = await negotiate(mockCluster);
+  assert.deepEqual(asked, [NEWEST, 0]);
+  assert.equal(metadataVersion, 9);
+});
+
+test('an answer with bytes left after its body: asked again at the ApiVersions version it lists', async () => {
+  const listsV3 = [{ apiKey: ApiKey.ApiVersions, minVersion: 0, maxVersion: 3 }, ...KEYS.slice(1)];
+  for (const errorCode of [ErrorCode.NONE, ErrorCode.UNSUPPORTED_VERSION]) {
+    const { asked, metadataVersion } = await negotiate([withTrailing(errorCode, listsV3, 5), answerAt(ErrorCode.NONE, listsV3)]);
+    assert.deepEqual(asked, [NEWEST, 3], `error code ${errorCode}`);
+    assert.equal(metadataVersion, 9);
+  }
+});
+
+test('UNSUPPORTED_VERSION at the version asked, with bytes after it, listing ApiVersions up to v2: asked again at v2', async () => {
+  const offered = [{ apiKey: ApiKey.ApiVersions, minVersion: 0, maxVersion: 2 }];
+  const { asked } = await negotiate([withTrailing(ErrorCode.UNSUPPORTED_VERSION, offered, 5), answerAt(ErrorCode.NONE, KEYS)]);
+  assert.deepEqual(asked, [NEWEST, 2]);
+});
+
+test('an answer that decodes but whose own ApiVersions entry leaves out the version asked: asked again at the version listed', async () => {
+  const listsV2 = [{ apiKey: ApiKey.ApiVersions, minVersion: 0, maxVersion: 2 }, ...KEYS.slice(1)];
+  const { asked, metadataVersion } = await negotiate(answerAt(ErrorCode.NONE, listsV2));
+  assert.deepEqual(asked, [NEWEST, 2]);
+  assert.equal(metadataVersion, 9);
+});
+
+test('an answer nothing of which reads: asked again at v0', async () => {
+  const garbage: Answer = (_version, correlationId) => {
+    const frame = Buffer.from([0, 0, 0, 7, 0, 0, 0, 0, 0xff, 0xff, 0xff]);
+    frame.writeInt32BE(correlationId, 4);
+    return frame;
+  };
+  const { asked, metadataVersion } = await negotiate([garbage, answerAt(ErrorCode.NONE, KEYS)]);
+  assert.deepEqual(asked, [NEWEST, 0]);
+  assert.equal(metadataVersion, 9);
+});
+
+test('a store that answers v0 only, a v0 body whatever is asked, listing ApiVersions v0 alone: asked again at v0 and taken', async () => {
+  const v0Only = [{ apiKey: ApiKey.ApiVersions, minVersion: 0, maxVersion: 0 }, ...KEYS.slice(1)];
+  const { asked, metadataVersion } = await negotiate(answerV0(ErrorCode.NONE, v0Only));
+  assert.deepEqual(asked, [NEWEST, 0]);
+  assert.equal(metadataVersion, 9);
+});
+
+test('a store none of whose answers reads, listing every version: asked one version lower each time down to v0, then the connection fails naming each answer', async () => {
+  const { asked, error } = await negotiationFailure(withTrailing(ErrorCode.NONE, KEYS, 5));
+  assert.deepEqual(
+    asked,
+    Array.from({ length: NEWEST + 1 }, (_, i) => NEWEST - i),
+  );
+  assert.match(
+    error.message,
+    / gave no ApiVersions answer kcompact can use, asked v\d+ \(ApiVersions v\d+ response: 5 bytes left after the body\), .*v0 \(ApiVersions v0 response: 5 bytes left after the body\): check/,
+  );
 });
 
 /** Azure Event Hubs as franz-go reports it: asked ApiVersions v4 or above, it resets the connection. */

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { wholeFrame } from '../../../../src/protocol/wire/frame-parts.js';
 import { test } from 'node:test';
 import { ErrorCode } from '../../../../src/protocol/errors.js';
-import { ApiKey, apiSchema, decodeResponse } from '../../../../src/protocol/messages.js';
+import { ApiKey, apiSchema, decodeResponse, encodeResponseFrame } from '../../../../src/protocol/messages.js';
 import { clampApiVersions } from '../../../../src/proxy/api-versions.js';
 import { FilterChain } from '../../../../src/proxy/filter/filter-chain.js';
 import { apiVersionsFilter } from '../../../../src/proxy/filters/api-versions-filter.js';
@@ -103,4 +103,39 @@ test('Fetch v16+ passed through is asked as v15; a Fetch whose response a filter
   for (const apiKey of [ApiKey.Produce, ApiKey.Metadata, ApiKey.ShareFetch]) assert.equal(chain.passThroughVersion(apiKey, 16), 16);
   assert.equal(chain.decodesRequest(ApiKey.Fetch, 17), false, 'the downgrade needs no decoding');
   assert.equal(chain.decodedApis.has(ApiKey.Fetch), false);
+});
+
+/** librdkafka's mock cluster's answer to ApiVersions v3 (it speaks up to v2): read at v3, 5 bytes are left after the body. */
+function mockClusterAnswer(correlationId: number): Buffer {
+  const frame = Buffer.alloc(4 + 4 + 13);
+  frame.writeInt32BE(frame.length - 4, 0);
+  frame.writeInt32BE(correlationId, 4);
+  frame.writeInt16BE(ErrorCode.UNSUPPORTED_VERSION, 8);
+  frame.writeInt8(1, 10); // a one-byte count holding the count itself, not count + 1
+  frame.writeInt16BE(ApiKey.ApiVersions, 11);
+  frame.writeInt16BE(0, 13);
+  frame.writeInt16BE(2, 15);
+  return frame; // then a throttle time of 0 and no tags
+}
+
+test('an upstream ApiVersions answer that does not decode reaches the client as Kafka answers a version it lacks, naming v0', async () => {
+  const upstream = mockClusterAnswer(9);
+  assert.throws(() => decodeResponse(ApiKey.ApiVersions, 3, upstream, 8), /5 bytes left after the body/);
+  const routed = await new FilterChain([apiVersionsFilter]).response(ApiKey.ApiVersions, 3, 9, upstream, null);
+  assert.ok(!('kind' in routed), 'answered, not closed');
+  const answer = wholeFrame(routed as Parameters<typeof wholeFrame>[0]);
+  assert.equal(answer.readInt32BE(4), 9);
+  const body = decodeResponse(ApiKey.ApiVersions, 0, answer, 8);
+  assert.equal(body.errorCode, ErrorCode.UNSUPPORTED_VERSION);
+  assert.deepEqual(body.apiKeys, [{ apiKey: ApiKey.ApiVersions, minVersion: 0, maxVersion: 0 }]);
+});
+
+test('a hooked response with bytes after its body is read as clients read it, and passes as it came', async () => {
+  const chain = new FilterChain([brokerAddressFilter(new BrokerMap({ advertisedHost: 'p', brokerPortBase: 30000 }))]);
+  // librdkafka's mock cluster ends flexible bodies with a second empty tag section.
+  const clean = encodeResponseFrame(ApiKey.Metadata, 12, 5, { brokers: [], topics: [] });
+  const upstream = Buffer.concat([clean, Buffer.from([0])]);
+  upstream.writeInt32BE(upstream.length - 4, 0);
+  const routed = await chain.response(ApiKey.Metadata, 12, 5, upstream, null);
+  assert.equal(routed, upstream);
 });
