@@ -27,12 +27,27 @@ const laneKey = (a: HostPort, lane: Lane): string => `${lane} ${addressKey(a)}`;
 export class BrokerConnections {
   private readonly open = new Map<string, Promise<UpstreamClient>>();
   private closed = false;
+  /**
+   * Callers waiting for a connection being opened, stopped by close(): a broker that accepts and
+   * never answers holds the connect and its ApiVersions for their whole timeouts, and shutdown
+   * must not wait for them.
+   */
+  private readonly waiting = new Set<(err: Error) => void>();
 
   constructor(private readonly options: UpstreamClientOptions) {}
 
   /** A live connection to the address in the lane: the one open, or a new one. */
   get(address: HostPort, lane: Lane = 'main'): Promise<UpstreamClient> {
     if (this.closed) return Promise.reject(new Error('the upstream client is closed; no new connections'));
+    return new Promise((resolve, reject) => {
+      this.waiting.add(reject);
+      void this.connection(address, lane)
+        .then(resolve, reject)
+        .finally(() => this.waiting.delete(reject));
+    });
+  }
+
+  private connection(address: HostPort, lane: Lane): Promise<UpstreamClient> {
     const key = laneKey(address, lane);
     const existing = this.open.get(key);
     if (existing) {
@@ -71,6 +86,8 @@ export class BrokerConnections {
 
   close(): void {
     this.closed = true;
+    for (const stop of this.waiting) stop(new Error('the upstream client closed while connecting'));
+    this.waiting.clear();
     for (const pending of this.open.values())
       pending.then(
         (c) => c.close(),

@@ -4,7 +4,9 @@
  * its deadline. With kafkajs producing and consuming through it (kfake upstream), no record the
  * producers saw acknowledged is missing upstream, and a restart on the same data directory
  * reopens the index and goes on from its checkpoint. With a request held by a broker that
- * answers on cue, the drain is watched step by step.
+ * answers on cue, the drain is watched step by step. With an upstream that stops answering or
+ * refuses every connection while the config reader retries, nothing waits for it: the process
+ * still exits 0 soon after the drain.
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -15,8 +17,9 @@ import kafkajs, { type Kafka } from 'kafkajs';
 import { ApiKey } from '../../src/protocol/messages.js';
 import type { EngineStatus } from '../../src/compaction/worker/engine-status.js';
 import { makeTempDir, missingPeers, pollUntil, startKfake } from '../support/index.js';
-import { startCliProxy, type CliProxy, type LogLine } from '../support/kcompact-cli.js';
+import { carrierArgs, startCliProxy, type CliProxy, type LogLine } from '../support/kcompact-cli.js';
 import { startFakeBroker } from '../support/fake-broker.js';
+import { startFailingUpstream, type FailingUpstream } from '../support/failing-upstream.js';
 import { holdNext } from '../support/held-request.js';
 import { refused } from '../support/refused.js';
 import { RawConnection } from '../support/raw-client.js';
@@ -200,5 +203,74 @@ test('while draining, readiness fails and the listeners refuse, and the request 
     conn.close();
     await cli.stop();
     await broker.close();
+  }
+});
+
+/** A short drain, and how long after it the process may take at most with the upstream gone: generous for a busy machine. */
+const SHORT_DRAIN_MS = 1_000;
+const GONE_BOUND_MS = 5_000;
+
+/**
+ * A carrier proxy in front of `upstream` whose config reader has begun to retry (the upstream
+ * answers its reads with an error). Requests time out far past the bound, so a wait for an
+ * answer that never comes shows as a late exit.
+ */
+async function proxyRetryingConfigReads(upstream: FailingUpstream): Promise<CliProxy> {
+  const cli = await startCliProxy({
+    upstream: upstream.address,
+    args: ['--drain-timeout-ms', String(SHORT_DRAIN_MS), '--request-timeout-ms', '120000', ...carrierArgs()],
+  });
+  await pollUntil('the carrier group gives the replica a member id', 10_000, async () => upstream.memberJoined() || undefined);
+  upstream.setMode('fail');
+  await pollUntil('the config reader retries', 10_000, async () =>
+    cli.logs().some((l) => l.msg === 'reading the topic config store failed; retrying') ? true : undefined,
+  );
+  return cli;
+}
+
+/** SIGTERM: exit 0 with every shutdown step logged, within the short drain plus the bound. */
+async function assertPromptShutdown(cli: CliProxy): Promise<void> {
+  const started = Date.now();
+  process.kill(cli.pid, 'SIGTERM');
+  // Waits past the proxy's own deadline (drain + 20 s), so a late exit shows with its code.
+  const exit = await cli.waitExit(SHORT_DRAIN_MS + 30_000);
+  const tookMs = Date.now() - started;
+  assert.deepEqual(exit, { code: 0, signal: null }, `exit code 0 (after ${tookMs} ms)`);
+  assert.ok(tookMs < SHORT_DRAIN_MS + GONE_BOUND_MS, `exits within the drain timeout plus ${GONE_BOUND_MS} ms, took ${tookMs} ms`);
+  assertShutdownLog(cli.logs());
+}
+
+test('SIGTERM while the config reader retries and the upstream stops answering: exit 0 soon after the drain', async () => {
+  const upstream = await startFailingUpstream();
+  let cli: CliProxy | undefined;
+  try {
+    cli = await proxyRetryingConfigReads(upstream);
+    // A hung broker: connections are accepted, nothing is answered. The next requests of both
+    // threads wait for a new connection's ApiVersions, and the group's LeaveGroup will too.
+    upstream.setMode('silent');
+    upstream.dropConnections();
+    await pollUntil('both threads wait on the silent upstream', 10_000, async () => {
+      const clients = new Set(upstream.unanswered().map((r) => r.split(' ')[0]));
+      return clients.has('kcompact') && clients.has('kcompact-indexer') ? true : undefined;
+    });
+    await assertPromptShutdown(cli);
+  } finally {
+    await cli?.stop();
+    await upstream.close();
+  }
+});
+
+test('SIGTERM while the config reader retries and every upstream connection is refused: exit 0 soon after the drain', async () => {
+  const upstream = await startFailingUpstream();
+  let cli: CliProxy | undefined;
+  try {
+    cli = await proxyRetryingConfigReads(upstream);
+    await upstream.close();
+    await pollUntil('the proxy meets refused connections', 10_000, async () =>
+      cli!.logs().some((l) => JSON.stringify(l.err ?? null).includes('ECONNREFUSED')) ? true : undefined,
+    );
+    await assertPromptShutdown(cli);
+  } finally {
+    await cli?.stop();
   }
 });

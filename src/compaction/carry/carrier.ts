@@ -274,6 +274,9 @@ export class Carrier {
     const deadline = this.now() + (this.deps.readBackMs ?? 60_000);
     while (store.carry.pass < pass) {
       this.current(store);
+      // No longer the carrier (a rebalance, or this replica stopping: it leaves the group first
+      // and its index reads nothing more): nothing to wait for.
+      await this.stillCarrier(store, false);
       if (this.now() >= deadline) throw new CarryError(`the index did not read the pass ending back within ${this.deps.readBackMs ?? 60_000} ms`);
       await new Promise((resolve) => setTimeout(resolve, READ_BACK_POLL_MS));
     }

@@ -59,6 +59,11 @@ export interface CarrierGroupStatus {
 }
 
 const MAX_BACKOFF_MS = 30_000;
+/**
+ * How long stop() waits for LeaveGroup: a coordinator that is up answers at once, and one that
+ * is not must not hold the shutdown (its session timeout hands the partitions over instead).
+ */
+const LEAVE_TIMEOUT_MS = 2_000;
 
 const keyOf = (partitions: readonly CarriedPartition[]) =>
   partitions
@@ -114,7 +119,7 @@ export class CarrierGroup {
     this.wake?.();
     this.revoke();
     if (this.memberId && this.coordinatorId >= 0) {
-      await this.opts.upstream
+      const leaving = this.opts.upstream
         .broker(this.coordinatorId, 'admin')
         .then((c) =>
           c.request(ApiKey.LeaveGroup, c.version(ApiKey.LeaveGroup), {
@@ -128,6 +133,7 @@ export class CarrierGroup {
           if (code !== 0) throw new GroupError('LeaveGroup', code);
         })
         .catch((err: unknown) => this.opts.log.debug('leaving the carrier group failed; the coordinator drops this member after its session timeout', { err }));
+      await Promise.race([leaving, new Promise((resolve) => setTimeout(resolve, LEAVE_TIMEOUT_MS).unref())]);
     }
     // A heartbeat or JoinGroup in flight ends with the upstream client's close.
     await Promise.race([this.running, new Promise((resolve) => setTimeout(resolve, 100).unref())]);

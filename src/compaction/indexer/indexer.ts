@@ -659,6 +659,8 @@ export class Indexer {
         tail.storageFailures = 0;
       }
     } catch (err) {
+      // Closing ends the registry's answers too: not a failure to report.
+      if (!this.running) return;
       if (err instanceof SchemaUnavailableError) this.schemaUnavailable(tail, err);
       else this.storeFailed(tail, err, store);
     }

@@ -81,6 +81,9 @@ export class RegistrySchemas implements SchemaDecoders {
   private readonly client: SchemaRegistry;
   /** null: the registry gave the schema, but keys cannot be decoded with it. */
   private readonly decoders = new Map<number, KeyDecoder | null>();
+  /** Resolves under way, ended by close(): a registry that does not answer holds each for the whole timeout. */
+  private readonly waiting = new Set<() => void>();
+  private closed = false;
 
   constructor(
     setting: string,
@@ -111,9 +114,27 @@ export class RegistrySchemas implements SchemaDecoders {
   /** Fetches the schemas not known yet; throws SchemaUnavailableError for the first that the registry did not give. */
   async resolve(ids: Iterable<number>): Promise<void> {
     const wanted = [...new Set(ids)].filter((id) => !this.decoders.has(id));
-    const results = await Promise.allSettled(wanted.map((id) => this.fetch(id)));
+    if (wanted.length === 0) return;
+    const results = await new Promise<PromiseSettledResult<void>[]>((resolve, reject) => {
+      const stop = () => reject(new SchemaUnavailableError(wanted[0]!, this.url, 'the proxy is stopping'));
+      if (this.closed) {
+        stop();
+        return;
+      }
+      this.waiting.add(stop);
+      void Promise.allSettled(wanted.map((id) => this.fetch(id)))
+        .then(resolve)
+        .finally(() => this.waiting.delete(stop));
+    });
     const failed = results.findIndex((r) => r.status === 'rejected');
     if (failed >= 0) throw new SchemaUnavailableError(wanted[failed]!, this.url, message((results[failed] as PromiseRejectedResult).reason));
+  }
+
+  /** Ends the resolves under way and refuses later ones: the proxy is stopping and waits for no registry. */
+  close(): void {
+    this.closed = true;
+    for (const stop of this.waiting) stop();
+    this.waiting.clear();
   }
 
   private async fetch(id: number): Promise<void> {

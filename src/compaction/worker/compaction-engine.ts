@@ -122,6 +122,8 @@ export async function startCompactionEngine(opts: CompactionEngineOptions): Prom
   let policies: [string, TopicPolicy][] | undefined;
   let closing = false;
   let worker: Worker;
+  /** The worker exited and is not started again yet: it would never answer a close. */
+  let workerGone = false;
   let ready: Promise<void>;
 
   const onMessage = (m: FromWorker, markReady: () => void) => {
@@ -155,6 +157,7 @@ export async function startCompactionEngine(opts: CompactionEngineOptions): Prom
         resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
       });
       worker = w;
+      workerGone = false;
       let isReady = false;
       w.on('message', (m: FromWorker) =>
         onMessage(m, () => {
@@ -164,6 +167,7 @@ export async function startCompactionEngine(opts: CompactionEngineOptions): Prom
       );
       w.on('error', (err) => opts.log.error('compaction worker failed', { err }));
       w.on('exit', (code) => {
+        workerGone = true;
         for (const call of pending.values()) call.reject(new Error(`compaction worker exited (code ${code})`));
         pending.clear();
         if (!isReady) reject(new Error(`compaction worker exited (code ${code}) before it was ready`));
@@ -205,6 +209,7 @@ export async function startCompactionEngine(opts: CompactionEngineOptions): Prom
     async close() {
       if (closing) return;
       closing = true;
+      if (workerGone) return;
       const w = worker;
       const exited = new Promise<void>((resolve) => w.once('exit', () => resolve()));
       const timeout = setTimeout(() => void w.terminate(), CLOSE_TIMEOUT_MS);

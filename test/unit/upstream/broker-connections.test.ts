@@ -1,0 +1,30 @@
+/**
+ * Closing the connections while one is being opened to a broker that accepts and never answers
+ * (a hung broker): whoever waits for it is let go at once, not after the ApiVersions timeout.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { BrokerConnections } from '../../../src/upstream/broker-connections.js';
+
+test('close() ends the waits for a connection being opened', { timeout: 10_000 }, async () => {
+  const accepted = new Set<net.Socket>();
+  const server = net.createServer((socket) => accepted.add(socket.on('error', () => {})));
+  await new Promise<void>((resolve) => server.listen({ host: '127.0.0.1', port: 0 }, resolve));
+  const address = { host: '127.0.0.1', port: (server.address() as net.AddressInfo).port };
+  const connections = new BrokerConnections({ clientId: 'test', maxFrameBytes: 1 << 20, requestTimeoutMs: 60_000 });
+  try {
+    const first = connections.get(address);
+    const second = connections.get(address);
+    const other = connections.get(address, 'admin');
+    while (accepted.size < 2) await new Promise((resolve) => setTimeout(resolve, 10));
+    const closedAt = Date.now();
+    connections.close();
+    for (const waiting of [first, second, other]) await assert.rejects(waiting, /closed while connecting/);
+    assert.ok(Date.now() - closedAt < 1_000, 'at once');
+    await assert.rejects(connections.get(address), /closed; no new connections/);
+  } finally {
+    for (const socket of accepted) socket.destroy();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
