@@ -7,6 +7,8 @@ the format described in test/peers/README.md; exits 1 when the summary holds err
   ck.py share   --brokers B --topic T --group G --count N [--isolation L --release --idle-ms MS]
   ck.py txn     --brokers B --topic T [--transactions N --per-txn M ...]
   ck.py configs --brokers B --topic T [--partitions P] --topic-config k=v ... --alter k=v ...
+  ck.py tail    --brokers B --topic T --until-key K [--partition P --mode assign|group --group G
+                --share G --isolation L --timeout-ms D]  (JSON events, one per line; no summary)
 
 Every command takes --client-config k=v (repeatable): more librdkafka properties, such as
 security.protocol, sasl.mechanisms or ssl.ca.location.
@@ -15,14 +17,16 @@ security.protocol, sasl.mechanisms or ssl.ca.location.
 import argparse
 import hashlib
 import json
+import logging
 import struct
 import sys
+import threading
 import time
 import uuid
 
 import confluent_kafka
-from confluent_kafka import AcknowledgeType, Consumer, KafkaError, Producer, ShareConsumer
-from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
+from confluent_kafka import AcknowledgeType, Consumer, IsolationLevel, KafkaError, Producer, ShareConsumer, TopicPartition
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, OffsetSpec, ResourceType
 
 ABORTED_MARK = b"aborted-"
 # syslog levels: warnings and worse only, so stderr tails show what went wrong.
@@ -295,6 +299,190 @@ def cmd_share(args):
     deliveries.sort(key=lambda d: d["offset"])
     return {"records": deliveries, "errors": errors, "client": client_meta()}
 
+class TailEvents:
+    """The JSON events of a tail run (test/peers/README.md, "Tail readers"), one line each,
+    flushed as printed. Also used by kp.py. Callbacks may come from a client's own threads."""
+
+    def __init__(self, until_key):
+        self.until_key = until_key.encode()
+        self.started = time.monotonic()
+        self.lock = threading.Lock()
+        self.high = None
+        self.caught_up = False
+        self.records = 0
+
+    def emit(self, event, **fields):
+        with self.lock:
+            print(json.dumps({"event": event, **fields}), flush=True)
+
+    def error(self, message):
+        self.emit("error", message=message)
+
+    def ms(self):
+        return int((time.monotonic() - self.started) * 1000)
+
+    def begin(self, high):
+        self.high = high
+        self.emit("start", highWatermark=high)
+        if high == 0:
+            self.caught_up = True
+            self.emit("caughtUp", offset=-1, records=0, ms=self.ms())
+
+    def record(self, offset, key, value):
+        """Prints the record (and caughtUp once it reaches the start's high watermark - 1);
+        True when it has the until key."""
+        self.records += 1
+        self.emit("record", offset=offset, key=text(key), value=text(value))
+        if not self.caught_up and offset >= self.high - 1:
+            self.caught_up = True
+            self.emit("caughtUp", offset=offset, records=self.records, ms=self.ms())
+        return key == self.until_key
+
+    def done(self, offset):
+        self.emit("done", offset=offset)
+        return 0
+
+    def timeout(self):
+        self.emit("timeout")
+        return 1
+
+
+FETCH_GREW = "Increasing max fetch bytes"
+
+
+class LibrdkafkaLog(logging.Handler):
+    """librdkafka's log lines (debug=fetch): its fetch-size growth as fetchGrew, errors as error."""
+
+    def __init__(self, events):
+        super().__init__(logging.DEBUG)
+        self.events = events
+
+    def emit(self, record):
+        message = record.getMessage()
+        if FETCH_GREW in message:
+            self.events.emit("fetchGrew", message=message)
+        elif record.levelno >= logging.ERROR:
+            self.events.error(message)
+
+
+def tail_logger(events):
+    logger = logging.getLogger("ck-tail")
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+    logger.addHandler(LibrdkafkaLog(events))
+    return logger
+
+
+def tail_config(args, events):
+    """What every tail consumer shares: debug=fetch (which also raises log_level to debug) with the
+    log lines handed to the logger from poll(), and errors reported by error_cb."""
+    return {
+        **client_config(args),
+        "bootstrap.servers": args.brokers,
+        "check.crcs": True,
+        "debug": "fetch",
+        "error_cb": lambda err: events.error(str(err)),
+    }
+
+
+def cmd_tail(args):
+    """Reads one partition from its start, prints caughtUp once the record at the start's high
+    watermark - 1 arrived, then waits at the end until a record with --until-key (exit 0) or the
+    deadline (exit 1). --mode assign reads without a group; group subscribes and commits what
+    each poll brought; --share reads in a share group, accepting every record."""
+    events = TailEvents(args.until_key)
+    deadline = time.monotonic() + args.timeout_ms / 1000
+    tp = TopicPartition(args.topic, args.partition)
+    try:
+        if args.share:
+            return tail_share(args, events, deadline)
+        group = args.group or "ck-tail-" + uuid.uuid4().hex[:12]
+        conf = {
+            **tail_config(args, events),
+            # librdkafka wants a group id even to assign; an assigned reader never joins or commits it.
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "isolation.level": args.isolation,
+        }
+        consumer = Consumer(conf, logger=tail_logger(events))
+    except confluent_kafka.KafkaException as e:
+        events.error(str(e))
+        return 1
+    try:
+        # ListOffsets LATEST at the consumer's isolation.level: the high watermark, or the last stable offset.
+        _, high = consumer.get_watermark_offsets(tp, timeout=max(1.0, deadline - time.monotonic()))
+        events.begin(high)
+        if args.mode == "assign":
+            consumer.assign([TopicPartition(args.topic, args.partition, confluent_kafka.OFFSET_BEGINNING)])
+        else:
+            consumer.subscribe([args.topic])
+        while time.monotonic() < deadline:
+            done, got = None, False
+            for msg in consumer.consume(num_messages=500, timeout=min(0.5, max(0.01, deadline - time.monotonic()))):
+                if msg.error():
+                    if msg.error().code() != KafkaError._PARTITION_EOF:
+                        events.error(str(msg.error()))
+                    continue
+                if msg.topic() != args.topic or msg.partition() != args.partition:
+                    continue
+                got = True
+                if events.record(msg.offset(), msg.key(), msg.value()):
+                    done = msg
+                    break
+            if args.mode == "group" and got:
+                try:
+                    consumer.commit(asynchronous=False)
+                except confluent_kafka.KafkaException as e:
+                    events.error("commit: %s" % e)
+            if done is not None:
+                return events.done(done.offset())
+        return events.timeout()
+    except confluent_kafka.KafkaException as e:
+        events.error(str(e))
+        return 1
+    finally:
+        consumer.close()
+
+
+def tail_share(args, events, deadline):
+    """The share-group tail: the same events; the high watermark comes from the admin client's
+    ListOffsets (a share consumer has no positions nor watermarks)."""
+    admin = AdminClient({**client_config(args), "bootstrap.servers": args.brokers, "log_level": QUIET})
+    entries = [
+        ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET),
+        ConfigEntry("share.isolation.level", args.isolation, incremental_operation=AlterConfigOpType.SET),
+    ]
+    resource = ConfigResource(ResourceType.GROUP, args.share, incremental_configs=entries)
+    for f in admin.incremental_alter_configs([resource], request_timeout=10).values():
+        f.result(timeout=15)
+    tp = TopicPartition(args.topic, args.partition)
+    level = IsolationLevel.READ_COMMITTED if args.isolation == "read_committed" else IsolationLevel.READ_UNCOMMITTED
+    listed = admin.list_offsets({tp: OffsetSpec.latest()}, isolation_level=level, request_timeout=10)
+    events.begin(listed[tp].result(timeout=15).offset)
+    conf = {**tail_config(args, events), "group.id": args.share, "share.acknowledgement.mode": "explicit", "logger": tail_logger(events)}
+    consumer = ShareConsumer(conf)
+    try:
+        consumer.subscribe([args.topic])
+        while time.monotonic() < deadline:
+            done = None
+            for msg in consumer.poll(min(0.5, max(0.01, deadline - time.monotonic()))):
+                if msg.error():
+                    events.error(str(msg.error()))
+                    continue
+                consumer.acknowledge(msg, AcknowledgeType.ACCEPT)
+                if done is None and msg.topic() == args.topic and msg.partition() == args.partition and events.record(msg.offset(), msg.key(), msg.value()):
+                    done = msg
+            try:
+                consumer.commit_sync()
+            except confluent_kafka.KafkaException as e:
+                events.error("acknowledging: %s" % e)
+            if done is not None:
+                return events.done(done.offset())
+        return events.timeout()
+    finally:
+        consumer.close()
+
 
 def cmd_txn(args):
     """Even-numbered transactions commit, odd ones abort (their values start with 'aborted-');
@@ -382,6 +570,13 @@ def parser(prog="ck.py"):
         p.add_argument("--create-partitions", type=int, default=0)
         p.add_argument("--topic-config", action="append", default=[], help="k=v (repeatable)")
 
+    def tailing(p):
+        p.add_argument("--until-key", required=True, help="stop at the first record with this key")
+        p.add_argument("--partition", type=int, default=0)
+        p.add_argument("--mode", default="assign", choices=["assign", "group"], help="assign: no group; group: subscribe (--group, a fresh one by default) and commit")
+        p.add_argument("--share", default="", help="read in this share group instead, accepting every record")
+        p.add_argument("--isolation", default="read_uncommitted", choices=["read_uncommitted", "read_committed"])
+
     p = sub.add_parser("produce")
     common(p)
     producing(p)
@@ -401,6 +596,11 @@ def parser(prog="ck.py"):
     p.add_argument("--release", action="store_true", help="release each record at its first delivery")
     p.add_argument("--idle-ms", type=int, default=0, help="once --count records were accepted, go on until none came for this long")
 
+    p = sub.add_parser("tail")
+    common(p)
+    tailing(p)
+    p.set_defaults(timeout_ms=60000)
+
     p = sub.add_parser("txn")
     common(p)
     producing(p)
@@ -418,6 +618,8 @@ def parser(prog="ck.py"):
 
 def main():
     args = parser().parse_args()
+    if args.cmd == "tail":
+        sys.exit(cmd_tail(args))
     try:
         out = {"produce": cmd_produce, "consume": cmd_consume, "share": cmd_share, "txn": cmd_txn, "configs": cmd_configs}[args.cmd](args)
     except confluent_kafka.KafkaException as e:

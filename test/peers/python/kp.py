@@ -7,6 +7,8 @@ errors. --client-config is ck.py's librdkafka pass-through and is refused here.
   kp.py consume --brokers B --topic T --count N [--group G --isolation L --records]
   kp.py txn     --brokers B --topic T [--transactions N --per-txn M --transactional-id X ...]
   kp.py configs --brokers B --topic T [--partitions P] --topic-config k=v ... --alter k=v ...
+  kp.py tail    --brokers B --topic T --until-key K [--partition P --mode assign|group --group G
+                --isolation L --timeout-ms D]  (ck.py tail's JSON events; no --share)
 """
 
 import json
@@ -17,12 +19,16 @@ import uuid
 
 import kafka
 import kafka.errors
-from kafka import KafkaConsumer, KafkaProducer
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, KafkaAdminClient
 
-from ck import ABORTED_MARK, consume_summary, gen_record, idle_passed, parser
+from ck import ABORTED_MARK, TailEvents, consume_summary, gen_record, idle_passed, parser
 
 CLIENT_ID = "kcompact-kp"
+# kafka-python rejoins its group once right after its first join (its metadata snapshot changes
+# as the join completes): a commit in between is refused with one of these. It is the group's own
+# churn, not trouble with what was read, so tail commits again after the next poll.
+REBALANCING = (kafka.errors.RebalanceInProgressError, kafka.errors.CommitFailedError, kafka.errors.IllegalGenerationError)
 
 
 def client_meta(**extra):
@@ -196,6 +202,85 @@ def cmd_configs(args):
     return {"api": "IncrementalAlterConfigs", "created": created, "altered": altered, "errors": errors, "client": client_meta()}
 
 
+class LoggedErrors(logging.Handler):
+    """kafka-python reports most fetch and connection trouble only by logging it: errors become events."""
+
+    def __init__(self, events):
+        super().__init__(logging.ERROR)
+        self.events = events
+
+    def emit(self, record):
+        self.events.error("%s: %s" % (record.name, record.getMessage()))
+
+
+def cmd_tail(args):
+    """ck.py tail through kafka-python: reads one partition from its start, prints caughtUp once
+    the record at the start's high watermark - 1 arrived, then waits at the end until a record with
+    --until-key (exit 0) or the deadline (exit 1). --mode group subscribes and commits after each
+    poll that brought records (again after the next poll when the group was rebalancing, see
+    REBALANCING); exceptions from poll and logged errors are error events."""
+    events = TailEvents(args.until_key)
+    if args.share:
+        events.error("kafka-python has no share consumer (KIP-932)")
+        return 2
+    logging.getLogger().addHandler(LoggedErrors(events))
+    deadline = time.monotonic() + args.timeout_ms / 1000
+    tp = TopicPartition(args.topic, args.partition)
+    group = None if args.mode == "assign" else args.group or "kp-tail-" + uuid.uuid4().hex[:12]
+    try:
+        consumer = KafkaConsumer(
+            bootstrap_servers=args.brokers,
+            client_id=CLIENT_ID,
+            group_id=group,
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            isolation_level=args.isolation,
+            check_crcs=True,
+        )
+    except kafka.errors.KafkaError as e:
+        events.error("%s: %s" % (type(e).__name__, e))
+        return 1
+    try:
+        # ListOffsets LATEST at the consumer's isolation_level: the high watermark, or the last stable offset.
+        events.begin(consumer.end_offsets([tp], timeout_ms=remaining_ms(deadline))[tp])
+        if group is None:
+            consumer.assign([tp])
+            consumer.seek_to_beginning(tp)
+        else:
+            consumer.subscribe([args.topic])
+        uncommitted = False
+        while time.monotonic() < deadline:
+            try:
+                polled = consumer.poll(timeout_ms=min(500, remaining_ms(deadline)))
+            except Exception as e:  # whatever poll raises is the client reporting an error
+                events.error("%s: %s" % (type(e).__name__, e))
+                time.sleep(0.1)
+                continue
+            done, got = None, False
+            for m in polled.get(tp, []):
+                got = True
+                if events.record(m.offset, m.key, m.value):
+                    done = m
+                    break
+            if group is not None and (got or uncommitted):
+                try:
+                    consumer.commit(timeout_ms=remaining_ms(deadline))
+                    uncommitted = False
+                except REBALANCING as e:
+                    logging.warning("commit refused while the group rebalances; committing after the next poll: %s: %s", type(e).__name__, e)
+                    uncommitted = True
+                except Exception as e:
+                    events.error("commit: %s: %s" % (type(e).__name__, e))
+            if done is not None:
+                return events.done(done.offset)
+        return events.timeout()
+    except kafka.errors.KafkaError as e:
+        events.error("%s: %s" % (type(e).__name__, e))
+        return 1
+    finally:
+        consumer.close(autocommit=False)
+
+
 def main():
     args = parser(prog="kp.py").parse_args()
     if args.client_config:
@@ -203,6 +288,8 @@ def main():
         sys.exit(2)
     # kafka-python logs through the logging module: warnings and worse only, on stderr.
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    if args.cmd == "tail":
+        sys.exit(cmd_tail(args))
     try:
         out = {"produce": cmd_produce, "consume": cmd_consume, "txn": cmd_txn, "configs": cmd_configs}[args.cmd](args)
     except kafka.errors.KafkaError as e:

@@ -6,6 +6,8 @@ import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -16,6 +18,7 @@ import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.UUID;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
@@ -26,18 +29,24 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AlterConfigOp;
 import org.apache.kafka.clients.admin.Config;
 import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.clients.admin.ListOffsetsOptions;
 import org.apache.kafka.clients.admin.ListShareGroupOffsetsSpec;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.SharePartitionOffsetInfo;
 import org.apache.kafka.clients.consumer.AcknowledgeType;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.KafkaShareConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.IsolationLevel;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.TopicIdPartition;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
@@ -48,7 +57,8 @@ import org.apache.kafka.common.utils.internals.AppInfoParser;
  * Drives Java's kafka-clients for the client matrix (test/integration/client-matrix.test.ts).
  * One JVM serves a whole run: it reads one JSON request per stdin line and answers each, in
  * order, with one JSON line on stdout ({"error": "..."} when the request failed); it exits at the
- * end of its input. Keys and values are UTF-8 text, null for null. Every request has "op" and,
+ * end of its input. With a file argument it reads the requests from that file instead (a peer
+ * started in the background has no stdin). Keys and values are UTF-8 text, null for null. Every request has "op" and,
  * but for "version", "bootstrap" and "topic":
  *
  *   version                                      -> {"kafkaClients"}
@@ -63,25 +73,39 @@ import org.apache.kafka.common.utils.internals.AppInfoParser;
  *       -> {"records": each delivery, with its "deliveryCount" and "member", "startOffset", "lag"}:
  *          read in a share group (KIP-932) from the earliest offset
  *   shareOffsets {group}                         -> {"startOffset", "lag"} of partition 0
+ *   tail    {partition?, mode?: assign|group, group?, share?, isolation?, untilKey, timeoutMs}
+ *       -> JSON events, one line each as they happen (test/peers/README.md, "Tail readers"); its
+ *          answer is the last of them, {"event": "done"} or {"event": "timeout"}
+ *
+ * The JVM exits 1 at the end of its input when a tail timed out or failed, 0 otherwise.
  */
 public final class JavaClient {
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final Duration CALL_TIMEOUT = Duration.ofSeconds(30);
+  /** Flushed at every line: a tail's events must be out as they happen. */
+  private static final PrintStream OUT = new PrintStream(System.out, true, StandardCharsets.UTF_8);
+  private static boolean tailFailed;
 
   public static void main(String[] args) throws Exception {
-    BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-    PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
+    BufferedReader in = args.length > 0
+        ? Files.newBufferedReader(Path.of(args[0]), StandardCharsets.UTF_8)
+        : new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
     for (String line; (line = in.readLine()) != null; ) {
       if (line.isBlank()) continue;
       ObjectNode answer;
+      boolean tail = false;
       try {
-        answer = handle(JSON.readTree(line));
+        JsonNode req = JSON.readTree(line);
+        tail = req.path("op").asText().equals("tail");
+        answer = handle(req);
       } catch (Exception e) {
         answer = JSON.createObjectNode();
         answer.put("error", describe(e));
       }
-      out.println(JSON.writeValueAsString(answer));
+      if (tail && !answer.path("event").asText().equals("done")) tailFailed = true;
+      OUT.println(JSON.writeValueAsString(answer));
     }
+    if (tailFailed) System.exit(1);
   }
 
   private static ObjectNode handle(JsonNode req) throws Exception {
@@ -95,7 +119,8 @@ public final class JavaClient {
       case "read" -> read(req, req.path("isolation").asText("read_uncommitted"));
       case "share" -> share(req);
       case "shareOffsets" -> shareOffsets(req);
-      default -> throw new IllegalArgumentException("unknown op " + op + " (version, produce, group, txn, configs, read, share, shareOffsets)");
+      case "tail" -> req.path("share").asText("").isEmpty() ? tail(req) : tailShare(req);
+      default -> throw new IllegalArgumentException("unknown op " + op + " (version, produce, group, txn, configs, read, share, shareOffsets, tail)");
     };
   }
 
@@ -354,6 +379,173 @@ public final class JavaClient {
     answer.put("startOffset", info == null ? -1 : info.startOffset());
     answer.put("lag", info == null ? -1 : info.lag().orElse(-1L));
     return answer;
+  }
+
+  /** The events of one tail run, printed as they happen; done() and timeout() give the answer. */
+  private static final class Tail {
+    private final String untilKey;
+    private final long started = System.nanoTime();
+    private long high;
+    private boolean caughtUp;
+    private int records;
+
+    Tail(String untilKey) {
+      this.untilKey = untilKey;
+    }
+
+    private static ObjectNode event(String name) {
+      return JSON.createObjectNode().put("event", name);
+    }
+
+    private static void emit(ObjectNode event) {
+      try {
+        OUT.println(JSON.writeValueAsString(event));
+      } catch (Exception e) {
+        throw new IllegalStateException(e);
+      }
+    }
+
+    private long ms() {
+      return (System.nanoTime() - started) / 1_000_000;
+    }
+
+    void begin(long highWatermark) {
+      high = highWatermark;
+      emit(event("start").put("highWatermark", high));
+      if (high == 0) {
+        caughtUp = true;
+        emit(event("caughtUp").put("offset", -1).put("records", 0).put("ms", ms()));
+      }
+    }
+
+    void error(String message) {
+      emit(event("error").put("message", message));
+    }
+
+    /** Prints the record (and caughtUp once it reaches the start's high watermark - 1); true when it has the until key. */
+    boolean record(ConsumerRecord<byte[], byte[]> r) {
+      records++;
+      emit(event("record").put("offset", r.offset()).put("key", text(r.key())).put("value", text(r.value())));
+      if (!caughtUp && r.offset() >= high - 1) {
+        caughtUp = true;
+        emit(event("caughtUp").put("offset", r.offset()).put("records", records).put("ms", ms()));
+      }
+      return untilKey.equals(text(r.key()));
+    }
+
+    ObjectNode done(long offset) {
+      return event("done").put("offset", offset);
+    }
+
+    ObjectNode timeout() {
+      return event("timeout");
+    }
+  }
+
+  /** What is left of a tail's deadline, for the calls it makes before it polls. */
+  private static Duration untilDeadline(long deadline) {
+    return Duration.ofMillis(Math.max(1, deadline - System.currentTimeMillis()));
+  }
+
+  /**
+   * The reader of a soak test (issue 33): reads one partition from its start (assigned, or
+   * subscribed in a group that commits after each poll that brought records), prints caughtUp once
+   * the record at the start's end offset - 1 arrived, then waits at the end until a record with
+   * the until key or the deadline. Exceptions from poll and commit are error events.
+   */
+  private static ObjectNode tail(JsonNode req) throws Exception {
+    TopicPartition tp = new TopicPartition(req.path("topic").asText(), req.path("partition").asInt(0));
+    boolean group = req.path("mode").asText("assign").equals("group");
+    long deadline = System.currentTimeMillis() + req.path("timeoutMs").asLong(60_000);
+    Tail t = new Tail(req.path("untilKey").asText());
+    Properties p = consumerProps(req, req.path("isolation").asText("read_uncommitted"));
+    if (group) p.put(ConsumerConfig.GROUP_ID_CONFIG, req.path("group").asText("java-tail-" + UUID.randomUUID()));
+    try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(p)) {
+      // ListOffsets LATEST at the consumer's isolation.level: the high watermark, or the last stable offset.
+      t.begin(consumer.endOffsets(List.of(tp), untilDeadline(deadline)).get(tp));
+      if (group) {
+        consumer.subscribe(List.of(tp.topic()));
+      } else {
+        consumer.assign(List.of(tp));
+        consumer.seekToBeginning(List.of(tp));
+      }
+      while (System.currentTimeMillis() < deadline) {
+        ConsumerRecords<byte[], byte[]> polled;
+        try {
+          polled = consumer.poll(Duration.ofMillis(Math.max(1, Math.min(500, deadline - System.currentTimeMillis()))));
+        } catch (Exception e) {
+          t.error(describe(e));
+          Thread.sleep(100);
+          continue;
+        }
+        ConsumerRecord<byte[], byte[]> done = null;
+        for (ConsumerRecord<byte[], byte[]> r : polled.records(tp)) {
+          if (t.record(r)) {
+            done = r;
+            break;
+          }
+        }
+        if (group && !polled.records(tp).isEmpty()) {
+          try {
+            consumer.commitSync(CALL_TIMEOUT);
+          } catch (Exception e) {
+            t.error("commit: " + describe(e));
+          }
+        }
+        if (done != null) return t.done(done.offset());
+      }
+      return t.timeout();
+    }
+  }
+
+  /**
+   * tail in a share group: the group's share.auto.offset.reset is set to earliest and its
+   * share.isolation.level to the isolation; the end offset comes from the admin client (a share
+   * consumer has no positions); every record is accepted, committed after each poll.
+   */
+  private static ObjectNode tailShare(JsonNode req) throws Exception {
+    TopicPartition tp = new TopicPartition(req.path("topic").asText(), req.path("partition").asInt(0));
+    String group = req.path("share").asText();
+    String isolation = req.path("isolation").asText("read_uncommitted");
+    long deadline = System.currentTimeMillis() + req.path("timeoutMs").asLong(60_000);
+    Tail t = new Tail(req.path("untilKey").asText());
+    try (Admin admin = Admin.create(common(req))) {
+      ConfigResource resource = new ConfigResource(ConfigResource.Type.GROUP, group);
+      Collection<AlterConfigOp> ops = List.of(
+          new AlterConfigOp(new ConfigEntry("share.auto.offset.reset", "earliest"), AlterConfigOp.OpType.SET),
+          new AlterConfigOp(new ConfigEntry("share.isolation.level", isolation), AlterConfigOp.OpType.SET));
+      admin.incrementalAlterConfigs(Map.of(resource, ops)).all().get(CALL_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+      IsolationLevel level = isolation.equals("read_committed") ? IsolationLevel.READ_COMMITTED : IsolationLevel.READ_UNCOMMITTED;
+      t.begin(admin.listOffsets(Map.of(tp, OffsetSpec.latest()), new ListOffsetsOptions(level)).partitionResult(tp)
+          .get(untilDeadline(deadline).toMillis(), TimeUnit.MILLISECONDS).offset());
+    }
+    try (KafkaShareConsumer<byte[], byte[]> consumer = new KafkaShareConsumer<>(shareProps(req, group, 0))) {
+      consumer.subscribe(List.of(tp.topic()));
+      while (System.currentTimeMillis() < deadline) {
+        ConsumerRecords<byte[], byte[]> polled;
+        try {
+          polled = consumer.poll(Duration.ofMillis(Math.max(1, Math.min(500, deadline - System.currentTimeMillis()))));
+        } catch (Exception e) {
+          t.error(describe(e));
+          Thread.sleep(100);
+          continue;
+        }
+        ConsumerRecord<byte[], byte[]> done = null;
+        for (ConsumerRecord<byte[], byte[]> r : polled) {
+          consumer.acknowledge(r, AcknowledgeType.ACCEPT);
+          if (done == null && r.topic().equals(tp.topic()) && r.partition() == tp.partition() && t.record(r)) done = r;
+        }
+        try {
+          for (Map.Entry<TopicIdPartition, Optional<KafkaException>> e : consumer.commitSync(CALL_TIMEOUT).entrySet()) {
+            if (e.getValue().isPresent()) t.error("acknowledging " + e.getKey() + ": " + describe(e.getValue().get()));
+          }
+        } catch (Exception e) {
+          t.error("acknowledging: " + describe(e));
+        }
+        if (done != null) return t.done(done.offset());
+      }
+      return t.timeout();
+    }
   }
 
   private static ObjectNode view(ConsumerRecord<byte[], byte[]> r) {

@@ -14,6 +14,7 @@ import (
 )
 
 const usage = `usage: franzclient produce|consume|share|txn|configs --brokers HOST:PORT[,...] --topic T [flags]
+       franzclient tail --brokers HOST:PORT[,...] --topic T --until-key K [flags] (JSON events, no summary)
        franzclient version
 run "franzclient <command> -h" for the flags`
 
@@ -21,6 +22,9 @@ func main() {
 	if len(os.Args) < 2 {
 		fmt.Fprintln(os.Stderr, usage)
 		os.Exit(2)
+	}
+	if os.Args[1] == "tail" {
+		os.Exit(tail(os.Args[2:]))
 	}
 	var out map[string]any
 	switch os.Args[1] {
