@@ -77,6 +77,8 @@ export class PartitionAnswer {
   private atEnd = false;
   /** Whether the end came from this answer's own reads, before the index knew it. */
   private endUnknown = false;
+  /** The store's high watermark (last stable offset, read committed) before settleEnd moved it. */
+  private storeLimit = -1;
   private readonly markers: MarkerSeen[] = [];
   private changed = false;
   /** Set once a read brought more than the limits take: the answer is as full as Kafka's. */
@@ -294,11 +296,14 @@ export class PartitionAnswer {
     const { view, clientOffset, plan, isolationLevel } = this.target;
     const limit = Number(this.limit());
     const known = view.end();
-    let from = known && known.indexedTo === limit ? known.visibleEnd : Infinity;
+    // An index that has read past the limit (what was written since this answer) knows the stretch up to it all the same.
+    const indexed = known !== undefined && known.indexedTo >= limit;
+    let from = indexed ? known.visibleEnd : Infinity;
     const reached = !this.full && (this.end >= 0 ? this.end + 1 : plan.fetchOffset) >= limit;
     if (reached) from = Math.min(from, Math.max(clientOffset, this.visibleEnd));
     const at = Math.max(from, clientOffset, this.visibleEnd);
     if (!Number.isFinite(at) || at >= limit) return;
+    this.storeLimit = limit;
     const lso = this.data.lastStableOffset;
     const hw = this.data.highWatermark;
     if (isolationLevel === READ_COMMITTED && lso >= 0n) {
@@ -311,7 +316,7 @@ export class PartitionAnswer {
     // Everything the answer read past the client's last record is at or past the end it is told.
     if (reached) this.trailingEmpty = null;
     this.atEnd = true;
-    this.endUnknown = !(known && known.indexedTo === limit);
+    this.endUnknown = !indexed;
     this.changed = true;
   }
 
@@ -337,7 +342,11 @@ export class PartitionAnswer {
     if (this.failed) return this.data.records;
     if (this.corrupt === null) this.data.abortedTransactions = visibleAbortedTransactions(this.data.abortedTransactions, this.markers);
     const { plan, clientOffset, answerKey } = this.target;
-    if (this.progress > 0 || this.atEnd) {
+    if (this.atEnd && this.progress === 0) {
+      // The client's next fetch from here is asked of the store at its end, where it waits for
+      // new records, should the index not know the end yet (read-plan.ts, emptyUpTo).
+      answers.remember(answerKey, this.storeLimit - 1);
+    } else if (this.progress > 0 || this.atEnd) {
       answers.forget(answerKey);
     } else if (this.trailingEmpty) {
       answers.remember(answerKey, lastOffsetOf(this.trailingEmpty));

@@ -117,7 +117,8 @@ export function createListOffsetsView(opts: ListOffsetsViewOptions): Filter {
     const known = () => opts.index.partition(topic, partition)?.end();
     if ((known()?.indexedTo ?? -1) < storeSays) await opts.index.caughtUp(topic, partition, opts.latestWaitMs ?? LATEST_WAIT_MS).catch(() => false);
     const end = known();
-    if (!end || end.indexedTo !== storeSays || end.visibleEnd >= storeSays) return;
+    // An index past the store's answer (a pass written since) knows that stretch all the same.
+    if (!end || end.indexedTo < storeSays || end.visibleEnd >= storeSays) return;
     const carried = opts.index.partition(topic, partition)?.carried();
     const start = carried ? carried.topicStart : Number(await opts.logStartOffset(topic, partition).catch(() => p.offset));
     p.offset = BigInt(Math.max(end.visibleEnd, start));
