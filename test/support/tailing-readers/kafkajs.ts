@@ -9,17 +9,8 @@ import kafkajs, { type Consumer, type Kafka, type LogEntry } from 'kafkajs';
 import { endOffset } from './end-offset.js';
 import type { TailLog } from './log.js';
 import { Progress } from './progress.js';
+import { describeError } from '../client-matrix/drivers/kafkajs.js';
 import type { TailOptions } from './types.js';
-
-/** kafkajs wraps a broker's error in its own; say every level. */
-function describeError(e: unknown): string {
-  const parts: string[] = [];
-  for (let cur = e as { name?: string; type?: string; message?: string; originalError?: unknown; cause?: unknown } | undefined; cur;) {
-    parts.push(`${cur.name ?? 'Error'}${cur.type ? ` ${cur.type}` : ''}: ${cur.message ?? ''}`);
-    cur = (cur.originalError ?? cur.cause) as typeof cur;
-  }
-  return parts.join(' <- ');
-}
 
 function client(bootstrap: string, log: TailLog): Kafka {
   return new kafkajs.Kafka({

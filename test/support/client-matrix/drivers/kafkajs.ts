@@ -14,7 +14,7 @@ function kafka(bootstrap: string): Kafka {
 }
 
 /** kafkajs wraps a broker's error (KafkaJSProtocolError, with its type) in its own; say all of them. */
-function describeError(e: unknown): string {
+export function describeError(e: unknown): string {
   const parts: string[] = [];
   for (let cur = e as { name?: string; type?: string; message?: string; originalError?: unknown; cause?: unknown } | undefined; cur;) {
     parts.push(`${cur.name ?? 'Error'}${cur.type ? ` ${cur.type}` : ''}: ${cur.message ?? ''}`);
