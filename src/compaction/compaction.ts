@@ -14,6 +14,7 @@ import type { KeyIdentityRules } from './key-identity/key-identity-rules.js';
 import { createProduceGuard } from './produce-guard/produce-guard.js';
 import { createFetchView, type FetchView } from './fetch-view/fetch-view.js';
 import { createListOffsetsView } from './offsets/list-offsets-view.js';
+import { endsWithOwnRecords } from './offsets/store-tail.js';
 import { createShareFetchView, type ShareFetchView } from './fetch-view/share-fetch-view.js';
 import { UpstreamPartitionReads } from './fetch-view/upstream-partition-reads.js';
 import type { TopicPolicy } from './policy.js';
@@ -188,6 +189,7 @@ export async function startCompaction(opts: CompactionOptions): Promise<Compacti
     index: engine.index,
     offsetForTime: (topic, partition, timestamp) => engine.offsetForTime(topic, partition, timestamp),
     logStartOffset: (topic, partition) => pool.logStartOffset(topic, partition),
+    endsWithOwnRecords: (topic, partition, end) => endsWithOwnRecords(pool, topic, partition, end),
   });
   const shareFetchView = createShareFetchView({
     config: configs.view,

@@ -237,7 +237,7 @@ export async function viewBatch(records: Buffer, batch: BatchHeader, visibility:
  * without a producer can be, since carry passes write none, and their first record says so. Only
  * that record is decompressed (zstd aside, which decompresses whole).
  */
-async function isCarried(records: Buffer, batch: BatchHeader): Promise<boolean> {
+export async function isCarried(records: Buffer, batch: BatchHeader): Promise<boolean> {
   if (batch.producerId >= 0n || batch.isControl || batch.recordCount === 0) return false;
   return carryKindAt(await firstRecordPayload(records, batch), 0) !== CarryKind.None;
 }

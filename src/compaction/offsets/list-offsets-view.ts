@@ -4,7 +4,8 @@
  * earliest offset (0 for a compact-only topic). And the store sees the copies with the time of
  * carrying, so its answers by timestamp could name a copy's offset: those come from the index,
  * which holds the original timestamps (offsets-by-time.ts), and the store answers only for the
- * records past the index. The latest offset passes as the store answers it.
+ * records past the index. The latest offset is where the log ends for clients: the store's,
+ * unless only kcompact's own records lie before it (latest()).
  *
  * A replica whose index has not read a pass (just started, or behind the replica that carries)
  * cannot tell a store that let a carried range go from one that holds everything: where the
@@ -37,6 +38,11 @@ export interface ListOffsetsViewOptions {
   logStartOffset: (topic: string, partition: number) => Promise<bigint>;
   /** How long an answer waits for an index that has not read the store yet (default UNSETTLED_WAIT_MS). */
   unsettledWaitMs?: number;
+  /**
+   * Whether the store's batch holding `end - 1` is kcompact's own (store-tail.ts); undefined when
+   * the store cannot say. Without it the latest offset waits for an index behind the store.
+   */
+  endsWithOwnRecords?: (topic: string, partition: number, end: number) => Promise<boolean | undefined>;
   /** How long the latest offset waits for an index behind the store (default LATEST_WAIT_MS). */
   latestWaitMs?: number;
 }
@@ -115,7 +121,12 @@ export function createListOffsetsView(opts: ListOffsetsViewOptions): Filter {
   async function latest(topic: string, partition: number, p: ListOffsetsResponsePartitionResponse): Promise<void> {
     const storeSays = Number(p.offset);
     const known = () => opts.index.partition(topic, partition)?.end();
-    if ((known()?.indexedTo ?? -1) < storeSays) await opts.index.caughtUp(topic, partition, opts.latestWaitMs ?? LATEST_WAIT_MS).catch(() => false);
+    if ((known()?.indexedTo ?? -1) < storeSays) {
+      // A client's record last: the store's end is the topic's, and the index need not be waited for.
+      const own = await opts.endsWithOwnRecords?.(topic, partition, storeSays).catch(() => undefined);
+      if (own === false) return;
+      await opts.index.caughtUp(topic, partition, opts.latestWaitMs ?? LATEST_WAIT_MS).catch(() => false);
+    }
     const end = known();
     // An index past the store's answer (a pass written since) knows that stretch all the same.
     if (!end || end.indexedTo < storeSays || end.visibleEnd >= storeSays) return;

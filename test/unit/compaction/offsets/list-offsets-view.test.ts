@@ -32,14 +32,18 @@ async function ask(
     index?: FakeIndex;
     caughtUp?: (index: FakeIndex | undefined) => boolean | Promise<boolean>;
     indexAnswer?: OffsetAtTime | null | (() => OffsetAtTime | null);
+    /** What the store's last batch is, when asked (store-tail.ts); not asked when omitted. */
+    endsWithOwn?: boolean;
   },
 ) {
+  const probes: number[] = [];
   const waits: number[] = [];
   const view = createListOffsetsView({
     config: configView(['c']),
     index: indexView(opts.index ? { 'c-0': opts.index } : {}, async (_t, _p, ms) => (waits.push(ms), (await opts.caughtUp?.(opts.index)) ?? true)),
     offsetForTime: async () => (typeof opts.indexAnswer === 'function' ? opts.indexAnswer() : (opts.indexAnswer ?? null)),
     logStartOffset: async () => opts.store.logStart,
+    ...(opts.endsWithOwn !== undefined && { endsWithOwnRecords: async (_t: string, _p: number, end: number) => (probes.push(end), opts.endsWithOwn) }),
     unsettledWaitMs: 40,
   });
   const run = await new FilterHarness(view).request(ApiKey.ListOffsets, 7, {
@@ -55,7 +59,7 @@ async function ask(
     ? await run.respond({ topics: [{ name: 'c', partitions: [{ partitionIndex: 0, errorCode: 0, timestamp: -1n, offset, leaderEpoch: 3 }] }] })
     : null;
   if (answer && answer.kind !== 'forward') throw new Error('closed');
-  return { p: answer ? answer.body.topics[0]!.partitions[0]! : { errorCode: 0, offset, leaderEpoch: 3 }, waits };
+  return { p: answer ? answer.body.topics[0]!.partitions[0]! : { errorCode: 0, offset, leaderEpoch: 3 }, waits, probes };
 }
 
 describe('ListOffsets of compacted partitions', () => {
@@ -106,6 +110,26 @@ describe('ListOffsets of compacted partitions', () => {
       },
     });
     assert.equal(caught.p.offset, 341n);
+  });
+
+  test('an index behind a store whose last batch is a client\u2019s is not waited for: the store\u2019s end stands', async () => {
+    const index = new FakeIndex([], 0);
+    index.logEnd = { indexedTo: 380, visibleEnd: 341 };
+    const client = await ask(LATEST, { store: { logStart: 300n, end: 400n, byTime: 0n }, index, endsWithOwn: false, caughtUp: () => false });
+    assert.equal(client.p.offset, 400n);
+    assert.deepEqual(client.probes, [400], 'the batch holding 399 is looked at');
+    assert.equal(client.waits.length, 0, 'a produce the index has not read yet costs no wait');
+    const own = await ask(LATEST, {
+      store: { logStart: 300n, end: 400n, byTime: 0n },
+      index,
+      endsWithOwn: true,
+      caughtUp: (i) => {
+        i!.logEnd = { indexedTo: 400, visibleEnd: 341 };
+        return true;
+      },
+    });
+    assert.equal(own.waits.length, 1, 'kcompact\u2019s own records last: the index says where the log ends');
+    assert.equal(own.p.offset, 341n);
   });
 
   test('the latest offset is never below the earliest', async () => {
