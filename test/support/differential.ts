@@ -137,6 +137,21 @@ export interface LogRead {
   committed: { records: RecordLine[]; reachedEnd: boolean };
   batches: BatchLine[];
   abortedTransactions: { producerId: number; firstOffset: number }[];
+  /** Readers starting at the last records each isolation level saw and at its end. */
+  tail: TailReads;
+}
+
+/** A reader from one offset near the end, one batch per fetch (kworkload tail.go). */
+export interface TailRead {
+  start: number;
+  fetches: number;
+  records: number;
+  reachedEnd: boolean;
+}
+
+export interface TailReads {
+  uncommitted: TailRead[];
+  committed: TailRead[];
 }
 
 export interface KeylessSummary {
@@ -225,6 +240,12 @@ export interface Observation {
   timings: Record<string, number>;
   /** Only for a target that carries. */
   carry?: CarryObserved;
+  /**
+   * Only for a target that carries: readers through kcompact starting at every offset of the
+   * store from the first near-end reader's start to the store's end, kcompact's own records
+   * between the last records and after them included.
+   */
+  everyStart?: TailReads;
 }
 
 export interface ObserveOptions {
@@ -517,6 +538,10 @@ export async function observe(target: DifferentialTarget, opts: ObserveOptions):
   const keyless = await timed('keyless', () => kworkload<KeylessSummary>('keyless', ['--brokers', target.bootstrap, '--topic', topic]));
   if (keyless.endAfter !== keyless.endBefore) read = await readLog(target, topic);
   const described = await timed('describe', () => describeOwned(target.bootstrap, topic));
+  const firstStart = Math.min(...read!.tail.uncommitted.map((t) => t.start), ...read!.tail.committed.map((t) => t.start));
+  const everyStart = store
+    ? await kworkload<TailReads>('tail', ['--brokers', target.bootstrap, '--topic', topic, '--from', String(firstStart), '--to', String(store.highWatermark)])
+    : undefined;
   return {
     target: target.name,
     seed: opts.seed,
@@ -531,6 +556,7 @@ export async function observe(target: DifferentialTarget, opts: ObserveOptions):
     keyless,
     timings,
     ...(store && { carry: { offsets: [...carried].sort((a, b) => a - b), passes: [...passes].sort((a, b) => a - b), store } }),
+    ...(everyStart && { everyStart }),
   };
 }
 
@@ -647,6 +673,7 @@ export function inReferenceOffsets(o: Observation): { mapped: Observation; probl
   };
   const at = (offset: number) => offset - below(offset);
   const records = (rs: RecordLine[]) => rs.map((r) => ({ ...r, offset: at(r.offset) }));
+  const tails = (ts: TailRead[]) => ts.map((t) => ({ ...t, start: at(t.start) }));
   const { read, keyless } = o;
   const mapped: Observation = {
     ...o,
@@ -656,7 +683,9 @@ export function inReferenceOffsets(o: Observation): { mapped: Observation; probl
       offsets: { logStart: at(read.offsets.logStart), highWatermark: at(read.offsets.highWatermark), lastStable: at(read.offsets.lastStable) },
       uncommitted: { ...read.uncommitted, records: records(read.uncommitted.records) },
       committed: { ...read.committed, records: records(read.committed.records) },
+      tail: { uncommitted: tails(read.tail.uncommitted), committed: tails(read.tail.committed) },
     },
+    ...(o.everyStart && { everyStart: { uncommitted: tails(o.everyStart.uncommitted), committed: tails(o.everyStart.committed) } }),
     keyless: { ...keyless, endBefore: at(keyless.endBefore), endAfter: at(keyless.endAfter) },
   };
   return { mapped, problems };
@@ -686,6 +715,8 @@ export function compareObservations(reference: Observation, observed: Observatio
         names,
       ),
     ],
+    ['readers from near the end (one batch a fetch)', diffTails(reference.read.tail, candidate.read.tail, names)],
+    ['readers from every offset near the end, kcompact\u2019s own records among them', everyStartProblems(reference.read, candidate.everyStart, names)],
     ['CreateTopics answer (owned configs)', diffConfigs(reference.created, candidate.created, names)],
     ['DescribeConfigs (owned configs, synonyms, documentation)', diffConfigs(reference.described, candidate.described, names)],
     ['CreateTopics with cleanup.policy=foo', diffValue('error', reference.invalid.create, candidate.invalid.create, names)],
@@ -699,6 +730,46 @@ export function compareObservations(reference: Observation, observed: Observatio
     ],
   ];
   return sections.filter(([, lines]) => lines.length > 0).map(([title, lines]) => `${title}:\n  ${lines.join('\n  ')}`);
+}
+
+/**
+ * A reader from any of the reference's starts near the end must get the same records and reach
+ * the end in no more fetches than on Kafka with its own cleaner (fewer where kcompact leaves out
+ * an empty batch Kafka keeps).
+ */
+function diffTails(reference: TailReads, candidate: TailReads, names: string[]): string[] {
+  const lines: string[] = [];
+  for (const isolation of ['uncommitted', 'committed'] as const) {
+    for (const r of reference[isolation]) {
+      const c = candidate[isolation].find((t) => t.start === r.start);
+      if (!c) lines.push(`read_${isolation} from ${r.start}: ${names[1]} has no reader there (starts ${candidate[isolation].map((t) => t.start).join(',')})`);
+      else if (!c.reachedEnd || c.records !== r.records || c.fetches > r.fetches)
+        lines.push(`read_${isolation} from ${r.start}: ${names[0]} ${JSON.stringify(r)}, ${names[1]} ${JSON.stringify(c)}`);
+    }
+  }
+  return lines;
+}
+
+/**
+ * A reader through kcompact from any offset near the end, inside a run of its own records or
+ * just before one, against Kafka's reader from the offset that maps to (the next record there):
+ * the same records in no more fetches; one past the last record clients see is at the end, in
+ * one fetch without records. Offsets mapping to a gap Kafka's cleaner left have no reader to
+ * compare with.
+ */
+function everyStartProblems(reference: LogRead, everyStart: TailReads | undefined, names: string[]): string[] {
+  if (!everyStart) return [];
+  const lines: string[] = [];
+  for (const isolation of ['uncommitted', 'committed'] as const) {
+    const end = isolation === 'uncommitted' ? reference.offsets.highWatermark : reference.offsets.lastStable;
+    for (const c of everyStart[isolation]) {
+      const r = reference.tail[isolation].find((t) => t.start === c.start);
+      const expected = r ?? (c.start >= end ? { start: c.start, fetches: 1, records: 0, reachedEnd: true } : undefined);
+      if (expected && (!c.reachedEnd || c.records !== expected.records || c.fetches > expected.fetches))
+        lines.push(`read_${isolation} from (mapped) ${c.start}: ${names[0]} ${JSON.stringify(expected)}, ${names[1]} ${JSON.stringify(c)}`);
+    }
+  }
+  return lines;
 }
 
 /** What Kafka must have left once compaction is complete: the latest committed value of each key. */
@@ -769,6 +840,10 @@ function summarizeRead(read: LogRead): string {
   ].join(', ');
 }
 
+function showTails(ts: TailRead[]): string {
+  return ts.map((t) => `${t.start}:${t.fetches}${t.reachedEnd ? '' : ' (stuck)'}`).join(' ') || '-';
+}
+
 /** A short account of a compacted log: what survives, the batches, markers and empty batches left. */
 export function describeLayout(o: Observation): string {
   const { read, workload } = o;
@@ -783,6 +858,10 @@ export function describeLayout(o: Observation): string {
     `  compacted in ${o.rounds} rounds (rolls at ${o.rolls.join(', ')}): ${read.uncommitted.records.length} records left (${read.uncommitted.records.filter(isRoll).length} of them roll records), offsets ${JSON.stringify(read.offsets)}`,
     `  ${batches.length} batches: codecs ${tally(data.map((b) => b.codec))}; ${empty.length} empty (${empty.map((b) => `${b.base}-${b.last}${b.transactional ? ' txn' : ''}`).join(', ') || 'none'}); ${batches.filter((b) => b.deleteHorizon).length} carry a delete horizon`,
     `  control batches left: ${tally(markers.map((b) => b.control!))} (empty: the marker record removed, the batch kept) at ${markers.map((b) => b.base).join(', ') || '-'}; aborted transactions listed: ${read.abortedTransactions.length}`,
+    `  readers from near the end (start:fetches): uncommitted ${showTails(read.tail.uncommitted)}; committed ${showTails(read.tail.committed)}`,
+    ...(o.everyStart
+      ? [`  readers from every store offset from there: uncommitted ${showTails(o.everyStart.uncommitted)}; committed ${showTails(o.everyStart.committed)}`]
+      : []),
     `  timings (ms): ${Object.entries(o.timings)
       .map(([k, v]) => `${k} ${v}`)
       .join(', ')}`,

@@ -22,6 +22,7 @@ modes:
   keyless  records without a key, plain and in compressed batches, and the errors they get
   read     partition 0 from offset 0 to the end, read_uncommitted and read_committed, and its batches
   carried  where kcompact's carry records sit in a store's partition 0, read from the store itself
+  tail     readers starting at each offset of [--from, --to): the fetches each takes to the end
 run "kworkload MODE -h" for the flags of a mode`
 
 func main() {
@@ -41,6 +42,8 @@ func main() {
 		out = read(os.Args[2:])
 	case "carried":
 		out = carried(os.Args[2:])
+	case "tail":
+		out = tail(os.Args[2:])
 	default:
 		fmt.Fprintln(os.Stderr, usage)
 		os.Exit(2)

@@ -48,6 +48,12 @@ func leaderOf(ctx context.Context, cl *kgo.Client, topic string) (*kgo.Broker, e
 // fetchAt sends one Fetch for partition 0 at offset (isolation 1: read_committed, which also
 // lists the aborted transactions) and returns the partition's answer, its errors checked.
 func fetchAt(ctx context.Context, leader *kgo.Broker, topic string, offset int64, isolation int8) (*kmsg.FetchResponseTopicPartition, error) {
+	return fetchUpTo(ctx, leader, topic, offset, isolation, 4<<20)
+}
+
+// fetchUpTo is fetchAt with the partition's byte limit given: at 1 the store answers one batch
+// (the first is always whole, KIP-74), so each batch of a stretch costs a fetch.
+func fetchUpTo(ctx context.Context, leader *kgo.Broker, topic string, offset int64, isolation int8, partitionMaxBytes int32) (*kmsg.FetchResponseTopicPartition, error) {
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = -1
 	req.MaxWaitMillis = 100
@@ -60,7 +66,7 @@ func fetchAt(ctx context.Context, leader *kgo.Broker, topic string, offset int64
 	p := kmsg.NewFetchRequestTopicPartition()
 	p.Partition = 0
 	p.FetchOffset = offset
-	p.PartitionMaxBytes = 4 << 20
+	p.PartitionMaxBytes = partitionMaxBytes
 	t.Partitions = append(t.Partitions, p)
 	req.Topics = append(req.Topics, t)
 	resp, err := leader.Request(ctx, req)

@@ -50,6 +50,10 @@ func read(args []string) map[string]any {
 	if err != nil {
 		errs = append(errs, "batches: "+err.Error())
 	}
+	tail, err := tailsNearEnd(ctx, *brokers, *topic, uncommitted.Records, committed.Records, offsets)
+	if err != nil {
+		errs = append(errs, "tail readers: "+err.Error())
+	}
 	// The comparison assumes one state of the log; a writer or a retention pass during the
 	// read would make its parts disagree.
 	if again, err := offsetsOf(ctx, admin, *topic); err != nil {
@@ -63,6 +67,7 @@ func read(args []string) map[string]any {
 		"committed":           committed,
 		"batches":             batches,
 		"abortedTransactions": aborted,
+		"tail":                tail,
 		"errors":              errs,
 	}
 }
