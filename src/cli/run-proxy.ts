@@ -118,6 +118,7 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
     indexOnDemand: config.indexOnDemand,
     ...(config.carrierGroup !== NO_CARRIER_GROUP && { carrierGroup: { groupId: config.carrierGroup, sessionTimeoutMs: config.carrierSessionTimeoutMs } }),
     carryRetentionShare: config.carryRetentionShare,
+    carryBytesPerSecond: config.carryBytesPerSecond,
     ...(config.storeRetentionMs !== undefined && { storeRetentionMs: config.storeRetentionMs }),
     staticTopics: config.topics,
     brokerConfigs: config.brokerConfigs,

@@ -45,6 +45,8 @@ export interface CompactionOptions {
   carryRetentionShare?: number;
   /** The store's retention where it cannot describe configs (unset: it keeps everything). */
   storeRetentionMs?: number;
+  /** What this replica's carry passes may write (and read) per second, all partitions together; 0 or unset: unbounded. */
+  carryBytesPerSecond?: number;
   /** Topics compacted by kcompact's own configuration (for stores without admin APIs). */
   staticTopics?: readonly StaticTopic[];
   /** Broker-level defaults by Kafka's broker config names (log.cleanup.policy, log.cleaner.delete.retention.ms, ...). */
@@ -106,7 +108,12 @@ export async function startCompaction(opts: CompactionOptions): Promise<Compacti
       maxFrameBytes: opts.maxFrameBytes,
       connector: opts.upstreamConnector,
       client: upstream,
-      carrying: { share: opts.carryRetentionShare ?? DEFAULT_CARRY_SHARE, backoffMs: opts.cleanerBackoffMs },
+      carrying: {
+        share: opts.carryRetentionShare ?? DEFAULT_CARRY_SHARE,
+        backoffMs: opts.cleanerBackoffMs,
+        // A replica that never carries leaves the rate to the ones that do.
+        bytesPerSecond: opts.carrierGroup ? (opts.carryBytesPerSecond ?? 0) : 0,
+      },
     }),
     startCompactionEngine({
       upstream: opts.upstream,
@@ -114,6 +121,7 @@ export async function startCompaction(opts: CompactionOptions): Promise<Compacti
       log: opts.log,
       cleanerBackoffMs: opts.cleanerBackoffMs,
       ...(opts.carrierGroup && { carrierGroup: opts.carrierGroup }),
+      ...(opts.carryBytesPerSecond !== undefined && { carryBytesPerSecond: opts.carryBytesPerSecond }),
       ...(opts.indexIdleMs !== undefined && { indexIdleMs: opts.indexIdleMs }),
       ...(opts.indexOnDemand !== undefined && { indexOnDemand: opts.indexOnDemand }),
       maxFrameBytes: opts.maxFrameBytes,

@@ -41,6 +41,7 @@ import { listenerContextOptions, type ListenerTlsSettings } from '../proxy/liste
 import { passwordOf, upstreamContext, type UpstreamSecurity, type UpstreamTlsSettings } from '../upstream/upstream-connector.js';
 import { SASL_MECHANISMS } from '../upstream/sasl-client.js';
 import { MIN_TOKEN_LENGTH, tokenOf } from '../ops/admin-token.js';
+import { MIN_PASS_BYTES, rewritableBytes } from '../compaction/carry/carry-capacity.js';
 
 export { ConfigError, describeKey, envOf, flagOf, type Setting } from './setting.js';
 
@@ -172,6 +173,14 @@ const DECLARATIONS = {
       "where the store caps retention, the share of it (0-1) at which the carrying replica writes survivors again, so they never reach the store's limit",
     parse: ratio(0.05, 0.9),
     default: 0.5,
+  }),
+  carryBytesPerSecond: setting({
+    arg: 'BYTES',
+    description:
+      "most bytes per second this replica's carry passes write to the store, and most they read, all the partitions it carries together; the store's throttle_time_ms is honored either way; 0: no bound of kcompact's own",
+    parse: integer(0, 2 ** 40),
+    default: 0,
+    note: 'unbounded',
   }),
   storeRetentionMs: setting({
     arg: 'MS',
@@ -605,6 +614,7 @@ export function resolveConfig(cli: Record<string, unknown>, env: NodeJS.ProcessE
     );
   }
   checkTopicSettings(config.topics, config.brokerConfigs);
+  checkCarryRate(config);
   const needRegistry = registryPatterns(config.keyIdentity);
   if (needRegistry.length > 0 && config.schemaRegistryUrl === undefined) {
     throw new ConfigError(
@@ -614,6 +624,23 @@ export function resolveConfig(cli: Record<string, unknown>, env: NodeJS.ProcessE
   checkSecurity(config);
   checkManagementListeners(config);
   return config;
+}
+
+/**
+ * A rate at which not even the smallest pass fits in the carry age that storeRetentionMs gives
+ * keeps no record of any topic: known from the settings alone, so it stops the start. A store
+ * that describes its retention is checked per topic, when one is created (capped-retention.ts).
+ */
+function checkCarryRate(c: ProxyConfig): void {
+  if (c.storeRetentionMs === undefined || c.carryBytesPerSecond <= 0) return;
+  const carryAt = Math.floor(c.storeRetentionMs * c.carryRetentionShare);
+  const rewritable = rewritableBytes(c.carryBytesPerSecond, carryAt);
+  if (rewritable >= MIN_PASS_BYTES) return;
+  throw new ConfigError(
+    `invalid ${describeKey('carryBytesPerSecond')}: ${c.carryBytesPerSecond} bytes per second write ${rewritable} bytes within the carry age of ${carryAt} ms ` +
+      `(carryRetentionShare ${c.carryRetentionShare} of storeRetentionMs ${c.storeRetentionMs}), less than the ${MIN_PASS_BYTES} bytes of the smallest carry pass: ` +
+      `raise it, or set 0 for no bound`,
+  );
 }
 
 /** Every key was settled; an unset setting counts, with its value undefined. */

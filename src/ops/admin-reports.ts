@@ -3,6 +3,7 @@
  * `inspect` rebuild it from a stopped proxy's data directory: one shape for both, so the CLI
  * prints either the same way.
  */
+import type { CarryCapacity } from '../compaction/carry/carry-capacity.js';
 import type { CleanerStats } from '../compaction/cleaner/cleaner.js';
 import type { CarrierGroupStatus } from '../compaction/election/carrier-group.js';
 import type { PartitionDetail, PartitionStatus } from '../compaction/worker/engine-status.js';
@@ -56,6 +57,8 @@ export interface StatusReport {
   carrierGroup?: CarrierGroupStatus;
   /** Bytes the indexer read from the store (EngineStatus.reads). */
   reads?: { indexBytes: number; locateBytes: number };
+  /** Whether carryBytesPerSecond keeps what this replica carries (EngineStatus.carryCapacity); a running proxy whose rate is bounded only. */
+  carryCapacity?: CarryCapacity;
   compactedTopics: TopicSummary[];
   partitions: PartitionStatus[];
 }

@@ -149,6 +149,7 @@ export function adminRoutes(deps: AdminRouteDeps): [string, Route][] {
       cleaner: { ...engine.cleaner, backoffMs: config.cleanerBackoffMs },
       ...(engine.carrierGroup && { carrierGroup: engine.carrierGroup }),
       ...(engine.reads && { reads: engine.reads }),
+      ...(engine.carryCapacity && { carryCapacity: engine.carryCapacity }),
       compactedTopics: summarizeTopics(compaction.configs.view.compactedTopics(), engine.partitions),
       partitions: engine.partitions,
     };

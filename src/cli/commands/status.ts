@@ -4,9 +4,10 @@
  */
 import type { Command } from 'commander';
 import type { StatusReport } from '../../ops/admin-reports.js';
+import { CAPACITY_WARNING_RATIO, topicCapacities } from '../../compaction/carry/carry-capacity.js';
 import { adminOptions, adminTarget, fromProxyOrDataDir, type AdminOptions } from './admin-target.js';
 import { statusFromDataDir } from './data-dir.js';
-import { ago, count, printJson, ratio, table } from './render.js';
+import { ago, count, duration, plural, printJson, ratio, table } from './render.js';
 
 /** The replica's part in carrying: its group, generation and the partitions it carries. */
 function carrying(s: StatusReport): string {
@@ -27,6 +28,42 @@ function indexed(s: StatusReport): string {
   const used = s.partitions.filter((p) => !p.carried).map((p) => `${p.topic}-${p.partition}`);
   const onDemand = used.length > 0 ? `: ${used.slice(0, 20).join(', ')}${used.length > 20 ? ', ...' : ''}` : '';
   return `${count(s.partitions.length)} partitions: ${count(carried)} carried here, ${count(used.length)} on demand of its clients${onDemand}`;
+}
+
+function size(bytes: number): string {
+  const units = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let n = bytes;
+  let u = 0;
+  for (; n >= 1024 && u < units.length - 1; u++) n /= 1024;
+  return u === 0 ? `${count(n)} bytes` : `${n.toFixed(1)} ${units[u]}`;
+}
+
+/** Topics listed by name in the warning; the rest are counted. */
+const WARNED_TOPICS = 10;
+
+/**
+ * Where carryBytesPerSecond cannot rewrite, or barely can, what this replica carries within the
+ * carry ages (carry/carry-capacity.ts): the replica's figure, then each topic with its live
+ * bytes, carry age and how long the rate takes to rewrite it.
+ */
+export function capacityWarnings(s: StatusReport): string[] {
+  const c = s.carryCapacity;
+  if (!c || c.ratio <= CAPACITY_WARNING_RATIO) return [];
+  const verdict = c.ratio > 1 ? 'cannot rewrite' : 'have little room left to rewrite';
+  const rate = `carryBytesPerSecond=${c.bytesPerSecond} (${size(c.bytesPerSecond)}/s)`;
+  const lines = [
+    `warning: at ${rate} this replica's carry passes ${verdict} the live bytes of the partitions it carries within their carry ages ` +
+      `(capacity ratio ${ratio(c.ratio)}): a store that caps retention lets go the keys not rewritten in time (docs/operating.md, "When carrying cannot keep up")`,
+  ];
+  const topics = topicCapacities(c);
+  for (const t of topics.slice(0, WARNED_TOPICS)) {
+    lines.push(
+      `warning: topic ${t.topic}: ${size(t.liveBytes)} live in ${plural(t.partitions, 'partition')} carried here, carry age ${duration(t.carryAfterMs)}; ` +
+        `at ${rate} rewriting it takes ${duration((t.liveBytes * 1000) / c.bytesPerSecond)} (${ratio(t.ratio)} of the carry age)`,
+    );
+  }
+  if (topics.length > WARNED_TOPICS) lines.push(`warning: and ${plural(topics.length - WARNED_TOPICS, 'more topic')} carried here`);
+  return lines;
 }
 
 export function renderStatus(s: StatusReport, now: number): string {
@@ -58,6 +95,8 @@ export function renderStatus(s: StatusReport, now: number): string {
   }
   const width = Math.max(...facts.map(([k]) => k.length));
   for (const [k, v] of facts) out.push(`${k.padEnd(width)}  ${v}`);
+  const warnings = capacityWarnings(s);
+  if (warnings.length > 0) out.push('', ...warnings);
   out.push('');
   if (s.compactedTopics.length === 0) {
     out.push('no compacted topics');

@@ -15,6 +15,9 @@
  * of the assignment before each batch: a carrier that lost the partition (a rebalance, a pause
  * past its session timeout) stops there, so that two carriers' passes overlap by a batch at most,
  * and never both let a range go.
+ *
+ * Every request of a pass goes out through the replica's pacing (carry-pacing.ts): the
+ * carryBytesPerSecond budget its passes share, and the wait a broker's throttle_time_ms asks for.
  */
 import type { Logger } from '../../ops/log.js';
 import type { UpstreamClient } from '../../upstream/client.js';
@@ -24,7 +27,8 @@ import type { PartitionStore } from '../index/partition-store.js';
 import type { TopicPolicy } from '../policy.js';
 import { copiesAged } from './carry-age.js';
 import type { StoreRegistry } from '../index/store-registry.js';
-import { deleteRecordsBefore, fetchRecords, produceBatch } from '../indexer/partition-requests.js';
+import { deleteRecordsBefore, fetchRecords, produceBatch, type PartitionRequests } from '../indexer/partition-requests.js';
+import { CarryPacing, type PacingStats } from './carry-pacing.js';
 import { CopyRun, markerBatch, RUN_BYTES } from './carried-batch.js';
 import { encodePassEnd, encodePassStart, encodeRelease } from './carry-record.js';
 import { PhysicalReader } from './physical-reader.js';
@@ -55,6 +59,8 @@ export interface CarrierDeps {
    * undefined from it: the store has no share groups. Without it nothing holds a range.
    */
   shareGroupStarts?: (topic: string, partition: number) => Promise<ShareGroupStart[] | undefined>;
+  /** What the replica's passes may ask of the store; without it, only the store's throttle_time_ms bounds them. */
+  pacing?: CarryPacing;
 }
 
 export interface CarryOutcome {
@@ -89,6 +95,8 @@ export interface CarrierStats {
   bytesReadTotal: number;
   /** Partitions whose last pass keeps (part of) its range for a share group, or because the store could not say where they stand. */
   heldPartitions: number;
+  /** Time passes waited for carryBytesPerSecond and for the store's throttle_time_ms. */
+  pacing?: PacingStats;
 }
 
 /** A pass this replica is no longer the carrier for: stopped, and not a failure. */
@@ -111,6 +119,7 @@ export class Carrier {
     heldPartitions: 0,
   };
   private readonly now: () => number;
+  private readonly pacing: CarryPacing;
   /** Partitions whose store refused DeleteRecords (said once). */
   private readonly unreleased = new Set<string>();
   /** Partitions whose last pass kept (part of) its range for a share group, and where that group stood. */
@@ -118,6 +127,8 @@ export class Carrier {
 
   constructor(private readonly deps: CarrierDeps) {
     this.now = deps.clock ?? Date.now;
+    this.pacing = deps.pacing ?? new CarryPacing({ bytesPerSecond: 0 });
+    this.stats.pacing = this.pacing.stats;
   }
 
   /**
@@ -149,7 +160,8 @@ export class Carrier {
     let reader: PhysicalReader | undefined;
     try {
       await this.stillCarrier(store, true);
-      const client = await this.deps.leader(topic, partition);
+      // A request that waited for the budget or a throttle goes only if the partition is still this replica's.
+      const client = this.pacing.over(await this.deps.leader(topic, partition), () => this.stillCarrier(store, false));
       // A range kept for a share group is let go once the groups have finished it, before any new
       // pass: a new pass would copy every survivor again while the old copies stay.
       if (this.held.has(partitionKey(topic, partition)) && !copiesAged(store, policy.carryAfterMs, this.now())) {
@@ -160,7 +172,8 @@ export class Carrier {
       const now = this.now();
       const pass = await produceBatch(client, topic, partition, await markerBatch(encodePassStart({ releaseEnd, topicStart: store.topicStart }), now));
       const target = { topic, topicId: store.checkpoint.topicId, partition };
-      reader = new PhysicalReader((offset) => fetchRecords(client, target, offset, FETCH_BYTES));
+      const readBytes = this.pacing.readBytes(FETCH_BYTES);
+      reader = new PhysicalReader((offset) => fetchRecords(client, target, offset, readBytes));
       const run = new CopyRun();
       const group = new SourceGroup(releaseEnd);
       let count = 0;
@@ -286,7 +299,7 @@ export class Carrier {
    * Lets the store let go of the range below `releaseEnd`, or of as much of it as every share
    * group reading the partition has finished; whether it let go of the whole range.
    */
-  private async release(client: UpstreamClient, store: PartitionStore, releaseEnd: number): Promise<boolean> {
+  private async release(client: PartitionRequests, store: PartitionStore, releaseEnd: number): Promise<boolean> {
     const { topic, partition } = store.id;
     const key = partitionKey(topic, partition);
     const { end, groups } = await this.heldEnd(store, releaseEnd);
@@ -297,6 +310,7 @@ export class Carrier {
     try {
       await deleteRecordsBefore(client, topic, partition, end);
     } catch (err) {
+      if (err instanceof Fenced) throw err;
       if (!this.unreleased.has(key)) {
         this.unreleased.add(key);
         this.deps.log.warn('the store did not delete the carried range; its own retention must let it go', { topic, partition, releaseEnd, err });

@@ -4,6 +4,7 @@
  * topic; a store that refuses them (OCI Streaming, Event Hubs, a create or alter policy) keeps
  * the topic for its own retention instead, which carrying must then outrun.
  */
+import { rateRefusal } from '../carry/carry-capacity.js';
 import { carryRefusal } from '../carry/store-retention.js';
 import type { ConfigContext } from './config-context.js';
 import { MIN_COMPACTION_LAG_MS, RETENTION_BYTES, RETENTION_MS } from './definitions.js';
@@ -30,7 +31,8 @@ export function retentionRefused(topic: string, upstreamMessage: string | null |
 /**
  * Why the retention the store gave a compact-only topic (`got`, from DescribeConfigs) loses
  * keys, or null when carrying keeps them: a size cap always does; a time cap when a pass
- * cannot complete within it (carry/store-retention.ts).
+ * cannot complete within it (carry/store-retention.ts), or when carryBytesPerSecond cannot
+ * write even the smallest pass within the carry age (carry/carry-capacity.ts).
  */
 export function cappedRefusal(ctx: ConfigContext, topic: string, overrides: TopicOverrides, got: Record<string, string | null>): string | null {
   const bytes = got[RETENTION_BYTES];
@@ -43,5 +45,7 @@ export function cappedRefusal(ctx: ConfigContext, topic: string, overrides: Topi
   const ms = Number(got[RETENTION_MS] ?? '-1');
   if (!Number.isFinite(ms) || ms < 0) return null;
   const minLag = Number(effectiveValue(MIN_COMPACTION_LAG_MS, overrides, ctx.defaults));
-  return carryRefusal(topic, ms, ctx.carrying.share, ctx.carrying.backoffMs, minLag);
+  return (
+    carryRefusal(topic, ms, ctx.carrying.share, ctx.carrying.backoffMs, minLag) ?? rateRefusal(topic, ms, ctx.carrying.share, ctx.carrying.bytesPerSecond ?? 0)
+  );
 }

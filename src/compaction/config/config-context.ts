@@ -23,4 +23,6 @@ export interface CarryingRule {
   share: number;
   /** The cleaner's pause between rounds. */
   backoffMs: number;
+  /** carryBytesPerSecond where this replica carries; 0 or absent: unbounded. */
+  bytesPerSecond?: number;
 }

@@ -9,6 +9,9 @@ import { UpstreamError } from '../../upstream/error-class.js';
 import { ZERO_UUID } from '../../protocol/wire/uuid.js';
 import { partitionKey } from '../partition-key.js';
 
+/** What these requests need of a connection: a carry pass sends them through its pacing (carry/carry-pacing.ts). */
+export type PartitionRequests = Pick<UpstreamClient, 'version' | 'request'>;
+
 const EARLIEST_TIMESTAMP = -2n;
 const LATEST_TIMESTAMP = -1n;
 const TIMEOUT_MS = 30_000;
@@ -71,7 +74,7 @@ export async function lastStableOffsets(client: UpstreamClient, partitions: read
 }
 
 /** Moves the partition's log start to `offset`; throws when the upstream refuses or cannot. */
-export async function deleteRecordsBefore(client: UpstreamClient, topic: string, partition: number, offset: number): Promise<void> {
+export async function deleteRecordsBefore(client: PartitionRequests, topic: string, partition: number, offset: number): Promise<void> {
   const body = await client.request(ApiKey.DeleteRecords, client.version(ApiKey.DeleteRecords), {
     topics: [{ name: topic, partitions: [{ partitionIndex: partition, offset }] }],
     timeoutMs: TIMEOUT_MS,
@@ -90,7 +93,7 @@ const PRODUCE_TOPIC_IDS_VERSION = 13;
  * pass: null when the store has nothing there.
  */
 export async function fetchRecords(
-  client: UpstreamClient,
+  client: PartitionRequests,
   target: { topic: string; topicId: string; partition: number },
   offset: number,
   maxBytes: number,
@@ -124,7 +127,7 @@ export async function fetchRecords(
 }
 
 /** Appends one batch to a partition with acks=all; returns the offset the store gave its first record. */
-export async function produceBatch(client: UpstreamClient, topic: string, partition: number, batch: Buffer): Promise<number> {
+export async function produceBatch(client: PartitionRequests, topic: string, partition: number, batch: Buffer): Promise<number> {
   const version = Math.min(client.version(ApiKey.Produce), PRODUCE_TOPIC_IDS_VERSION - 1);
   const body = await client.request(ApiKey.Produce, version, {
     transactionalId: null,

@@ -33,6 +33,8 @@ export interface CompactionEngineOptions {
   cleanerBackoffMs?: number;
   /** The carrier group this replica joins (docs/carrying.md); without one, it never carries. */
   carrierGroup?: CarrierGroupSettings;
+  /** What this replica's carry passes may write (and read) per second, all partitions together; 0 or unset: unbounded. */
+  carryBytesPerSecond?: number;
   /** Whether only the partitions this replica carries or its clients use are indexed (default true); false indexes every one. */
   indexOnDemand?: boolean;
   /** How long a partition this replica does not carry stays indexed after its clients' last use (default 10 minutes). */
@@ -106,6 +108,7 @@ export async function startCompactionEngine(opts: CompactionEngineOptions): Prom
     dataDir: opts.dataDir,
     cleanerBackoffMs: opts.cleanerBackoffMs ?? 15_000,
     ...(opts.carrierGroup && { carrierGroup: opts.carrierGroup }),
+    carryBytesPerSecond: opts.carryBytesPerSecond ?? 0,
     indexIdleMs,
     indexOnDemand: opts.indexOnDemand ?? true,
     maxFrameBytes: opts.maxFrameBytes,

@@ -22,6 +22,8 @@ export interface WorkerConfig {
   cleanerBackoffMs: number;
   /** The carrier group this replica joins (docs/carrying.md); none: it never carries. */
   carrierGroup?: CarrierGroupSettings;
+  /** What the carrier's passes may write (and read) per second, all partitions together (carry/carry-pacing.ts); 0: unbounded. */
+  carryBytesPerSecond: number;
   /** Whether only the partitions this replica carries or its clients use are indexed; false: every one. */
   indexOnDemand: boolean;
   /** How long a partition this replica does not carry stays indexed after its clients' last use. */

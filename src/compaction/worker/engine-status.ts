@@ -12,6 +12,8 @@ import type { PartitionDemand } from '../indexer/partition-demand.js';
 import type { PartitionStore } from '../index/partition-store.js';
 import type { StoreRegistry } from '../index/store-registry.js';
 import { partitionKey } from '../partition-key.js';
+import type { TopicPolicy } from '../policy.js';
+import { carryCapacity, liveBytes, type CarriedPartition, type CarryCapacity } from '../carry/carry-capacity.js';
 
 export interface PartitionStatus {
   topic: string;
@@ -64,6 +66,8 @@ export interface EngineStatus {
   carrierGroup?: CarrierGroupStatus;
   /** Bytes of record batches the indexer read from the store: to index them, and to find new indexes' last carry pass. */
   reads?: { indexBytes: number; locateBytes: number };
+  /** Whether carryBytesPerSecond can rewrite what this replica carries within the carry ages; absent when unbounded or nothing is carried. */
+  carryCapacity?: CarryCapacity;
 }
 
 /** What only a running engine knows of a partition. */
@@ -114,7 +118,7 @@ export function partitionDetail(store: PartitionStore, range: CleanableRange | u
   };
 }
 
-export function byTopicPartition(a: PartitionStatus, b: PartitionStatus): number {
+export function byTopicPartition(a: { topic: string; partition: number }, b: { topic: string; partition: number }): number {
   return a.topic === b.topic ? a.partition - b.partition : a.topic < b.topic ? -1 : 1;
 }
 
@@ -124,6 +128,9 @@ export interface EngineParts {
   cleaner: Cleaner;
   group?: CarrierGroup;
   demand?: PartitionDemand;
+  /** The policies the engine works with (their carry ages), and the carryBytesPerSecond its passes share. */
+  policies?: () => ReadonlyMap<string, TopicPolicy>;
+  carryBytesPerSecond?: number;
 }
 
 function liveStates({ indexer, cleaner, group, demand }: EngineParts): (store: PartitionStore) => LiveState {
@@ -149,13 +156,29 @@ const openStores = (registry: StoreRegistry) => [...registry.all()].filter((stor
 export function engineStatus(registry: StoreRegistry, parts: EngineParts): EngineStatus {
   const live = liveStates(parts);
   const { cleaner, group } = parts;
-  const partitions = openStores(registry).map((store) => partitionStatus(store, cleaner.rangeOf(store), live(store)));
+  const stores = openStores(registry);
+  const partitions = stores.map((store) => partitionStatus(store, cleaner.rangeOf(store), live(store)));
+  const capacity = capacityOf(stores, parts);
   return {
     partitions: partitions.sort(byTopicPartition),
     cleaner: cleaner.status(),
     reads: { ...parts.indexer.reads },
     ...(group && { carrierGroup: group.status() }),
+    ...(capacity && { carryCapacity: capacity }),
   };
+}
+
+/** The partitions this replica carries on a store that caps their retention, against the rate their passes share. */
+function capacityOf(stores: readonly PartitionStore[], { group, policies, carryBytesPerSecond }: EngineParts): CarryCapacity | undefined {
+  if (!group || !policies || !carryBytesPerSecond || carryBytesPerSecond <= 0) return undefined;
+  const known = policies();
+  const carried: CarriedPartition[] = [];
+  for (const store of stores) {
+    const { topic, partition } = store.id;
+    const carryAfterMs = known.get(topic)?.carryAfterMs ?? -1;
+    if (carryAfterMs > 0 && group.holds(topic, partition)) carried.push({ topic, partition, liveBytes: liveBytes(store), carryAfterMs });
+  }
+  return carryCapacity(carried.sort(byTopicPartition), carryBytesPerSecond);
 }
 
 /** Every indexed partition of the topic, in detail. */

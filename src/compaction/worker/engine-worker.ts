@@ -6,6 +6,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import type { TopicPolicy } from '../policy.js';
 import { Carrier } from '../carry/carrier.js';
+import { CarryPacing } from '../carry/carry-pacing.js';
 import { shareGroupStarts } from '../carry/share-group-starts.js';
 import { CarrierGroup } from '../election/carrier-group.js';
 import { Cleaner } from '../cleaner/cleaner.js';
@@ -83,6 +84,8 @@ const group = config.carrierGroup
       log,
     })
   : undefined;
+// One budget for every partition this replica carries: its passes take turns at one rate.
+const pacing = new CarryPacing({ bytesPerSecond: config.carryBytesPerSecond });
 const carrier = group
   ? new Carrier({
       registry,
@@ -90,6 +93,7 @@ const carrier = group
       log,
       mandate: group,
       shareGroupStarts: (topic, partition) => shareGroupStarts(cluster, topic, partition),
+      pacing,
     })
   : undefined;
 const cleaner = new Cleaner({
@@ -107,7 +111,7 @@ indexer.onPartitionsChanged(() => group?.partitionsChanged());
 const demand = new PartitionDemand(config.indexIdleMs);
 if (config.indexOnDemand) indexer.setWanted((topic, partition) => demand.wanted(topic, partition) || (group?.holds(topic, partition) ?? false));
 
-const parts = { indexer, cleaner, demand, ...(group && { group }) };
+const parts = { indexer, cleaner, demand, ...(group && { group }), policies: () => policies, carryBytesPerSecond: config.carryBytesPerSecond };
 
 /** Asks for every partition of the topic (of every compacted topic when omitted): an operator's clean covers them. */
 function askFor(topic: string | undefined): void {
@@ -130,6 +134,8 @@ async function shutdown(): Promise<void> {
   idleCollection.stop();
   // First, so that the others take this replica's partitions at once.
   await group?.stop();
+  // A pass waiting for its budget stops there (it no longer carries), rather than holding up the close.
+  pacing.close();
   const indexerDone = indexer.close();
   cluster.close();
   schemas?.close();

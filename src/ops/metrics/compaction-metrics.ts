@@ -202,6 +202,26 @@ export class CompactionMetrics {
       (s) => (s.cleaner.carryMargin ? s.cleaner.carryMargin.marginMs / 1000 : Infinity),
     );
     gauge(
+      'kcompact_carry_capacity_ratio',
+      'How much of carryBytesPerSecond the partitions this replica carries on a store that caps retention need to be rewritten within their carry ages (the sum over them of live bytes / (rate x carry age)); above 1 the rate cannot keep them, 0 where nothing bounds the rate',
+      (s) => s.carryCapacity?.ratio ?? 0,
+    );
+    counter(
+      'kcompact_carry_paced_seconds_total',
+      'Time carry passes waited so as not to write or read the store faster than carryBytesPerSecond',
+      (s) => (s.cleaner.carry?.pacing?.pacedMsTotal ?? 0) / 1000,
+    );
+    counter(
+      'kcompact_carry_throttled_seconds_total',
+      "Time carry passes waited before their next request to a broker that answered them with throttle_time_ms (the store's quota)",
+      (s) => (s.cleaner.carry?.pacing?.throttledMsTotal ?? 0) / 1000,
+    );
+    counter(
+      'kcompact_carry_throttles_total',
+      'Answers to carry passes in which the store asked for a throttle (throttle_time_ms > 0)',
+      (s) => s.cleaner.carry?.pacing?.throttlesTotal ?? 0,
+    );
+    gauge(
       'kcompact_carry_margin_ratio',
       "kcompact_carry_margin_seconds as a share of that partition's store retention (0-1; 1 where no store caps retention): falls towards 0 when carrying stops",
       (s) => (s.cleaner.carryMargin ? Math.max(0, s.cleaner.carryMargin.ratio) : 1),
@@ -306,6 +326,20 @@ export class CompactionMetrics {
     partitionGauge('kcompact_partition_time_since_last_clean_seconds', 'Time since the partition was last cleaned (absent before its first clean)', (p, now) =>
       p.lastCleanMs > 0 ? (now - p.lastCleanMs) / 1000 : undefined,
     );
+    new Gauge({
+      name: 'kcompact_partition_carry_capacity_ratio',
+      help: "The partition's share of kcompact_carry_capacity_ratio: its live bytes over what carryBytesPerSecond rewrites within its carry age (partitions this replica carries on a store that caps retention)",
+      labelNames: ['topic', 'partition'],
+      registers,
+      async collect(this: Gauge<'topic' | 'partition'>) {
+        const s = await snapshot();
+        if (!s) return;
+        this.reset();
+        for (const p of s.carryCapacity?.partitions ?? []) {
+          if (opts.topics(p.topic)) this.set({ topic: p.topic, partition: String(p.partition) }, p.ratio);
+        }
+      },
+    });
     partitionGauge('kcompact_partition_uncleanable', 'Whether the cleaner skips the partition after a failed clean (1) or not (0)', (p) =>
       p.uncleanable ? 1 : 0,
     );

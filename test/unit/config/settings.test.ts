@@ -183,3 +183,30 @@ test('the admin listener: loopback by default, elsewhere only with a usable toke
     fs.rmSync(temp, { recursive: true, force: true });
   }
 });
+
+test('carryBytesPerSecond: 0 (unbounded) by default, a positive integer or 0, and never so low that no pass fits the carry age', () => {
+  assert.equal(resolveConfig({ upstream: 'a:1' }, {}, {}).carryBytesPerSecond, 0);
+  assert.equal(resolveConfig({ upstream: 'a:1' }, { KCOMPACT_CARRY_BYTES_PER_SECOND: '1048576' }, {}).carryBytesPerSecond, 1 << 20);
+  assert.equal(resolveConfig({ upstream: 'a:1', carryBytesPerSecond: '0' }, {}, { carryBytesPerSecond: 5 }).carryBytesPerSecond, 0);
+  for (const bad of ['-1', '1.5', '1e6', 'fast']) {
+    assert.throws(
+      () => resolveConfig({ upstream: 'a:1' }, { KCOMPACT_CARRY_BYTES_PER_SECOND: bad }, {}),
+      (err: Error) =>
+        err instanceof ConfigError &&
+        err.message.includes('--carry-bytes-per-second / KCOMPACT_CARRY_BYTES_PER_SECOND / config key "carryBytesPerSecond"') &&
+        err.message.includes('expected an integer from 0 to'),
+      bad,
+    );
+  }
+  // A store keeping 300 s is carried at 150 s, in which 1 byte a second writes 150 bytes: less than any pass.
+  assert.throws(
+    () => resolveConfig({ upstream: 'a:1', storeRetentionMs: '300000', carryBytesPerSecond: '1' }, {}, {}),
+    /carryBytesPerSecond.*1 bytes per second write 150 bytes within the carry age of 150000 ms .*less than the 183 bytes of the smallest carry pass/,
+  );
+  assert.equal(resolveConfig({ upstream: 'a:1', storeRetentionMs: '300000', carryBytesPerSecond: '2' }, {}, {}).carryBytesPerSecond, 2);
+  assert.equal(
+    resolveConfig({ upstream: 'a:1', carryBytesPerSecond: '1' }, {}, {}).carryBytesPerSecond,
+    1,
+    'a retention learned from the store is checked per topic',
+  );
+});

@@ -93,10 +93,27 @@ test('aggregates from one status call per scrape, in base units', async () => {
     partitions: [partition('a', 0), partition('a', 1, { nextOffset: 80, tombstonesPending: 2 }), partition('b', 0, { indexedRecords: 5 })],
     cleaner: cleaner({
       uncleanable: [{ topic: 'b', partition: 0 }],
-      carry: { passesTotal: 2, copiesTotal: 300, bytesWrittenTotal: 9000, failuresTotal: 1, fencedTotal: 4, bytesReadTotal: 7000, heldPartitions: 1 },
+      carry: {
+        passesTotal: 2,
+        copiesTotal: 300,
+        bytesWrittenTotal: 9000,
+        failuresTotal: 1,
+        fencedTotal: 4,
+        bytesReadTotal: 7000,
+        heldPartitions: 1,
+        pacing: { pacedMsTotal: 2500, throttledMsTotal: 750, throttlesTotal: 3 },
+      },
       carryMargin: { topic: 'a', partition: 1, marginMs: 45_000, ratio: 0.375 },
     }),
     reads: { indexBytes: 12_000, locateBytes: 3_000 },
+    carryCapacity: {
+      bytesPerSecond: 1000,
+      ratio: 0.9,
+      partitions: [
+        { topic: 'a', partition: 0, liveBytes: 4000, carryAfterMs: 10_000, ratio: 0.4 },
+        { topic: 'b', partition: 0, liveBytes: 5000, carryAfterMs: 10_000, ratio: 0.5 },
+      ],
+    },
     carrierGroup: {
       groupId: 'kcompact-carriers',
       state: 'stable',
@@ -146,6 +163,10 @@ test('aggregates from one status call per scrape, in base units', async () => {
   assert.equal(e.value('kcompact_indexed_on_demand_partitions'), 3, 'the status names none of its partitions carried');
   assert.equal(e.value('kcompact_carry_margin_seconds'), 45);
   assert.equal(e.value('kcompact_carry_margin_ratio'), 0.375);
+  assert.equal(e.value('kcompact_carry_capacity_ratio'), 0.9);
+  assert.equal(e.value('kcompact_carry_paced_seconds_total'), 2.5);
+  assert.equal(e.value('kcompact_carry_throttled_seconds_total'), 0.75);
+  assert.equal(e.value('kcompact_carry_throttles_total'), 3);
   assert.equal(e.value('kcompact_fetch_filtered_records_total'), 7);
   assert.equal(e.value('kcompact_share_fetch_filtered_records_total'), 3);
   assert.equal(e.value('kcompact_share_fetch_copied_records_total'), 5);
@@ -203,6 +224,14 @@ test('per-partition series for the topics include and exclude admit', async () =
       partition('payments', 0),
     ],
     cleaner: cleaner(),
+    carryCapacity: {
+      bytesPerSecond: 1000,
+      ratio: 0.6,
+      partitions: [
+        { topic: 'orders-eu', partition: 1, liveBytes: 2000, carryAfterMs: 10_000, ratio: 0.2 },
+        { topic: 'orders-test', partition: 0, liveBytes: 4000, carryAfterMs: 10_000, ratio: 0.4 },
+      ],
+    },
   };
   const e = await bed.scrape();
   const topics = new Set(e.samples.filter((s) => s.name.startsWith('kcompact_partition_')).map((s) => s.labels.topic));
@@ -217,8 +246,13 @@ test('per-partition series for the topics include and exclude admit', async () =
   assert.ok(since >= 4 && since < 60);
   assert.equal(e.value('kcompact_partition_time_since_last_clean_seconds', { topic: 'orders-eu', partition: '1' }), undefined, 'never cleaned');
   assert.equal(e.value('kcompact_compacted_partitions'), 5, 'aggregates cover every topic');
+  assert.equal(e.value('kcompact_partition_carry_capacity_ratio', { topic: 'orders-eu', partition: '1' }), 0.2);
+  assert.equal(e.find('kcompact_partition_carry_capacity_ratio').length, 1, 'only carried partitions of admitted topics');
+  assert.equal(e.value('kcompact_carry_capacity_ratio'), 0.6, 'the replica figure covers every topic');
 
   bed.status = { partitions: [partition('users', 0)], cleaner: cleaner() };
   const later = await bed.scrape();
   assert.equal(later.find('kcompact_partition_index_rows', { topic: 'orders-eu' }).length, 0, 'a dropped partition has no series left');
+  assert.equal(later.find('kcompact_partition_carry_capacity_ratio').length, 0, 'nor a partition no longer carried');
+  assert.equal(later.value('kcompact_carry_capacity_ratio'), 0, 'nothing bounded, nothing needed');
 });

@@ -201,6 +201,24 @@ test('a store whose retention is too short to carry keeps the topic as it was, a
   assert.deepEqual(writes, [], 'the topic is not made compact-only');
 });
 
+test('a compact-only change at whose carry age carryBytesPerSecond cannot write the smallest pass is refused, with the numbers', async () => {
+  const { ctx, harness, writes } = setup({ upstreamRetention: { ms: '300000', bytes: '-1' } });
+  ctx.carrying.bytesPerSecond = 1;
+  const run = await harness.request(ApiKey.AlterConfigs, 2, { resources: [resource('orders', { 'cleanup.policy': 'compact' })], validateOnly: false });
+  assert.equal(run.kind, 'forward');
+  if (run.kind !== 'forward') return;
+  const answer = await run.respond({ throttleTimeMs: 0, responses: [capped('orders')] });
+  assert.equal(answer.kind, 'forward');
+  if (answer.kind !== 'forward') return;
+  const [r] = answer.body.responses;
+  assert.equal(r!.errorCode, ErrorCode.INVALID_CONFIG);
+  assert.match(
+    r!.errorMessage!,
+    /^the store keeps the records of topic orders for retention\.ms=300000 .* carryBytesPerSecond=1 lets a pass write 150 bytes, less than the 183 bytes .*its compaction configs were not$/,
+  );
+  assert.deepEqual(writes, []);
+});
+
 test('a store that refuses the change without retention too gets the refusal, with what kcompact asked for and why', async () => {
   const { harness, writes } = setup({ alterErrors: { orders: { errorCode: ErrorCode.POLICY_VIOLATION, errorMessage: 'no changes allowed' } } });
   const run = await harness.request(ApiKey.AlterConfigs, 2, { resources: [resource('orders', { 'cleanup.policy': 'compact' })], validateOnly: false });

@@ -246,6 +246,39 @@ for (const [what, retention, message] of [
   });
 }
 
+test('a compact-only topic at whose carry age carryBytesPerSecond cannot write even the smallest pass is deleted again, with the numbers', async () => {
+  // The store keeps it 300 s: carried at 150 s, in which 1 byte a second writes 150 bytes.
+  const { ctx, harness, admin, writes } = setup({ upstreamRetention: { ms: '300000', bytes: '-1' } });
+  ctx.carrying.bytesPerSecond = 1;
+  const run = forwarded(await create(harness, [topic('slow', { 'cleanup.policy': 'compact' })]));
+  const answer = await run.respond({ throttleTimeMs: 0, topics: [created('slow')] });
+  assert.equal(answer.kind, 'forward');
+  if (answer.kind !== 'forward') return;
+  const [r] = answer.body.topics;
+  assert.equal(r!.errorCode, ErrorCode.INVALID_CONFIG);
+  assert.equal(
+    r!.errorMessage,
+    'the store keeps the records of topic slow for retention.ms=300000 and kcompact carries them at 0.5 of that (150000 ms), ' +
+      'within which carryBytesPerSecond=1 lets a pass write 150 bytes, less than the 183 bytes of the smallest pass ' +
+      "(a start marker, one copy, an end marker): not one record of the topic could be kept; raise carryBytesPerSecond or the store's retention; " +
+      'the topic was deleted again',
+  );
+  assert.equal(admin.filter((a) => a.apiKey === ApiKey.DeleteTopics).length, 1);
+  assert.deepEqual(writes, []);
+});
+
+test('any rate that fits the smallest pass in the carry age keeps the topic: its size is not known when it is created', async () => {
+  const { ctx, harness, admin, writes } = setup({ upstreamRetention: { ms: '300000', bytes: '-1' } });
+  ctx.carrying.bytesPerSecond = 2;
+  const run = forwarded(await create(harness, [topic('slow', { 'cleanup.policy': 'compact', 'segment.bytes': '1073741824' })]));
+  const answer = await run.respond({ throttleTimeMs: 0, topics: [created('slow')] });
+  assert.equal(answer.kind, 'forward');
+  if (answer.kind !== 'forward') return;
+  assert.equal(answer.body.topics[0]!.errorCode, ErrorCode.NONE);
+  assert.equal(admin.filter((a) => a.apiKey === ApiKey.DeleteTopics).length, 0);
+  assert.equal(writes.length, 1);
+});
+
 test('a topic whose configs cannot be stored is deleted again and refused', async () => {
   const { harness, admin } = setup({ failWrites: new Error('not the leader') });
   const run = forwarded(await create(harness, [topic('lost', { 'cleanup.policy': 'compact' })]));

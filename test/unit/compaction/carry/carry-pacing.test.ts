@@ -1,0 +1,366 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { Carrier, type CarryMandate } from '../../../../src/compaction/carry/carrier.js';
+import { CarryPacing, TokenBucket, type PacingClock } from '../../../../src/compaction/carry/carry-pacing.js';
+import type { PartitionStore } from '../../../../src/compaction/index/partition-store.js';
+import type { StoreRegistry } from '../../../../src/compaction/index/store-registry.js';
+import { createLogger } from '../../../../src/ops/log.js';
+import { DEFAULT_POLICY } from '../../../support/default-policy.js';
+import { deleteRecordsBefore, fetchRecords, produceBatch } from '../../../../src/compaction/indexer/partition-requests.js';
+import { ErrorCode } from '../../../../src/protocol/errors.js';
+import { ApiKey } from '../../../../src/protocol/messages.js';
+import type { UpstreamClient } from '../../../../src/upstream/client.js';
+
+/** Time that moves only when something sleeps: a pass's hours in no time, every wait on record. */
+class FakeClock implements PacingClock {
+  t = 1_000;
+  slept: number[] = [];
+  now(): number {
+    return this.t;
+  }
+  async sleep(ms: number, signal: AbortSignal): Promise<void> {
+    if (signal.aborted) return;
+    this.slept.push(ms);
+    this.t += ms;
+  }
+}
+
+const never = new AbortController().signal;
+
+describe('TokenBucket', () => {
+  it('lets a second of the rate through at once, then paces to the rate', async () => {
+    const clock = new FakeClock();
+    const bucket = new TokenBucket(1000, clock);
+    assert.equal(await bucket.take(1000, never), 0, 'a full bucket: no wait');
+    assert.equal(await bucket.take(500, never), 500);
+    assert.equal(await bucket.take(250, never), 250);
+    assert.deepEqual(clock.slept, [500, 250]);
+  });
+
+  it('holds the average over many takes of any size', async () => {
+    const clock = new FakeClock();
+    const rate = 4096;
+    const bucket = new TokenBucket(rate, clock);
+    const start = clock.now();
+    let taken = 0;
+    for (let i = 0; i < 200; i++) {
+      const n = [100, 5000, 1, 40_000, 777][i % 5]!;
+      await bucket.take(n, never);
+      taken += n;
+      const elapsed = clock.now() - start;
+      assert.ok(taken <= rate + (rate * elapsed) / 1000 + 40_000, `at most a burst and one take ahead of the rate (${taken} bytes in ${elapsed} ms)`);
+    }
+    const elapsed = clock.now() - start;
+    assert.ok(taken - rate <= (rate * elapsed) / 1000 + 40_000, 'the whole run within the rate');
+    assert.ok(elapsed >= ((taken - rate - 40_000) * 1000) / rate, 'and no slower than needed');
+  });
+
+  it('a take above the burst waits for a full bucket and leaves a debt the next take waits out', async () => {
+    const clock = new FakeClock();
+    const bucket = new TokenBucket(1000, clock);
+    await bucket.take(600, never);
+    assert.equal(await bucket.take(3000, never), 600, 'waits until the bucket is full again, not for 3000 bytes');
+    assert.equal(bucket.delayMs(0), 2000, 'then owes two seconds');
+    assert.equal(await bucket.take(1, never), 2001);
+  });
+
+  it('a charge after the fact (a read) is waited out by the next take, and an idle bucket fills to one second only', async () => {
+    const clock = new FakeClock();
+    const bucket = new TokenBucket(1000, clock);
+    bucket.charge(3500);
+    assert.equal(await bucket.take(0, never), 2500);
+    clock.t += 60_000;
+    assert.equal(bucket.delayMs(1000), 0);
+    assert.equal(bucket.delayMs(1001), 0, 'more than the burst waits only for a full bucket');
+    await bucket.take(1000, never);
+    assert.equal(bucket.delayMs(1), 1, 'a minute idle gave one second, no more');
+  });
+
+  it('refuses a rate that is not positive', () => {
+    assert.throws(() => new TokenBucket(0, new FakeClock()), RangeError);
+  });
+});
+
+/** What a fake broker was sent, when, and at which version. */
+interface Sent {
+  broker: string;
+  apiKey: number;
+  version: number;
+  at: number;
+  bytes: number;
+}
+
+/** A broker answering Produce, Fetch and DeleteRecords, with the throttle_time_ms a test gives each answer in turn. */
+function fakeBroker(
+  port: number,
+  clock: FakeClock,
+  sent: Sent[],
+  opts: { throttles?: number[]; fetchBytes?: number; versions?: Partial<Record<number, number>> } = {},
+) {
+  const throttles = [...(opts.throttles ?? [])];
+  const versions: Record<number, number> = { [ApiKey.Produce]: 11, [ApiKey.Fetch]: 16, [ApiKey.DeleteRecords]: 2, ...opts.versions };
+  const client = {
+    address: { host: 'store', port },
+    version: (apiKey: number) => versions[apiKey]!,
+    request: async (apiKey: number, version: number, body: { topicData?: { partitionData: { records: Buffer }[] }[] }) => {
+      const bytes = body.topicData?.[0]?.partitionData[0]?.records.length ?? 0;
+      sent.push({ broker: `store:${port}`, apiKey, version, at: clock.now(), bytes });
+      const throttleTimeMs = throttles.shift() ?? 0;
+      switch (apiKey) {
+        case ApiKey.Produce:
+          return { throttleTimeMs, responses: [{ name: 't', partitionResponses: [{ index: 0, errorCode: 0, baseOffset: 7n, errorMessage: null }] }] };
+        case ApiKey.Fetch:
+          return {
+            throttleTimeMs,
+            errorCode: 0,
+            responses: [{ topic: 't', partitions: [{ partitionIndex: 0, errorCode: 0, records: Buffer.alloc(opts.fetchBytes ?? 100, 1) }] }],
+          };
+        case ApiKey.DeleteRecords:
+          return { throttleTimeMs, topics: [{ name: 't', partitions: [{ partitionIndex: 0, lowWatermark: 5n, errorCode: ErrorCode.NONE }] }] };
+        default:
+          throw new Error(`unexpected api ${apiKey}`);
+      }
+    },
+  };
+  return client as unknown as UpstreamClient;
+}
+
+const target = { topic: 't', topicId: '', partition: 0 };
+
+describe('CarryPacing: the store throttle', () => {
+  it("waits out a Produce answer's throttle_time_ms before the next request to that broker, not to another", async () => {
+    const clock = new FakeClock();
+    const sent: Sent[] = [];
+    const pacing = new CarryPacing({ bytesPerSecond: 0, clock });
+    const b1 = pacing.over(fakeBroker(1, clock, sent, { throttles: [250] }));
+    const b2 = pacing.over(fakeBroker(2, clock, sent));
+    assert.equal(await produceBatch(b1, 't', 0, Buffer.alloc(10)), 7);
+    await produceBatch(b2, 't', 0, Buffer.alloc(10));
+    assert.equal(clock.now(), 1_000, 'another broker is not held');
+    await fetchRecords(b1, target, 0, 1 << 20);
+    assert.deepEqual(
+      sent.map((s) => [s.broker, s.apiKey, s.at]),
+      [
+        ['store:1', ApiKey.Produce, 1_000],
+        ['store:2', ApiKey.Produce, 1_000],
+        ['store:1', ApiKey.Fetch, 1_250],
+      ],
+    );
+    await fetchRecords(b1, target, 0, 1 << 20);
+    assert.equal(sent[3]!.at, 1_250, 'once waited out, the throttle is over');
+    assert.deepEqual(pacing.stats, { pacedMsTotal: 0, throttledMsTotal: 250, throttlesTotal: 1 });
+  });
+
+  it('honors Fetch and DeleteRecords throttles too, and a new connection to the same broker waits as well', async () => {
+    const clock = new FakeClock();
+    const sent: Sent[] = [];
+    const pacing = new CarryPacing({ bytesPerSecond: 0, clock });
+    await fetchRecords(pacing.over(fakeBroker(1, clock, sent, { throttles: [100] })), target, 0, 1000);
+    await deleteRecordsBefore(pacing.over(fakeBroker(1, clock, sent, { throttles: [300] })), 't', 0, 5);
+    await produceBatch(pacing.over(fakeBroker(1, clock, sent)), 't', 0, Buffer.alloc(1));
+    assert.deepEqual(
+      sent.map((s) => s.at),
+      [1_000, 1_100, 1_400],
+    );
+    assert.equal(pacing.stats.throttlesTotal, 2);
+  });
+
+  it('does not wait again where the broker delayed its answer by the throttle itself (before KIP-219)', async () => {
+    const clock = new FakeClock();
+    const sent: Sent[] = [];
+    const pacing = new CarryPacing({ bytesPerSecond: 0, clock });
+    const old = pacing.over(fakeBroker(1, clock, sent, { throttles: [500, 500], versions: { [ApiKey.Produce]: 5, [ApiKey.Fetch]: 7 } }));
+    await produceBatch(old, 't', 0, Buffer.alloc(1));
+    await fetchRecords(old, target, 0, 1000);
+    await produceBatch(old, 't', 0, Buffer.alloc(1));
+    assert.deepEqual(clock.slept, []);
+    assert.equal(pacing.stats.throttlesTotal, 0);
+  });
+
+  it('of two answers in flight at once, the later end of their throttles holds', async () => {
+    const clock = new FakeClock();
+    const sent: Sent[] = [];
+    const pacing = new CarryPacing({ bytesPerSecond: 0, clock });
+    const b = pacing.over(fakeBroker(1, clock, sent, { throttles: [400, 200] }));
+    await Promise.all([produceBatch(b, 't', 0, Buffer.alloc(1)), produceBatch(b, 't', 0, Buffer.alloc(1))]);
+    await produceBatch(b, 't', 0, Buffer.alloc(1));
+    assert.deepEqual(
+      sent.map((s) => s.at),
+      [1_000, 1_000, 1_400],
+    );
+  });
+});
+
+describe('CarryPacing: carryBytesPerSecond', () => {
+  it('paces what passes write, whatever the partition, at one shared rate', async () => {
+    const clock = new FakeClock();
+    const sent: Sent[] = [];
+    const pacing = new CarryPacing({ bytesPerSecond: 10_000, clock });
+    const a = pacing.over(fakeBroker(1, clock, sent));
+    const b = pacing.over(fakeBroker(2, clock, sent));
+    for (let i = 0; i < 10; i++) await produceBatch(i % 2 ? a : b, 't', i, Buffer.alloc(5_000));
+    // A full bucket lets the first two batches go at once; the other eight wait half a second each.
+    assert.deepEqual(
+      sent.map((s) => s.at - 1_000),
+      [0, 0, 500, 1000, 1500, 2000, 2500, 3000, 3500, 4000],
+    );
+    assert.equal(pacing.stats.pacedMsTotal, 4000);
+  });
+
+  it('charges what a read brought back, and the next read waits it out', async () => {
+    const clock = new FakeClock();
+    const sent: Sent[] = [];
+    const pacing = new CarryPacing({ bytesPerSecond: 1000, clock });
+    const b = pacing.over(fakeBroker(1, clock, sent, { fetchBytes: 3000 }));
+    await fetchRecords(b, target, 0, pacing.readBytes(4 << 20));
+    await fetchRecords(b, target, 0, pacing.readBytes(4 << 20));
+    assert.deepEqual(
+      sent.map((s) => s.at),
+      [1_000, 3_000],
+    );
+    await produceBatch(b, 't', 0, Buffer.alloc(1000));
+    assert.equal(sent[2]!.at, 3_000, 'writes have a budget of their own');
+  });
+
+  it('a read asks for about a second of the rate, at least one carry run, at most what the pass asks', () => {
+    const clock = new FakeClock();
+    assert.equal(new CarryPacing({ bytesPerSecond: 0, clock }).readBytes(4 << 20), 4 << 20);
+    assert.equal(new CarryPacing({ bytesPerSecond: 1000, clock }).readBytes(4 << 20), 64 * 1024);
+    assert.equal(new CarryPacing({ bytesPerSecond: 1 << 20, clock }).readBytes(4 << 20), 1 << 20);
+    assert.equal(new CarryPacing({ bytesPerSecond: 1 << 30, clock }).readBytes(4 << 20), 4 << 20);
+  });
+
+  it('throttle first, then the budget, then the check before sending', async () => {
+    const clock = new FakeClock();
+    const sent: Sent[] = [];
+    const pacing = new CarryPacing({ bytesPerSecond: 1000, clock });
+    const checked: number[] = [];
+    const b = pacing.over(fakeBroker(1, clock, sent, { throttles: [300] }), async () => {
+      checked.push(clock.now());
+    });
+    await produceBatch(b, 't', 0, Buffer.alloc(1000));
+    await produceBatch(b, 't', 0, Buffer.alloc(1000));
+    assert.deepEqual(clock.slept, [300, 700], 'the throttle, then what the budget still lacks');
+    assert.deepEqual(checked, [1_000, 2_000], 'checked after the waits');
+    assert.deepEqual(
+      sent.map((s) => s.at),
+      [1_000, 2_000],
+    );
+  });
+
+  it('a check that fails after the wait keeps the request from going', async () => {
+    const clock = new FakeClock();
+    const sent: Sent[] = [];
+    const pacing = new CarryPacing({ bytesPerSecond: 1000, clock });
+    let carrier = true;
+    const b = pacing.over(fakeBroker(1, clock, sent), async () => {
+      if (!carrier) throw new Error('not the carrier');
+    });
+    await produceBatch(b, 't', 0, Buffer.alloc(1000));
+    carrier = false;
+    await assert.rejects(produceBatch(b, 't', 0, Buffer.alloc(1000)), /not the carrier/);
+    assert.equal(sent.length, 1);
+  });
+
+  it('close ends every wait at once, so a stopping replica is not held up by its budget', async () => {
+    const sent: Sent[] = [];
+    const pacing = new CarryPacing({ bytesPerSecond: 1 });
+    const clock = new FakeClock();
+    const b = pacing.over(fakeBroker(1, clock, sent));
+    await produceBatch(b, 't', 0, Buffer.alloc(1));
+    const started = Date.now();
+    const waiting = produceBatch(b, 't', 0, Buffer.alloc(1));
+    setTimeout(() => pacing.close(), 20);
+    await waiting;
+    assert.ok(Date.now() - started < 900, 'not the second the rate asks');
+  });
+});
+
+/**
+ * A partition whose cleaned part holds no row, so that a pass is its start marker, its end marker
+ * and the release: enough to see where the carrier's requests go out. The index "reads back" the
+ * pass when the store is sent its end marker.
+ */
+function emptyPartition() {
+  const store = {
+    id: { topic: 't', partition: 0 },
+    checkpoint: { firstDirty: 50, logStartOffset: 0, topicId: '', nextOffset: 60 },
+    carry: { pass: -1, passEnd: -1, passRelease: -1, passTime: -1, topicStart: -1, openPass: -1, openRelease: -1, openTime: -1 },
+    topicStart: 0,
+    db: { open: true },
+    carriedRows: () => [],
+    dropBelow: () => false,
+  };
+  const registry = { get: () => store, publish: () => undefined };
+  return { store: store as unknown as PartitionStore, registry: registry as unknown as StoreRegistry, raw: store };
+}
+
+/** A broker for a whole pass: Produce answers offsets 100, 101, ... and the second one is the end marker. */
+function passBroker(clock: FakeClock, sent: Sent[], raw: ReturnType<typeof emptyPartition>['raw'], throttles: number[]) {
+  const inner = fakeBroker(1, clock, sent, { throttles });
+  let produced = 0;
+  return {
+    address: inner.address,
+    version: (apiKey: number) => inner.version(apiKey),
+    request: async (apiKey: number, version: number, body: never) => {
+      const answer = (await inner.request(apiKey as never, version, body)) as { responses?: { partitionResponses: { baseOffset: bigint }[] }[] };
+      if (apiKey === ApiKey.Produce) {
+        answer.responses![0]!.partitionResponses[0]!.baseOffset = BigInt(100 + produced);
+        if (++produced === 2) raw.carry = { ...raw.carry, pass: 100, passEnd: 101, passRelease: 50 };
+      }
+      return answer;
+    },
+  } as unknown as UpstreamClient;
+}
+
+describe('Carrier: every request of a pass goes through the pacing', () => {
+  const log = createLogger({ component: 'test' });
+
+  it("honors the store's throttle_time_ms between the steps of a pass", async () => {
+    const clock = new FakeClock();
+    const sent: Sent[] = [];
+    const { store, registry, raw } = emptyPartition();
+    const client = passBroker(clock, sent, raw, [300, 0, 400]);
+    const carrier = new Carrier({ registry, leader: async () => client, log, pacing: new CarryPacing({ bytesPerSecond: 0, clock }) });
+    const outcome = await carrier.carry(store, DEFAULT_POLICY);
+    assert.equal(outcome?.released, true);
+    assert.deepEqual(
+      sent.map((s) => [s.apiKey, s.at]),
+      [
+        [ApiKey.Produce, 1_000],
+        [ApiKey.Produce, 1_300],
+        [ApiKey.DeleteRecords, 1_300],
+      ],
+      'the start marker asked for 300 ms: the end marker waited them out',
+    );
+    assert.deepEqual(carrier.stats.pacing, { pacedMsTotal: 0, throttledMsTotal: 300, throttlesTotal: 2 });
+  });
+
+  it('a carrier that loses the partition while it waits for its budget sends nothing more', async () => {
+    const clock = new FakeClock();
+    const sent: Sent[] = [];
+    const { store, registry, raw } = emptyPartition();
+    const mandate: CarryMandate & { holding: boolean } = { holding: true, holds: () => mandate.holding, confirm: async () => true };
+    // The rebalance comes while the pass sleeps for its budget.
+    const sleep = clock.sleep.bind(clock);
+    clock.sleep = async (ms, signal) => {
+      mandate.holding = false;
+      await sleep(ms, signal);
+    };
+    const carrier = new Carrier({
+      registry,
+      leader: async () => passBroker(clock, sent, raw, []),
+      log,
+      mandate,
+      pacing: new CarryPacing({ bytesPerSecond: 50, clock }),
+    });
+    assert.equal(await carrier.carry(store, DEFAULT_POLICY), undefined);
+    assert.deepEqual(
+      sent.map((s) => s.apiKey),
+      [ApiKey.Produce],
+      'the start marker only: the end marker waited, and was not sent',
+    );
+    assert.equal(carrier.stats.fencedTotal, 1);
+    assert.equal(carrier.stats.failuresTotal, 0);
+  });
+});
