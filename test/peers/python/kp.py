@@ -236,6 +236,9 @@ def cmd_tail(args):
             enable_auto_commit=False,
             isolation_level=args.isolation,
             check_crcs=True,
+            # The session timeout every other client of the bed has (Kafka's since KIP-735):
+            # kafka-python's 10 s lets a busy machine evict a reader that waits at the end.
+            session_timeout_ms=45000,
         )
     except kafka.errors.KafkaError as e:
         events.error("%s: %s" % (type(e).__name__, e))
