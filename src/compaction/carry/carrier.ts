@@ -143,6 +143,10 @@ export class Carrier {
       this.setHeld(partitionKey(store.id.topic, store.id.partition), undefined);
       return false;
     }
+    // A pass stamps the topic's start and must hold every survivor below its release end: an
+    // index that has not read the last pass in the store knows neither (the survivors below the
+    // store's log start are in that pass's copies), so it reads on first.
+    if (!store.knowsTopicStart()) return false;
     // A range kept for a share group is asked about again every round, written to or not.
     if (this.held.has(partitionKey(store.id.topic, store.id.partition))) return true;
     const { firstDirty, logStartOffset } = store.checkpoint;

@@ -284,6 +284,17 @@ export class PartitionStore {
     return this.carryState.topicStart >= 0 ? this.carryState.topicStart : this.cp.logStartOffset;
   }
 
+  /**
+   * Whether topicStart can be trusted: a pass start was read, or the store starts at 0, or the
+   * index has read all the store held (up to the high watermark it last saw) and found no pass,
+   * so the store's log start moved for another reason (its own retention). A new index of a
+   * store a pass already let go has not read that pass's start yet: the store's log start is
+   * then the last release end, not the topic's start.
+   */
+  knowsTopicStart(): boolean {
+    return this.carryState.topicStart >= 0 || this.cp.logStartOffset === 0 || this.cp.nextOffset >= this.cp.highWatermark;
+  }
+
   private updateCarry(change: Partial<CarryState>): void {
     const next = { ...this.carryState, ...change };
     this.db

@@ -287,6 +287,7 @@ function emptyPartition() {
     checkpoint: { firstDirty: 50, logStartOffset: 0, topicId: '', nextOffset: 60 },
     carry: { pass: -1, passEnd: -1, passRelease: -1, passTime: -1, topicStart: -1, openPass: -1, openRelease: -1, openTime: -1 },
     topicStart: 0,
+    knowsTopicStart: () => true,
     db: { open: true },
     carriedRows: () => [],
     dropBelow: () => false,

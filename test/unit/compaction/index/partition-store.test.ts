@@ -163,6 +163,36 @@ describe('PartitionStore', () => {
     store.close();
   });
 
+  it('trusts the store\u2019s log start as the topic\u2019s only once no pass start can lie unread past it', () => {
+    const fresh = () => {
+      const { store } = PartitionStore.open(freshFile(), ID);
+      // A new index of a store a pass let go up to 400: what it has read is nothing yet.
+      store.updateCheckpoint({ logStartOffset: 400, nextOffset: 400, lastStableOffset: 500, highWatermark: 500 });
+      return store;
+    };
+    const at = (n: number) => ({ nextOffset: n, logStartOffset: 400, lastStableOffset: 500, highWatermark: 500 });
+    const store = fresh();
+    assert.equal(store.knowsTopicStart(), false, 'the pass that let 400 go starts past it, unread');
+    store.ingest(rowsFor(400, 50, 7), at(450), ROLL, false);
+    assert.equal(store.knowsTopicStart(), false);
+    const marker = new RowBuffer(1);
+    marker.events.push({ kind: 'start', at: 450, releaseEnd: 400, topicStart: 0, time: 1 });
+    store.ingest(marker, at(451), ROLL, false);
+    assert.equal(store.knowsTopicStart(), true, 'the pass start said where the topic starts');
+    assert.equal(store.topicStart, 0);
+    store.close();
+
+    const noPass = fresh();
+    noPass.ingest(rowsFor(400, 100, 7), at(500), ROLL, false);
+    assert.equal(noPass.knowsTopicStart(), true, 'read to the end and no pass: the store\u2019s own retention moved its start');
+    assert.equal(noPass.topicStart, 400);
+    noPass.close();
+
+    const fromZero = PartitionStore.open(freshFile(), ID).store;
+    assert.equal(fromZero.knowsTopicStart(), true, 'a store that starts at 0 let nothing go');
+    fromZero.close();
+  });
+
   it('keeps its in-memory state at what was committed when a transaction fails at its commit', () => {
     const { store } = PartitionStore.open(freshFile(), ID);
     store.ingest(rowsFor(0, 100, 7), position(100), ROLL, false);
