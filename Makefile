@@ -8,7 +8,7 @@ NODE_TEST := node --test --test-concurrency=1 --test-timeout=600000 \
 	--test-reporter=tap --test-reporter-destination=stdout \
 	--test-reporter=./scripts/failures-reporter.mjs --test-reporter-destination=stdout
 
-.PHONY: all deps build lint format peers test test-unit test-integration run bench bench-compaction bench-carry bench-replicas bench-scale fuzz gen clean
+.PHONY: all deps build lint format peers test test-unit test-integration run bench bench-compaction bench-carry bench-segments bench-replicas bench-scale fuzz gen clean
 
 all: build
 
@@ -58,6 +58,10 @@ bench-compaction: build peers
 # Carrying against Kafka's own cleaner (issue 18); CARRY_ARGS="--keys 20000 --small-keys 5000" for a shorter run.
 bench-carry: build peers
 	node dist/bench/carrying.js $(CARRY_ARGS)
+
+# What the store holds once passes' ranges are freed, against Kafka's cleaner (issue 33); SEGMENTS_ARGS="--keys 5000" for a shorter run.
+bench-segments: build peers
+	node dist/bench/store-segments.js $(SEGMENTS_ARGS)
 
 # Many replicas, one cleaner (issue 19): store bytes read by three replicas against one, failover; REPLICAS_ARGS="--keys 500 --rounds 2" for a short run.
 bench-replicas: build peers

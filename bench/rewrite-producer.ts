@@ -12,7 +12,7 @@
  */
 import { ApiKey } from '../src/protocol/messages.js';
 import { encodeBatch, type RecordInput } from '../src/protocol/records/batch.js';
-import { Compression } from '../src/protocol/records/compression.js';
+import { Compression, type CompressionCodec } from '../src/protocol/records/compression.js';
 import { RawConnection } from '../test/support/raw-client.js';
 import { pollUntil } from '../test/support/index.js';
 
@@ -21,6 +21,8 @@ export interface RewriteSpec {
   valueSize: number;
   batchRecords: number;
   seed: number;
+  /** The codec of the produced batches (default none). */
+  codec?: CompressionCodec;
 }
 
 export interface Produced {
@@ -149,6 +151,26 @@ export class RewriteProducer {
     });
   }
 
+  /**
+   * Writes every key once, in order (a round of a rewrite workload), each value `valueSize` bytes:
+   * random ones, or text a codec squeezes as it would a JSON or Avro payload (the round and the
+   * key, then filler).
+   */
+  async produceRound(round: number, values: 'random' | 'text'): Promise<Produced> {
+    const { valueSize } = this.spec;
+    let next = 0;
+    return this.send(this.spec.keys, (n) =>
+      Array.from({ length: n }, (_, i) => {
+        const k = next++;
+        this.written[k] = 1;
+        const value = Buffer.alloc(valueSize, values === 'text' ? 0x2e : 0);
+        if (values === 'text') value.write(`{"round":${round},"key":${k},"pad":"`, 'latin1');
+        else for (let j = 0; j < valueSize; j += 4) value.writeUInt32LE(this.rng.next(), Math.min(j, valueSize - 4));
+        return { timestampDelta: 0, offsetDelta: i, key: this.keyTable.subarray(k * 12, k * 12 + 12), value: value.subarray(0, valueSize) };
+      }),
+    );
+  }
+
   /** Writes one record of `key` (outside the key space) and returns its offset: the roll records. */
   async append(key: string): Promise<number> {
     const r = await this.send(1, () => [{ timestampDelta: 0, offsetDelta: 0, key: Buffer.from(key), value: Buffer.alloc(this.spec.valueSize, 0x72) }]);
@@ -188,7 +210,7 @@ export class RewriteProducer {
           baseSequence: this.sequence,
         },
         records(n),
-        Compression.None,
+        this.spec.codec ?? Compression.None,
       );
       this.sequence += n;
       this.conn.request(

@@ -114,6 +114,8 @@ export async function startCompaction(opts: CompactionOptions): Promise<Compacti
         // A replica that never carries leaves the rate to the ones that do.
         bytesPerSecond: opts.carrierGroup ? (opts.carryBytesPerSecond ?? 0) : 0,
       },
+      // A replica that carries sets the store's segments, so that what its passes let go is freed.
+      storeSegments: opts.carrierGroup !== undefined,
     }),
     startCompactionEngine({
       upstream: opts.upstream,

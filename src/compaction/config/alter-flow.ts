@@ -1,8 +1,9 @@
 /**
  * What AlterConfigs and IncrementalAlterConfigs share once each resource is planned: refusals
  * are answered here, the rest goes upstream (rewritten), and a topic's owned configs are stored
- * only after the upstream accepted its part, so a refused alter changes nothing. Answers come back
- * in request order.
+ * only after the upstream accepted its part, so a refused alter changes nothing. The store's
+ * segments of a compact-only topic follow in a request of their own (store-segments.ts). Answers
+ * come back in request order.
  */
 import { ErrorCode } from '../../protocol/errors.js';
 import { ConfigResourceType } from '../../protocol/config-resource.js';
@@ -89,6 +90,11 @@ export function routeAlter<R extends AlterResource>(
         if (result.errorCode === ErrorCode.NONE && p.store && !body.validateOnly) {
           const failure = await store(ctx, p.store.topic, p.store.overrides);
           if (failure) Object.assign(result, failure);
+        }
+        // A whole-state alter drops the store's segment overrides, and a changed policy or segment
+        // config changes them: put them in line (store-segments.ts) before the client hears back.
+        if (result.errorCode === ErrorCode.NONE && resource.resourceType === ConfigResourceType.TOPIC && !body.validateOnly) {
+          await ctx.storeSegments?.settle(resource.resourceName);
         }
         responses.push(result);
       }

@@ -3,6 +3,7 @@ import type { Logger } from '../../ops/log.js';
 import type { TopicIds } from '../../proxy/topic-ids.js';
 import type { BrokerDefaults } from './broker-defaults.js';
 import type { ConfigSync } from './config-sync.js';
+import type { StoreSegmentsKeeper } from './store-segments.js';
 import type { TopicConfigState } from './topic-config-state.js';
 import type { UpstreamClusterClient } from '../../upstream/upstream-cluster-client.js';
 
@@ -16,6 +17,11 @@ export interface ConfigContext {
   requestTimeoutMs: number;
   /** How survivors are carried where the store caps retention: what a compact-only topic on such a store must allow. */
   carrying: CarryingRule;
+  /**
+   * Sets the store's segments of compact-only topics (store-segments.ts), on a replica that
+   * carries; a request that changed a topic's configs waits for it before it is answered.
+   */
+  storeSegments?: StoreSegmentsKeeper;
 }
 
 export interface CarryingRule {

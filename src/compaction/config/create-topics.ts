@@ -4,8 +4,9 @@
  * upstream gets the topic without the configs only kcompact acts on, and with retention.ms and
  * retention.bytes at -1 when the policy lacks delete. Once the upstream has created a topic, its
  * configs are stored before the client hears of it; if that fails the topic is deleted again, so
- * a topic never exists upstream without its configs. The per-topic configs of the answer (v5+)
- * are what Kafka would list.
+ * a topic never exists upstream without its configs. On a replica that carries, a compact-only
+ * topic's store segments are then set (store-segments.ts) before the client hears of it too. The
+ * per-topic configs of the answer (v5+) are what Kafka would list.
  */
 import { ErrorCode } from '../../protocol/errors.js';
 import {
@@ -155,6 +156,8 @@ async function finish(ctx: ConfigContext, version: number, validateOnly: boolean
   if (r.errorCode === ErrorCode.NONE && !validateOnly) {
     const failure = await settle(ctx, f, r);
     if (failure) Object.assign(r, refusedResult(r.name, failure));
+    // The store's segments in a request of their own: a store refusing them cannot fail this one.
+    else await ctx.storeSegments?.settle(r.name);
   }
   if (version < CONFIGS_FIRST_VERSION) return;
   r.configs = r.errorCode === ErrorCode.NONE ? createdConfigs(ctx, f, r.configs) : (r.configs ?? []);

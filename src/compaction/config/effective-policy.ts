@@ -73,11 +73,12 @@ export function keepsForever(overrides: TopicOverrides, defaults: BrokerDefaults
  * What the upstream topic must carry for each of UPSTREAM_CONFIGS, null for no override.
  *
  * A topic that keeps everything gets retention -1, so the store never drops data by age or
- * size, and no segment overrides: kcompact compacts over its own virtual segments, and a short
- * segment.ms set for prompt compaction would otherwise leave the store rolling small segments
- * that it keeps forever and never merges (a thousand partitions at segment.ms=60000 is a
- * thousand more open files a minute). A topic that expires data gets its own overrides, since
- * the store's segments are then what retention deletes, as on Kafka.
+ * size, and not its segment overrides as given: kcompact compacts over its own virtual segments,
+ * and a short segment.ms set for prompt compaction would leave a store nobody carries for rolling
+ * small segments that it keeps forever and never merges (a thousand partitions at
+ * segment.ms=60000 is a thousand more open files a minute). A replica that carries sets the
+ * store's segments itself, in requests of its own (store-segments.ts). A topic that expires data
+ * gets its own overrides, since the store's segments are then what retention deletes, as on Kafka.
  */
 export function upstreamConfigs(overrides: TopicOverrides, defaults: BrokerDefaults): Record<string, string | null> {
   const keepForever = keepsForever(overrides, defaults);

@@ -20,6 +20,7 @@ import { createTopicsFilter } from './create-topics.js';
 import { deleteTopicsFilter } from './delete-topics.js';
 import { describeConfigsFilter } from './describe-configs.js';
 import { incrementalAlterConfigsFilter } from './incremental-alter-configs.js';
+import { StoreSegments } from './store-segments.js';
 import { TopicConfigState, type StaticTopic } from './topic-config-state.js';
 import { UpstreamClusterClient } from '../../upstream/upstream-cluster-client.js';
 import type { UpstreamConnector } from '../../upstream/upstream-connector.js';
@@ -49,6 +50,11 @@ export interface TopicConfigsOptions {
   client?: UpstreamClusterClient;
   /** How survivors are carried where the store caps retention (default: half the retention, 15 s rounds). */
   carrying?: CarryingRule;
+  /**
+   * Whether this replica sets the store's segments of compact-only topics, so that what a pass
+   * lets go is freed (store-segments.ts): only where it carries (default false).
+   */
+  storeSegments?: boolean;
 }
 
 export interface TopicConfigs {
@@ -104,10 +110,12 @@ export async function createTopicConfigs(opts: TopicConfigsOptions): Promise<Top
     { nextOffset: cached.nextOffset ?? 0, storeTopicId: cached.storeTopicId },
     { pollIntervalMs: opts.pollIntervalMs ?? 500, log },
   );
+  const storeSegments = opts.storeSegments ? new StoreSegments({ configs: state, defaults, links, log, caughtUp: sync.caughtUp }) : undefined;
   let closed = false;
   const close = async () => {
     if (closed) return;
     closed = true;
+    storeSegments?.close();
     if (links !== opts.client) links.close();
     await sync.close();
     cache.close();
@@ -115,7 +123,8 @@ export async function createTopicConfigs(opts: TopicConfigsOptions): Promise<Top
   sync.start();
   if (cached.nextOffset === null) await sync.caughtUp;
   const carrying = opts.carrying ?? { share: 0.5, backoffMs: 15_000 };
-  const ctx: ConfigContext = { state, sync, links, defaults, topicIds: opts.topicIds, log, requestTimeoutMs, carrying };
+  const ctx: ConfigContext = { state, sync, links, defaults, topicIds: opts.topicIds, log, requestTimeoutMs, carrying, storeSegments };
+  storeSegments?.start();
   const filters = [
     createTopicsFilter(ctx),
     describeConfigsFilter(ctx),

@@ -112,7 +112,7 @@ test('a refused resource is answered beside what the upstream answered for the o
 });
 
 test('nothing is stored for validateOnly, or when the upstream refused its part', async () => {
-  const { harness, writes } = setup();
+  const { harness, writes, settled } = setup();
   const dry = await harness.request(ApiKey.AlterConfigs, 2, { resources: [resource('orders', { 'cleanup.policy': 'compact' })], validateOnly: true });
   assert.ok(dry.kind === 'forward' && dry.body.validateOnly);
   await dry.respond({ throttleTimeMs: 0, responses: [ok('orders')] });
@@ -124,6 +124,7 @@ test('nothing is stored for validateOnly, or when the upstream refused its part'
   });
   assert.ok(answer.kind === 'forward' && answer.body.responses[0]!.errorCode === ErrorCode.TOPIC_AUTHORIZATION_FAILED);
   assert.deepEqual(writes, []);
+  assert.deepEqual(settled, [], "nor are the store's segments looked at");
 });
 
 test('dropping every owned config of a stored topic drops its record; a failed store is reported', async () => {

@@ -53,6 +53,8 @@ export interface ConfigFixture {
   topicIds: TopicIds;
   /** What was written to the configs topic, in order. */
   writes: { topic: string; stored: StoredTopic | null }[];
+  /** Topics whose store segments a request waited for (ctx.storeSegments.settle), in order. */
+  settled: string[];
   /** The config layer's own upstream requests, in order. */
   admin: AdminRequest[];
   /** Stores a topic's configs as if an earlier request had. */
@@ -66,6 +68,7 @@ export function configFixture(opts: FixtureOptions = {}): ConfigFixture {
   const state = new TopicConfigState(defaults, topicIds, opts.staticTopics ?? [], log);
   const writes: ConfigFixture['writes'] = [];
   const admin: AdminRequest[] = [];
+  const settled: string[] = [];
   let offset = 0;
 
   const sync = {
@@ -108,12 +111,14 @@ export function configFixture(opts: FixtureOptions = {}): ConfigFixture {
     log,
     requestTimeoutMs: 1000,
     carrying: { share: 0.5, backoffMs: 15_000 },
+    storeSegments: { settle: async (topic) => void settled.push(topic) },
   };
   return {
     ctx,
     state,
     topicIds,
     writes,
+    settled,
     admin,
     store: (topic, configs, topicId) => {
       state.apply(++offset, topic, { topicId, configs });

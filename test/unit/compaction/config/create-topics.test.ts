@@ -48,12 +48,16 @@ const created = (name: string, extra: Partial<CreateTopicsResponseCreatableTopic
 const configsOf = (run: { body: { configs: { name: string; value: string | null }[] }[] }) => run.body.map((t) => t.configs.map((c) => `${c.name}=${c.value}`));
 
 test('owned configs stay out of the upstream, which gets retention -1 when the policy lacks delete; they are stored once created', async () => {
-  const { harness, writes, admin } = setup();
+  const { harness, writes, admin, settled } = setup();
   const run = forwarded(
     await create(harness, [topic('orders', { 'cleanup.policy': 'compact', 'compression.type': 'gzip', 'min.cleanable.dirty.ratio': '0.25' })]),
   );
   assert.equal(run.awaitsResponse, true);
-  assert.deepEqual(configsOf({ body: run.body.topics }), [['compression.type=gzip', 'retention.bytes=-1', 'retention.ms=-1']]);
+  assert.deepEqual(
+    configsOf({ body: run.body.topics }),
+    [['compression.type=gzip', 'retention.bytes=-1', 'retention.ms=-1']],
+    'no segment configs either: the store gets those in a request of its own (store-segments.ts)',
+  );
   assert.equal(writes.length, 0, 'nothing is stored before the upstream created the topic');
 
   const answer = await run.respond({
@@ -70,6 +74,7 @@ test('owned configs stay out of the upstream, which gets retention -1 when the p
   assert.equal(answer.kind, 'forward');
   if (answer.kind !== 'forward') return;
   assert.deepEqual(writes, [{ topic: 'orders', stored: { topicId: ID, configs: { 'cleanup.policy': 'compact', 'min.cleanable.dirty.ratio': '0.25' } } }]);
+  assert.deepEqual(settled, ['orders'], "the store's segments are set before the client hears of the topic");
   assert.ok(
     admin.some((a) => a.apiKey === ApiKey.DescribeConfigs),
     'the retention the upstream really gave is checked',
@@ -173,13 +178,14 @@ test("the upstream's earlier error (an existing topic) wins over kcompact's conf
 });
 
 test('validateOnly: forwarded as such, and nothing is stored', async () => {
-  const { harness, writes, admin } = setup();
+  const { harness, writes, admin, settled } = setup();
   const run = forwarded(await create(harness, [topic('dry', { 'cleanup.policy': 'compact' })], { validateOnly: true }));
   assert.equal(run.body.validateOnly, true);
   const answer = await run.respond({ throttleTimeMs: 0, topics: [created('dry', { topicId: ZERO_UUID })] });
   assert.ok(answer.kind === 'forward' && answer.body.topics[0]!.errorCode === ErrorCode.NONE);
   assert.deepEqual(writes, []);
   assert.deepEqual(admin, []);
+  assert.deepEqual(settled, []);
 });
 
 test('an upstream refusing the -1 retention, and the topic without it, is told why kcompact asked for it', async () => {

@@ -34,7 +34,7 @@ test('operations on configs kcompact does not own pass through unread', async ()
 });
 
 test('SET cleanup.policy=compact: the upstream gets retention -1, the override is stored once it accepted', async () => {
-  const { harness, writes } = setup();
+  const { harness, writes, settled } = setup();
   const run = await harness.request(ApiKey.IncrementalAlterConfigs, 1, {
     resources: [
       resource('orders', [
@@ -61,6 +61,7 @@ test('SET cleanup.policy=compact: the upstream gets retention -1, the override i
     ],
   );
   assert.deepEqual(writes, [{ topic: 'orders', stored: { topicId: ID, configs: { 'cleanup.policy': 'compact' } } }]);
+  assert.deepEqual(settled, ['orders', 'plain'], "the store's segments are put in line before the answer (store-segments.ts)");
 });
 
 test('DELETE cleanup.policy on a compacted topic gives the upstream its retention back and drops the record', async () => {
