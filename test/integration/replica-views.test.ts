@@ -126,7 +126,9 @@ async function scenario(t: TestContext, store: string, firstReaders: readonly nu
         const first = firstReaders[i % firstReaders.length]!;
         const order = CLIENTS.map((_, j) => CLIENTS[(first + j) % CLIENTS.length]!);
         for (const client of order) {
-          const run = await client.compactedRead!(r.cli.bootstrap, { topic: TOPIC, expected, highWatermark, idleMs: IDLE_MS });
+          const run = await client.compactedRead!(r.cli.bootstrap, { topic: TOPIC, expected, highWatermark, idleMs: IDLE_MS }).catch((err: unknown) => {
+            throw new Error(`${client.name} from offset 0 through ${r.name}${r === carrier ? ' (the carrier)' : ''}: ${String(err)}`, { cause: err });
+          });
           assert.deepEqual(comparableRecords(run.records), expected, `${client.name} from offset 0 through ${r.name}`);
           t.diagnostic(`${client.name} through ${r.name}${r === carrier ? ' (the carrier)' : ''}: ${run.records.length} records as expected`);
         }
