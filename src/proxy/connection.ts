@@ -314,7 +314,7 @@ export class ProxyConnection {
     }
     let routed: Routed | Promise<Routed>;
     try {
-      routed = chain.request(frame, decodeRequestHeader(frame.subarray(4)), expectsResponse);
+      routed = chain.request(frame, decodeRequestHeader(frame.subarray(4)), expectsResponse, this);
     } catch (err) {
       this.close('a filter failed on a request', err);
       return;

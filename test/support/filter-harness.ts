@@ -33,6 +33,8 @@ export interface RequestOptions {
   correlationId?: number;
   clientId?: string | null;
   expectsResponse?: boolean;
+  /** The client connection the request comes on; one for every request of the harness unless given. */
+  connection?: object;
 }
 
 export type ResponseRun<K extends ApiKeyNumber> =
@@ -68,6 +70,8 @@ export class FilterHarness {
   readonly chain: FilterChain;
   /** Every request the filter sent of its own, in order. */
   readonly sent: SentRequest[] = [];
+  /** The connection requests come on unless one is given. */
+  readonly connection: object = {};
   private script: UpstreamScript;
 
   constructor(
@@ -94,7 +98,7 @@ export class FilterHarness {
     const correlationId = opts.correlationId ?? 7;
     const frame = encodeRequestFrame({ apiKey, apiVersion: version, correlationId, clientId: opts.clientId ?? 'harness' }, body as object);
     const original = Buffer.from(frame);
-    const routed = await this.chain.request(frame, decodeRequestHeader(frame.subarray(4)), opts.expectsResponse ?? true);
+    const routed = await this.chain.request(frame, decodeRequestHeader(frame.subarray(4)), opts.expectsResponse ?? true, opts.connection ?? this.connection);
     if (routed instanceof Closing) return { kind: 'close', reason: routed.reason, error: routed.error };
     if (routed.kind === 'respond') {
       const whole = wholeFrame(routed.frame);

@@ -18,7 +18,8 @@
  * The broker acquired the copy's own offset for the member. The member is told it acquired the
  * offsets of the records it gets from the copy instead (with the copy's delivery count), so that
  * it acknowledges those; copy-acks.ts turns them into the one acknowledgement of the copy. A copy
- * it gets nothing from stays acquired, a gap the member acknowledges as one. A copy this replica
+ * it gets nothing from stays acquired, a gap: the member acknowledges it as one, or the proxy
+ * does where the answer holds nothing else for the member (share-gap-acks.ts). A copy this replica
  * cannot judge yet (its index has not read the pass or its releases) is withheld: left out of
  * the acquired ranges, so the member does not acknowledge it and the broker delivers it again
  * once the acquisition lock runs out, rather than the group losing what the copy owes it.

@@ -7,7 +7,10 @@
  * The acquired ranges stay as the broker gave them. An acquired offset with no record is a gap
  * to the member, as it is on Kafka where the cleaner left a gap inside a batch or between two:
  * every share consumer acknowledges such offsets with the GAP type, the broker archives them,
- * and the group's start offset moves past them as it would on Kafka.
+ * and the group's start offset moves past them as it would on Kafka. No empty batch goes with
+ * them: a share consumer learns the gaps from the acquired ranges, not from where its last batch
+ * ended. An answer that holds nothing for the member goes as one that acquired nothing, and the
+ * proxy acknowledges those offsets as gaps itself (share-gap-acks.ts).
  *
  * On a carried partition, a group new to it since a pass let its range go also gets the
  * survivors of that range from the pass's copies, at their original offsets (share-copies.ts);
@@ -15,9 +18,10 @@
  * request changes: the broker keeps the share session and every other acknowledgement.
  */
 import type { Logger } from '../../ops/log.js';
-import { ApiKey, type ApiKeyOf, type ShareFetchResponse } from '../../protocol/messages.js';
+import { ApiKey, type ApiKeyOf, type ShareAcknowledgeResponse, type ShareFetchResponse } from '../../protocol/messages.js';
 import { CopyAcks, type AckBatch } from './copy-acks.js';
 import { sharedCopies, type AcquiredRange, type SharedCopies } from './share-copies.js';
+import { GapAcks, hiddenOutcome, type GapsSent } from './share-gap-acks.js';
 import type { Filter, FilterRequest, FilterResponse, RequestContext, RequestOutcome, ResponseContext, ResponseOutcome } from '../../proxy/filter/filter.js';
 import type { TopicIds } from '../../proxy/topic-ids.js';
 import { NOT_INDEXED, type IndexView } from '../index-view.js';
@@ -54,17 +58,33 @@ export interface ShareFetchViewStats {
   copiedRecords: number;
   /** Copies left out of the acquired ranges, as this replica could not tell yet what they owe the group. */
   copiesWithheld: number;
+  /** Answers of a partition that held nothing for the member, which went to it as acquiring nothing. */
+  emptiedAnswers: number;
 }
 
 export interface ShareFetchView extends Filter {
   readonly stats: ShareFetchViewStats;
   readonly copyAcks: CopyAcks;
+  readonly gapAcks: GapAcks;
 }
+
+const NO_RECORDS = Buffer.alloc(0);
+
+type AckTopics = { topicId: string; partitions: { partitionIndex: number; acknowledgementBatches: AckBatch[] }[] }[];
 
 export function createShareFetchView(opts: ShareFetchViewOptions): ShareFetchView {
   const log = opts.log.child({ component: 'share-fetch-view' });
-  const stats: ShareFetchViewStats = { viewedPartitions: 0, removedRecords: 0, corruptBatches: 0, copiesUnpacked: 0, copiedRecords: 0, copiesWithheld: 0 };
+  const stats: ShareFetchViewStats = {
+    viewedPartitions: 0,
+    removedRecords: 0,
+    corruptBatches: 0,
+    copiesUnpacked: 0,
+    copiedRecords: 0,
+    copiesWithheld: 0,
+    emptiedAnswers: 0,
+  };
   const copyAcks = new CopyAcks();
+  const gapAcks = new GapAcks();
   /** Partitions whose withheld copies were logged (once each). */
   const withheldSaid = new Set<string>();
 
@@ -95,47 +115,131 @@ export function createShareFetchView(opts: ShareFetchViewOptions): ShareFetchVie
     return changed;
   }
 
+  /**
+   * Adds the gaps owed to the member on this connection to its request (share-gap-acks.ts), when
+   * the request may carry them: Kafka refuses acknowledgements in the request opening a share
+   * session, and a ShareFetch closing one that names a partition. They wait for the next one
+   * then: the acquisitions are the member's, not the session's.
+   */
+  function addOwedGaps(connection: object, group: string | null, member: string | null, topics: AckTopics, mayAcknowledge: boolean): GapsSent[] {
+    if (group === null || member === null || !gapAcks.owesOn(connection) || !mayAcknowledge) return [];
+    return gapAcks.addTo(topics, gapAcks.take(connection, group, member));
+  }
+
   function onRequest(req: FilterRequest<ShareFetch>, ctx: RequestContext<ShareFetch>): RequestOutcome<ShareFetch> {
-    if (opts.config.compactedTopics().length === 0) return ctx.forward();
+    if (opts.config.compactedTopics().length === 0 && !gapAcks.owesOn(req.connection)) return ctx.forward();
     const body = req.body;
+    const group = body.groupId;
+    const member = body.memberId;
     // A share session's later requests may name no partition: the answer says which ones it holds.
     for (const t of body.topics) {
       const name = compactedName(t.topicId);
       if (name !== undefined) for (const p of t.partitions) opts.index.used(name, p.partitionIndex);
     }
-    const changed = translateAcks(body.groupId, body.memberId, body.topics);
-    if (body.shareSessionEpoch === -1 && body.groupId !== null && body.memberId !== null) copyAcks.closed(body.groupId, body.memberId);
-    const group = body.groupId;
-    const member = body.memberId;
+    let changed = translateAcks(group, member, body.topics);
+    if (group !== null && member !== null) {
+      for (const t of body.forgottenTopicsData) for (const p of t.partitions) gapAcks.forget(req.connection, group, member, t.topicId, p);
+    }
+    const gaps = addOwedGaps(req.connection, group, member, body.topics, body.shareSessionEpoch > 0);
+    if (gaps.length > 0) changed = true;
+    if (body.shareSessionEpoch === -1 && group !== null && member !== null) {
+      copyAcks.closed(group, member);
+      gapAcks.closed(req.connection, group, member);
+    }
+    const connection = req.connection;
     return ctx.forward({
       ...(changed && { body }),
-      response: (res, rctx) => filterResponse(res, rctx, group, member),
+      response: (res, rctx) => filterResponse(res, rctx, connection, group, member, gaps),
     });
   }
 
   function onAcknowledge(req: FilterRequest<ShareAcknowledge>, ctx: RequestContext<ShareAcknowledge>): RequestOutcome<ShareAcknowledge> {
     const body = req.body;
-    const changed = translateAcks(body.groupId, body.memberId, body.topics);
-    if (body.shareSessionEpoch === -1 && body.groupId !== null && body.memberId !== null) copyAcks.closed(body.groupId, body.memberId);
-    return changed ? ctx.forward({ body }) : ctx.forward();
+    const group = body.groupId;
+    const member = body.memberId;
+    const translated = translateAcks(group, member, body.topics);
+    const gaps = addOwedGaps(req.connection, group, member, body.topics, body.shareSessionEpoch !== 0);
+    if (body.shareSessionEpoch === -1 && group !== null && member !== null) {
+      copyAcks.closed(group, member);
+      gapAcks.closed(req.connection, group, member);
+    }
+    if (gaps.length === 0) return translated ? ctx.forward({ body }) : ctx.forward();
+    return ctx.forward({ body, response: (res, rctx) => hideGapOutcomes(res.body, rctx, group, gaps) });
+  }
+
+  /** The outcome of owed gaps leaves a ShareAcknowledge answer where the member acknowledged nothing of the partition. */
+  function hideGapOutcomes(
+    body: ShareAcknowledgeResponse,
+    ctx: ResponseContext<ShareAcknowledge>,
+    group: string | null,
+    gaps: readonly GapsSent[],
+  ): ResponseOutcome<ShareAcknowledge> {
+    let changed = false;
+    for (const t of body.responses) {
+      const before = t.partitions.length;
+      t.partitions = t.partitions.filter((p) => {
+        if (!hiddenOutcome(gaps, t.topicId, p.partitionIndex)) return true;
+        if (p.errorCode !== 0) gapsRefused(group, t.topicId, p.partitionIndex, p.errorCode, p.errorMessage);
+        return false;
+      });
+      if (t.partitions.length !== before) changed = true;
+    }
+    if (!changed) return ctx.forward();
+    body.responses = body.responses.filter((t) => t.partitions.length > 0);
+    return ctx.forward(body);
+  }
+
+  /** The same for a ShareFetch answer; true when it changed. */
+  function hideFetchGapOutcomes(body: ShareFetchResponse, group: string | null, gaps: readonly GapsSent[]): boolean {
+    if (gaps.length === 0) return false;
+    let changed = false;
+    for (const t of body.responses) {
+      const before = t.partitions.length;
+      t.partitions = t.partitions.filter((p) => {
+        if (!hiddenOutcome(gaps, t.topicId, p.partitionIndex)) return true;
+        if (p.acknowledgeErrorCode !== 0) gapsRefused(group, t.topicId, p.partitionIndex, p.acknowledgeErrorCode, p.acknowledgeErrorMessage);
+        changed = true;
+        p.acknowledgeErrorCode = 0;
+        p.acknowledgeErrorMessage = null;
+        // An entry the broker made for the acknowledgement alone: the member asked nothing of it.
+        return p.errorCode !== 0 || (p.records && p.records.length > 0) || p.acquiredRecords.length > 0;
+      });
+      if (t.partitions.length !== before) changed = true;
+    }
+    if (changed) body.responses = body.responses.filter((t) => t.partitions.length > 0);
+    return changed;
+  }
+
+  /** The broker delivers offsets whose gaps it refused again once their lock runs out, and they are owed again. */
+  function gapsRefused(group: string | null, topicId: string, partition: number, errorCode: number, errorMessage: string | null): void {
+    log.debug('the store refused gaps acknowledged for a share group member; it delivers those offsets again', {
+      group,
+      topic: opts.topicIds.name(topicId) ?? topicId,
+      partition,
+      errorCode,
+      errorMessage,
+    });
   }
 
   async function filterResponse(
     res: FilterResponse<ShareFetch>,
     ctx: ResponseContext<ShareFetch>,
+    connection: object,
     group: string | null,
     member: string | null,
+    gaps: readonly GapsSent[],
   ): Promise<ResponseOutcome<ShareFetch>> {
     const body: ShareFetchResponse = res.body;
+    const hidden = hideFetchGapOutcomes(body, group, gaps);
     const withRecords = body.responses.filter((t) => t.partitions.some((p) => p.records && p.records.length > 0));
-    if (withRecords.length === 0) return ctx.forward();
+    if (withRecords.length === 0) return hidden ? ctx.forward(body) : ctx.forward();
     const unknown = withRecords.map((t) => t.topicId).filter((id) => opts.topicIds.name(id) === undefined);
     if (unknown.length > 0) {
       await opts.resolveTopicIds(unknown).catch((err: unknown) => {
         log.warn('cannot resolve the topic ids of a ShareFetch answer; ids still unknown are not filtered', { err });
       });
     }
-    let changed = false;
+    let changed = hidden;
     for (const t of withRecords) {
       const name = compactedName(t.topicId);
       if (name === undefined) continue;
@@ -170,11 +274,19 @@ export function createShareFetchView(opts: ShareFetchViewOptions): ShareFetchVie
         }
         if (!seen.changed && !copies?.unpacked.length) continue;
         stats.removedRecords += seen.removedRecords;
-        const parts = [...(copies?.batches ?? []), ...seen.batches];
-        if (seen.trailingEmpty) parts.push(seen.trailingEmpty);
-        if (seen.truncatedTail.length > 0) parts.push(seen.truncatedTail);
-        p.records = Buffer.concat(parts);
         changed = true;
+        const kept = [...(copies?.batches ?? []), ...seen.batches];
+        if (kept.length === 0 && seen.corrupt === null && group !== null && member !== null) {
+          // Nothing for the member: Kafka would have acquired none of it (share-gap-acks.ts). A
+          // cut-off batch past the acquired ranges goes too: librdkafka would grow its fetch size on it.
+          gapAcks.owe(connection, group, member, t.topicId, p.partitionIndex, p.acquiredRecords, body.acquisitionLockTimeoutMs);
+          p.acquiredRecords = [];
+          p.records = NO_RECORDS;
+          stats.emptiedAnswers++;
+          continue;
+        }
+        if (seen.truncatedTail.length > 0) kept.push(seen.truncatedTail);
+        p.records = Buffer.concat(kept);
       }
     }
     return changed ? ctx.forward(body) : ctx.forward();
@@ -199,5 +311,6 @@ export function createShareFetchView(opts: ShareFetchViewOptions): ShareFetchVie
     apis: { [ApiKey.ShareFetch]: { onRequest }, [ApiKey.ShareAcknowledge]: { onRequest: onAcknowledge } },
     stats,
     copyAcks,
+    gapAcks,
   };
 }

@@ -97,6 +97,9 @@ type Outcome =
 /** Byte offset of the api version in a request frame (after the size prefix and api key). */
 const VERSION_OFFSET = 6;
 
+/** The connection of requests run without one (tests, benchmarks): all of them one client's. */
+const NO_CONNECTION: object = Object.freeze({});
+
 const noUpstream: FilterUpstream = {
   request: () => Promise.reject(new Error('this proxy has no upstream client for filters; pass one to the FilterChain')),
 };
@@ -166,11 +169,12 @@ export class FilterChain {
 
   /**
    * Runs a request through the filters that hook it. `frame` includes the size prefix; `header`
-   * is its decoded header (with a known body offset).
+   * is its decoded header (with a known body offset); `connection` names the client connection
+   * it came on (FilterRequest.connection).
    */
-  request(frame: Buffer, header: RequestHeader, expectsResponse: boolean): Routed | Promise<Routed> {
+  request(frame: Buffer, header: RequestHeader, expectsResponse: boolean, connection: object = NO_CONNECTION): Routed | Promise<Routed> {
     const hooks = this.requestHooks(header.apiKey, header.apiVersion);
-    const req = new ChainRequest(frame, header, expectsResponse);
+    const req = new ChainRequest(frame, header, expectsResponse, connection);
     return this.runRequest(req, hooks, 0, null);
   }
 
@@ -350,6 +354,7 @@ class ChainRequest {
     public frame: Buffer,
     public header: RequestHeader,
     readonly expectsResponse: boolean,
+    readonly connection: object,
   ) {
     this.apiKey = header.apiKey as ApiKeyNumber;
     this.apiVersion = header.apiVersion;

@@ -25,6 +25,12 @@ export interface FilterRequest<K extends ApiKeyNumber> {
   /** False for an acks=0 Produce: nobody reads an answer. */
   readonly expectsResponse: boolean;
   /**
+   * The client connection the request came on, as an identity only. Its requests all go to the
+   * same upstream broker, so what a broker keeps per client (a share session) can be told apart
+   * from the client's sessions with other brokers.
+   */
+  readonly connection: object;
+  /**
    * The body, decoded from `frame` when first read (a filter that decides from the header alone
    * costs no decoding). A filter that changes it passes it to forward() so that it is encoded.
    */

@@ -2,7 +2,9 @@
  * ShareFetch answers of compacted partitions (share-fetch-view.ts): the records go through the
  * compacted view (the cleaner's removed records out, survivors and the uncleaned head at their
  * offsets, strict readers' CRCs and counts intact), the acquired ranges, the request and every
- * other topic's records pass as the broker sent them; in both ShareFetch versions.
+ * other topic's records pass as the broker sent them; in both ShareFetch versions. An answer
+ * that holds nothing for the member goes as one that acquired nothing, and its offsets are
+ * acknowledged as gaps in the member's next request on the connection (share-gap-acks.ts).
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -149,32 +151,60 @@ describe('ShareFetch answers of compacted partitions', () => {
     );
   });
 
-  test('batches keep their offset span; one that lost every record goes only at the end, as an empty batch', async () => {
-    const { harness } = setUp({ survivors: [15] });
+  test('batches keep their offset span; none that lost every record goes, not even at the end', async () => {
+    const { harness } = setUp({ survivors: [5] });
     const stored = await logOf();
     const run = await harness.request(ApiKey.ShareFetch, 1, request([IDS[COMPACTED]]));
     if (run.kind !== 'forward') throw new Error(run.kind);
-    const answer = await run.respond(response([{ id: IDS[COMPACTED], records: stored.read(0, 1 << 20, true) }]));
-    if (answer.kind !== 'forward') throw new Error(answer.kind);
-    const seen = await readBatches(answer.body.responses[0]!.partitions[0]!.records);
+    // A read that ends before the uncleaned head (25-29): its last batch, 10-19, keeps nothing.
+    const answer = response([{ id: IDS[COMPACTED], records: Buffer.concat([stored.batches[0]!.bytes, stored.batches[1]!.bytes]) }]);
+    answer.responses![0]!.partitions![0]!.acquiredRecords = [{ firstOffset: 0n, lastOffset: 19n, deliveryCount: 1 }];
+    const out = await run.respond(answer);
+    if (out.kind !== 'forward') throw new Error(out.kind);
+    const p = out.body.responses[0]!.partitions[0]!;
+    const seen = await readBatches(p.records);
     assert.deepEqual(
       seen.batches.map((b) => [b.base, b.last, b.count]),
-      [
-        [10, 19, 1],
-        [20, 29, 5],
-      ],
+      [[0, 9, 1]],
     );
-    const onlyRemoved = await harness.request(ApiKey.ShareFetch, 1, request([IDS[COMPACTED]]));
-    if (onlyRemoved.kind !== 'forward') throw new Error(onlyRemoved.kind);
-    const empty = await onlyRemoved.respond(response([{ id: IDS[COMPACTED], records: stored.batches[0]!.bytes }]));
-    if (empty.kind !== 'forward') throw new Error(empty.kind);
-    const none = await readBatches(empty.body.responses[0]!.partitions[0]!.records);
     assert.deepEqual(
-      none.batches.map((b) => [b.base, b.last, b.count]),
-      [[0, 9, 0]],
+      p.acquiredRecords.map((a) => [a.firstOffset, a.lastOffset]),
+      [[0n, 19n]],
+      'the offsets past the last record stay acquired: gaps the member acknowledges itself',
     );
+    assert.deepEqual(await nextAcks(harness), [], 'nothing is acknowledged for a member that got records');
+  });
+
+  test('an answer of removed records only goes as one that acquired nothing; the next request acknowledges them as gaps', async () => {
+    const { view, harness } = setUp({ survivors: [15] });
+    const stored = await logOf();
+    const run = await harness.request(ApiKey.ShareFetch, 1, request([IDS[COMPACTED]]));
+    if (run.kind !== 'forward') throw new Error(run.kind);
+    const answer = response([{ id: IDS[COMPACTED], records: stored.batches[0]!.bytes }]);
+    answer.responses![0]!.partitions![0]!.acquiredRecords = [{ firstOffset: 0n, lastOffset: 9n, deliveryCount: 1 }];
+    const out = await run.respond(answer);
+    if (out.kind !== 'forward') throw new Error(out.kind);
+    const p = out.body.responses[0]!.partitions[0]!;
+    assert.equal(p.records.length, 0, 'no records, not even an empty batch');
+    assert.deepEqual(p.acquiredRecords, []);
+    assert.equal(view.stats.emptiedAnswers, 1);
+    assert.deepEqual(await nextAcks(harness), [[IDS[COMPACTED], 0, [[0, 9, 0]]]]);
+    assert.deepEqual(await nextAcks(harness), [], 'once');
   });
 });
+
+/** What the member's next ShareFetch (epoch 2, naming no partition) carries upstream: [topic, partition, [first, last, ...types]]. */
+async function nextAcks(harness: FilterHarness, opts: { connection?: object; epoch?: number } = {}): Promise<[string, number, number[][]][]> {
+  const run = await harness.request(ApiKey.ShareFetch, 1, request([], opts.epoch ?? 2), { connection: opts.connection ?? harness.connection });
+  if (run.kind !== 'forward') throw new Error(run.kind);
+  return run.body.topics.flatMap((t) =>
+    t.partitions.map((p): [string, number, number[][]] => [
+      t.topicId,
+      p.partitionIndex,
+      p.acknowledgementBatches.map((b) => [Number(b.firstOffset), Number(b.lastOffset), ...b.acknowledgeTypes]),
+    ]),
+  );
+}
 
 describe('ShareFetch answers of carried partitions', () => {
   /** Forty records, ten keys; a pass carries the latest of each key (copy at 41) and the store let everything below 40 go. */
@@ -281,17 +311,190 @@ describe('ShareFetch answers of carried partitions', () => {
     assert.equal(view.copyAcks.size, 0);
   });
 
-  test('a group that read the range where it was gets the copy as a gap, as before', async () => {
-    const { harness, answer } = await carriedSetUp(['g']);
+  test("a group that read the range where it was gets nothing of the pass's records: they are acknowledged as gaps for it", async () => {
+    const { view, harness, answer } = await carriedSetUp(['g']);
     const run = await harness.request(ApiKey.ShareFetch, 1, request([IDS[COMPACTED]]));
     if (run.kind !== 'forward') throw new Error(run.kind);
     const out = await run.respond(answer);
     if (out.kind !== 'forward') throw new Error(out.kind);
     const p = out.body.responses[0]!.partitions[0]!;
-    assert.deepEqual((await readBatches(p.records)).records, []);
+    assert.equal(p.records.length, 0);
+    assert.deepEqual(p.acquiredRecords, []);
+    assert.equal(view.stats.copiedRecords, 0);
+    assert.deepEqual(await nextAcks(harness, { connection: {} }), [], 'not on another connection (another broker)');
+    assert.deepEqual(await nextAcks(harness, { epoch: 0 }), [], 'not in a request opening a share session');
+    assert.deepEqual(await nextAcks(harness, { epoch: 1 }), [[IDS[COMPACTED], 0, [[40, 42, 0]]]], "in the session's next request");
+    assert.equal(view.gapAcks.stats.gapsAcknowledged, 3);
+  });
+});
+
+describe('Gaps acknowledged for a member', () => {
+  /** A member got only kcompact's own records at 40-42 on `connection`. */
+  async function owed(groups = ['g']) {
+    const set = await (async () => {
+      const stored = new Log();
+      await stored.writeRecords(40, 10);
+      const survivors = Array.from({ length: 10 }, (_, i) => 30 + i);
+      const pass = await stored.carry(new Set(survivors), 40);
+      const index = new FakeIndex(survivors, 40);
+      index.carry = {
+        copiesBelow: 40,
+        topicStart: 0,
+        copiesFrom: pass,
+        copiesTo: stored.end - 1,
+        passOnly: true,
+        marks: Float64Array.from([30, pass + 1]),
+        releases: [{ at: stored.end, pass, releasedEnd: 40, groups }],
+      };
+      const topicIds = new TopicIds();
+      topicIds.learn(COMPACTED, IDS[COMPACTED]);
+      const view = createShareFetchView({
+        config: configView([COMPACTED]),
+        index: indexView({ [`${COMPACTED}-0`]: index }),
+        topicIds,
+        resolveTopicIds: async () => undefined,
+        logStartOffset: async () => 40n,
+        log,
+      });
+      return { view, harness: new FilterHarness(view), stored };
+    })();
+    const run = await set.harness.request(ApiKey.ShareFetch, 1, request([IDS[COMPACTED]]));
+    if (run.kind !== 'forward') throw new Error(run.kind);
+    const answer = response([{ id: IDS[COMPACTED], records: set.stored.from(40) }]);
+    answer.responses![0]!.partitions![0]!.acquiredRecords = [{ firstOffset: 40n, lastOffset: 42n, deliveryCount: 1 }];
+    const out = await run.respond(answer);
+    if (out.kind !== 'forward') throw new Error(out.kind);
+    assert.deepEqual(out.body.responses[0]!.partitions[0]!.acquiredRecords, []);
+    return set;
+  }
+
+  const ackBatches = (batches: [number, number, number][]) =>
+    batches.map(([f, l, t]) => ({ firstOffset: BigInt(f), lastOffset: BigInt(l), acknowledgeTypes: [t] }));
+
+  test("they go beside the member's own acknowledgements of the partition, clear of every offset it acknowledges", async () => {
+    const { harness } = await owed();
+    const fetch = request([IDS[COMPACTED]], 2);
+    fetch.topics![0]!.partitions![0]!.acknowledgementBatches = ackBatches([
+      [30, 35, 1],
+      [41, 41, 0],
+    ]);
+    const run = await harness.request(ApiKey.ShareFetch, 1, fetch);
+    if (run.kind !== 'forward') throw new Error(run.kind);
+    assert.equal(run.changed, true);
     assert.deepEqual(
-      p.acquiredRecords.map((a) => [a.firstOffset, a.lastOffset]),
-      [[40n, 42n]],
+      run.body.topics[0]!.partitions[0]!.acknowledgementBatches.map((b) => [Number(b.firstOffset), Number(b.lastOffset), ...b.acknowledgeTypes]),
+      [
+        [30, 35, 1],
+        [40, 40, 0],
+        [41, 41, 0],
+        [42, 42, 0],
+      ],
     );
+    // The member acknowledged the partition itself: the outcome is its own too.
+    const answer = response([]);
+    answer.responses = [
+      {
+        topicId: IDS[COMPACTED],
+        partitions: [
+          {
+            partitionIndex: 0,
+            errorCode: 0,
+            acknowledgeErrorCode: 0,
+            currentLeader: { leaderId: 1, leaderEpoch: 4 },
+            records: Buffer.alloc(0),
+            acquiredRecords: [],
+          },
+        ],
+      },
+    ];
+    const out = await run.respond(answer);
+    if (out.kind !== 'forward') throw new Error(out.kind);
+    assert.equal(out.body.responses.length, 1);
+  });
+
+  test('a ShareFetch answer keeps no trace of them where the member acknowledged nothing of the partition', async () => {
+    const { harness } = await owed();
+    const run = await harness.request(ApiKey.ShareFetch, 1, request([], 2));
+    if (run.kind !== 'forward') throw new Error(run.kind);
+    const refused = (records: Buffer) => ({
+      partitionIndex: 0,
+      errorCode: 0,
+      acknowledgeErrorCode: 0x7a,
+      acknowledgeErrorMessage: 'INVALID_RECORD_STATE',
+      currentLeader: { leaderId: 1, leaderEpoch: 4 },
+      records,
+      acquiredRecords: records.length > 0 ? [{ firstOffset: 43n, lastOffset: 43n, deliveryCount: 1 }] : [],
+    });
+    // The broker answers an acknowledgement of a partition it fetched nothing of with an entry of its own.
+    const alone = response([]);
+    alone.responses = [
+      { topicId: IDS[COMPACTED], partitions: [refused(Buffer.alloc(0))] },
+      { topicId: IDS[PLAIN], partitions: [{ ...refused(Buffer.alloc(0)), acknowledgeErrorCode: 0, acknowledgeErrorMessage: null }] },
+    ];
+    const out = await run.respond(alone);
+    if (out.kind !== 'forward') throw new Error(out.kind);
+    assert.deepEqual(
+      out.body.responses.map((t) => t.topicId),
+      [IDS[PLAIN]],
+    );
+
+    // An answer that also brings records of the partition keeps them, without the refusal.
+    const { harness: h2, stored } = await owed();
+    const run2 = await h2.request(ApiKey.ShareFetch, 1, request([], 2));
+    if (run2.kind !== 'forward') throw new Error(run2.kind);
+    const next = stored.end;
+    await stored.writeRecords(1, 10);
+    const withRecords = response([]);
+    withRecords.responses = [
+      {
+        topicId: IDS[COMPACTED],
+        partitions: [{ ...refused(stored.from(next)), acquiredRecords: [{ firstOffset: BigInt(next), lastOffset: BigInt(next), deliveryCount: 1 }] }],
+      },
+    ];
+    const out2 = await run2.respond(withRecords);
+    if (out2.kind !== 'forward') throw new Error(out2.kind);
+    const p = out2.body.responses[0]!.partitions[0]!;
+    assert.deepEqual([p.acknowledgeErrorCode, p.acknowledgeErrorMessage], [0, null]);
+    assert.deepEqual(
+      (await readBatches(p.records)).records.map((r) => r.offset),
+      [next],
+    );
+  });
+
+  test('ShareAcknowledge carries them too, and its answer loses the entry the member did not ask about', async () => {
+    const { harness } = await owed();
+    const run = await harness.request(ApiKey.ShareAcknowledge, 1, { groupId: 'g', memberId: 'member-1', shareSessionEpoch: 2, topics: [] });
+    if (run.kind !== 'forward') throw new Error(run.kind);
+    assert.deepEqual(
+      run.body.topics.map((t) => [
+        t.topicId,
+        t.partitions.map((p) => p.acknowledgementBatches.map((b) => [Number(b.firstOffset), Number(b.lastOffset), ...b.acknowledgeTypes])),
+      ]),
+      [[IDS[COMPACTED], [[[40, 42, 0]]]]],
+    );
+    const out = await run.respond({
+      throttleTimeMs: 0,
+      errorCode: 0,
+      responses: [{ topicId: IDS[COMPACTED], partitions: [{ partitionIndex: 0, errorCode: 0, currentLeader: { leaderId: 1, leaderEpoch: 4 } }] }],
+      nodeEndpoints: [],
+    });
+    if (out.kind !== 'forward') throw new Error(out.kind);
+    assert.deepEqual(out.body.responses, []);
+  });
+
+  test('a session closing, or the partition leaving it, drops them: the broker takes the offsets back', async () => {
+    const closing = await owed();
+    const close = await closing.harness.request(ApiKey.ShareFetch, 1, request([], -1));
+    if (close.kind !== 'forward') throw new Error(close.kind);
+    assert.deepEqual(close.body.topics, [], 'a closing ShareFetch carries none');
+    assert.deepEqual(await nextAcks(closing.harness, { epoch: 1 }), []);
+
+    const forgetting = await owed();
+    const forget = request([], 2);
+    forget.forgottenTopicsData = [{ topicId: IDS[COMPACTED], partitions: [0] }];
+    const run = await forgetting.harness.request(ApiKey.ShareFetch, 1, forget);
+    if (run.kind !== 'forward') throw new Error(run.kind);
+    assert.deepEqual(run.body.topics, []);
+    assert.deepEqual(await nextAcks(forgetting.harness, { epoch: 3 }), []);
   });
 });
