@@ -200,7 +200,10 @@ test('a share group new to a carried partition gets the survivors from the copie
     'each delivered once',
   );
   const scraped = await scrape(proxy.management);
-  assert.equal(scraped.value('kcompact_share_fetch_copied_records_total'), below.length, 'kcompact_share_fetch_copied_records_total');
+  // At least once each: a ShareFetch that arrives while the records of an earlier one are still
+  // acquired (a slow machine delays the acknowledgement) unpacks the same copies and hands out nothing.
+  const copied = scraped.value('kcompact_share_fetch_copied_records_total') ?? 0;
+  assert.ok(copied >= below.length, `kcompact_share_fetch_copied_records_total ${copied}, survivors below the store's log start ${below.length}`);
   await settled(fresh);
 
   // The same from every share consumer of the test bed (side by side with Java's runs, which go one at a time).
