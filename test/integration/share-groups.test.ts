@@ -71,9 +71,14 @@ async function prepare(reference: Side, proxied: Side, proxy: CliProxy): Promise
   assert.equal(res.status, 200, res.body);
   const cleaned = view(await readPartitionRaw(proxied.bootstrap, TOPIC, 0, { timeoutMs: 30_000 }));
   assert.ok(cleaned.length < ROUNDS * KEYS, `kcompact cleaned: ${cleaned.length} records left`);
-  await pollUntil("Kafka's cleaner to leave the same records", 60_000, async () => {
-    const kafkaView = view(await readPartitionRaw(reference.bootstrap, TOPIC, 0, { timeoutMs: 30_000 }));
+  // Kafka's cleaner thread runs on its own schedule; a loaded machine delays it by tens of seconds.
+  let kafkaView: ReturnType<typeof view> = [];
+  await pollUntil("Kafka's cleaner to leave the same records", 180_000, async () => {
+    kafkaView = view(await readPartitionRaw(reference.bootstrap, TOPIC, 0, { timeoutMs: 30_000 }));
     return JSON.stringify(kafkaView) === JSON.stringify(cleaned) ? true : undefined;
+  }).catch((err: unknown) => {
+    const offsets = (v: ReturnType<typeof view>) => v.map((r) => r.offset).join(',');
+    throw new Error(`${String(err)}: Kafka's cleaner left offsets ${offsets(kafkaView)}, kcompact ${offsets(cleaned)}`, { cause: err });
   });
   return cleaned;
 }
