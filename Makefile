@@ -8,7 +8,7 @@ NODE_TEST := node --test --test-concurrency=1 --test-timeout=600000 \
 	--test-reporter=tap --test-reporter-destination=stdout \
 	--test-reporter=./scripts/failures-reporter.mjs --test-reporter-destination=stdout
 
-.PHONY: all deps build lint format peers test test-unit test-integration run bench bench-compaction bench-carry bench-segments bench-replicas bench-scale fuzz gen clean
+.PHONY: all deps build lint format peers test test-unit test-integration profiles run bench bench-compaction bench-carry bench-segments bench-replicas bench-scale fuzz gen clean
 
 all: build
 
@@ -44,6 +44,11 @@ test-unit: build
 
 test-integration: build peers
 	$(NODE_TEST) $$(find dist/test/integration -name '*.test.js' | sort)
+
+# kcompact, carrying, in front of brokers shaped like Event Hubs, OCI Streaming, Confluent Freight and
+# tiered-storage Kafka (test/support/store-profiles.ts); not part of `make test`. KCOMPACT_PROFILES=name,... runs some.
+profiles: build peers
+	$(NODE_TEST) $$(find dist/test/profiles -name '*.test.js' | sort)
 
 run: build peers
 	bash scripts/run-local.sh

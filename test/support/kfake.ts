@@ -22,6 +22,16 @@ export interface KfakeOptions {
   /** Partitions of auto-created topics and of CreateTopics with -1 (default 1, like Kafka). */
   partitions?: number;
   brokerConfigs?: Record<string, string>;
+  /**
+   * APIs (kmsg's names, e.g. DeleteRecords, InitProducerID) left out of ApiVersions, as a store
+   * that does not implement them; a request for one closes the connection, as Kafka does.
+   */
+  withhold?: string[];
+  /**
+   * Codecs (none, gzip, snappy, lz4, zstd) a produced batch may use; a request with a batch of
+   * another is answered UNSUPPORTED_COMPRESSION_TYPE. Every codec when absent.
+   */
+  codecs?: string[];
   startTimeoutMs?: number;
 }
 
@@ -40,6 +50,8 @@ export async function startKfake(opts: KfakeOptions = {}): Promise<RunningKfake>
   const args = opts.ports ? ['--ports', opts.ports.join(',')] : ['--brokers', String(opts.brokers ?? 3)];
   args.push('--partitions', String(opts.partitions ?? 1));
   for (const [k, v] of Object.entries(opts.brokerConfigs ?? {})) args.push('--broker-config', `${k}=${v}`);
+  if (opts.withhold?.length) args.push('--withhold', opts.withhold.join(','));
+  if (opts.codecs?.length) args.push('--codecs', opts.codecs.join(','));
   const proc = startBackground(path.join(binDir, 'kfake'), args, { stdoutFile, stderrFile });
   const stderrTail = (lines = 40) => tail(fs.existsSync(stderrFile) ? fs.readFileSync(stderrFile, 'utf8') : '', lines);
   const stop = async () => {

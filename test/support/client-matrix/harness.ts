@@ -17,6 +17,9 @@ import type { RecordView } from '../summary.js';
 import { startUncompactedUpstream, type UncompactedUpstream, type UpstreamKind } from '../uncompacted-upstream.js';
 import type { KeyValue } from './types.js';
 
+/** What a harness runs over: the upstream's bootstrap, a name for cell names, and how to stop it. */
+export type UpstreamOfHarness = Pick<UncompactedUpstream, 'bootstrap' | 'stop'> & { kind: string };
+
 export interface FetchSeen {
   partition: number;
   /** The offset the client asked for (before kcompact moved it). */
@@ -30,8 +33,8 @@ function kafkaClient(bootstrap: string, clientId: string): Kafka {
 
 export class Harness {
   private constructor(
-    readonly kind: UpstreamKind,
-    private readonly upstream: UncompactedUpstream,
+    readonly kind: string,
+    private readonly upstream: UpstreamOfHarness,
     private readonly proxy: RunningCompactingProxy,
     /** Through kcompact: topics and configs are kcompact's to answer. */
     private readonly proxyAdmin: Admin,
@@ -40,27 +43,41 @@ export class Harness {
     private readonly upstreamAdmin: Admin,
     /** The offsets clients fetched from, by topic. */
     private readonly seen: Map<string, FetchSeen[]>,
+    /** Store configs every topic of the harness is created with, beside the cell's own. */
+    private readonly topicConfigs: Readonly<Record<string, string>>,
   ) {}
 
   static async start(kind: UpstreamKind): Promise<Harness> {
-    const upstream = await startUncompactedUpstream(kind);
+    return Harness.over(await startUncompactedUpstream(kind));
+  }
+
+  /**
+   * A harness over an upstream already running (a store profile); stop() stops it too. `carry`
+   * as startCompactingProxy takes it; `topicConfigs` go into every CreateTopics of the cells.
+   */
+  static async over(upstream: UpstreamOfHarness, opts: { carry?: boolean; topicConfigs?: Record<string, string> } = {}): Promise<Harness> {
     let proxy: RunningCompactingProxy | undefined;
     try {
       const seen = new Map<string, FetchSeen[]>();
       const names: { topics?: TopicIds } = {};
-      proxy = await startCompactingProxy(upstream.bootstrap, { filters: [fetchObserver(seen, names)] });
+      proxy = await startCompactingProxy(upstream.bootstrap, { filters: [fetchObserver(seen, names)], carry: opts.carry ?? false });
       names.topics = proxy.server.topics;
       const viaProxy = kafkaClient(proxy.bootstrap, 'client-matrix-harness');
       const proxyAdmin = viaProxy.admin();
       const producer = viaProxy.producer({ allowAutoTopicCreation: false });
       const upstreamAdmin = kafkaClient(upstream.bootstrap, 'client-matrix-truth').admin();
       await Promise.all([proxyAdmin.connect(), producer.connect(), upstreamAdmin.connect()]);
-      return new Harness(kind, upstream, proxy, proxyAdmin, producer, upstreamAdmin, seen);
+      return new Harness(upstream.kind, upstream, proxy, proxyAdmin, producer, upstreamAdmin, seen, opts.topicConfigs ?? {});
     } catch (e) {
       await proxy?.stop();
       await upstream.stop();
       throw e;
     }
+  }
+
+  /** The proxy the cells go through (its engine: carry figures, status). */
+  get compacting(): RunningCompactingProxy {
+    return this.proxy;
   }
 
   /** The bootstrap clients use: kcompact's. */
@@ -76,7 +93,9 @@ export class Harness {
   async createTopic(topic: string, partitions: number, configs: Record<string, string>): Promise<void> {
     const created = await this.proxyAdmin.createTopics({
       waitForLeaders: true,
-      topics: [{ topic, numPartitions: partitions, configEntries: Object.entries(configs).map(([name, value]) => ({ name, value })) }],
+      topics: [
+        { topic, numPartitions: partitions, configEntries: Object.entries({ ...this.topicConfigs, ...configs }).map(([name, value]) => ({ name, value })) },
+      ],
     });
     if (!created) throw new Error(`topic ${topic} already existed: cell names must be unique`);
   }
