@@ -8,7 +8,7 @@ NODE_TEST := node --test --test-concurrency=1 --test-timeout=600000 \
 	--test-reporter=tap --test-reporter-destination=stdout \
 	--test-reporter=./scripts/failures-reporter.mjs --test-reporter-destination=stdout
 
-.PHONY: all deps build lint format peers test test-unit test-integration profiles run bench bench-compaction bench-carry bench-segments bench-replicas bench-scale fuzz gen clean
+.PHONY: all deps build lint format peers test test-unit test-integration profiles run bench bench-compaction bench-carry bench-segments bench-pacing bench-replicas bench-scale fuzz gen clean
 
 all: build
 
@@ -67,6 +67,10 @@ bench-carry: build peers
 # What the store holds once passes' ranges are freed, against Kafka's cleaner (issue 33); SEGMENTS_ARGS="--keys 5000" for a shorter run.
 bench-segments: build peers
 	node dist/bench/store-segments.js $(SEGMENTS_ARGS)
+
+# The application's produce latency through kcompact during an unpaced and a paced pass, against none, on a shared produce quota (issue 33); PACING_ARGS="--json FILE".
+bench-pacing: build peers
+	node dist/bench/pass-latency.js $(PACING_ARGS)
 
 # Many replicas, one cleaner (issue 19): store bytes read by three replicas against one, failover; REPLICAS_ARGS="--keys 500 --rounds 2" for a short run.
 bench-replicas: build peers

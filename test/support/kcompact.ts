@@ -99,6 +99,8 @@ export async function startCompactingProxy(
     carry?: boolean | string;
     /** The carrier group's session timeout (default 6 s, Kafka's least). */
     carrierSessionTimeoutMs?: number;
+    /** What the proxy's carry passes may write and read per second (the carryBytesPerSecond setting); unset: unbounded. */
+    carryBytesPerSecond?: number;
     /**
      * Whether the proxy indexes only the partitions it carries or its clients use (the product's
      * default); false here unless a test asks: most tests write around the proxy and wait for its index.
@@ -128,6 +130,7 @@ export async function startCompactingProxy(
           sessionTimeoutMs: opts.carrierSessionTimeoutMs ?? 6_000,
         },
       }),
+    ...(opts.carryBytesPerSecond !== undefined && { carryBytesPerSecond: opts.carryBytesPerSecond }),
     indexOnDemand: opts.indexOnDemand ?? false,
     ...(opts.indexIdleMs !== undefined && { indexIdleMs: opts.indexIdleMs }),
     staticTopics: opts.staticTopics,

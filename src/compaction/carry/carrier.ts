@@ -29,7 +29,7 @@ import { copiesAged } from './carry-age.js';
 import type { StoreRegistry } from '../index/store-registry.js';
 import { deleteRecordsBefore, fetchRecords, produceBatch, type PartitionRequests } from '../indexer/partition-requests.js';
 import { CarryPacing, type PacingStats } from './carry-pacing.js';
-import { CopyRun, markerBatch, RUN_BYTES } from './carried-batch.js';
+import { CopyRun, markerBatch } from './carried-batch.js';
 import { encodePassEnd, encodePassStart, encodeRelease } from './carry-record.js';
 import { PhysicalReader } from './physical-reader.js';
 import { leastOf, type ShareGroupStart } from './share-group-starts.js';
@@ -179,6 +179,7 @@ export class Carrier {
       const readBytes = this.pacing.readBytes(FETCH_BYTES);
       reader = new PhysicalReader((offset) => fetchRecords(client, target, offset, readBytes));
       const run = new CopyRun();
+      const runBytes = this.pacing.runBytes();
       const group = new SourceGroup(releaseEnd);
       let count = 0;
       let bytesWritten = 0;
@@ -201,7 +202,7 @@ export class Carrier {
       const emit = async () => {
         const copy = await group.copy();
         if (!copy) return;
-        if (run.count > 0 && run.bytes + copy.length > RUN_BYTES) await flush();
+        if (run.count > 0 && run.bytes + copy.length > runBytes) await flush();
         run.add(copy, group.base);
         for (let i = 0; i < group.horizons.length; i += 2) run.addHorizon(group.horizons[i]!, group.horizons[i + 1]!);
         count += group.offsets.length;

@@ -34,13 +34,22 @@ export const REAL_CLOCK: PacingClock = {
   sleep: (ms, signal) => sleepFor(ms, undefined, { signal }).catch(() => undefined),
 };
 
+/**
+ * A pass's buckets hold a tenth of a second of the rate: its requests go out in small pieces
+ * through the second, not as one burst the application's requests queue behind at the store.
+ */
+const PASS_BURST_SECONDS = 0.1;
+
+/** Paced, what a carry batch's run or a read is cut to at least: below it per-request overhead dominates. */
+const MIN_PACED_BYTES = 4 * 1024;
+
 /** A long wait is slept in slices: Node's timers cannot take much more than 24 days, and a debt at a tiny rate can be longer. */
 const MAX_SLEEP_MS = 60_000;
 
 /**
- * Bytes per second over time, with a burst of one second's worth. A take larger than the burst
- * waits for a full bucket and leaves it in debt, which later takes wait out: the average holds
- * whatever the sizes, and a batch never waits for more tokens than the bucket can hold.
+ * Bytes per second over time, with a burst of `burstSeconds` of the rate. A take larger than the
+ * burst waits for a full bucket and leaves it in debt, which later takes wait out: the average
+ * holds whatever the sizes, and a batch never waits for more tokens than the bucket can hold.
  */
 export class TokenBucket {
   private tokens: number;
@@ -50,9 +59,10 @@ export class TokenBucket {
   constructor(
     readonly bytesPerSecond: number,
     private readonly clock: PacingClock,
+    burstSeconds = 1,
   ) {
     if (!(bytesPerSecond > 0)) throw new RangeError(`a token bucket needs a positive rate, got ${bytesPerSecond}`);
-    this.burst = bytesPerSecond;
+    this.burst = bytesPerSecond * burstSeconds;
     this.tokens = this.burst;
     this.last = clock.now();
   }
@@ -125,8 +135,8 @@ export class CarryPacing {
   constructor(opts: CarryPacingOptions) {
     this.clock = opts.clock ?? REAL_CLOCK;
     const rate = opts.bytesPerSecond > 0 ? opts.bytesPerSecond : 0;
-    this.writes = rate > 0 ? new TokenBucket(rate, this.clock) : undefined;
-    this.reads = rate > 0 ? new TokenBucket(rate, this.clock) : undefined;
+    this.writes = rate > 0 ? new TokenBucket(rate, this.clock, PASS_BURST_SECONDS) : undefined;
+    this.reads = rate > 0 ? new TokenBucket(rate, this.clock, PASS_BURST_SECONDS) : undefined;
   }
 
   /** carryBytesPerSecond; 0: unbounded. */
@@ -135,12 +145,18 @@ export class CarryPacing {
   }
 
   /**
-   * How much one read of a pass asks for: a read of `max` at a low rate would move seconds of
-   * budget in one burst, which a store's quota window counts against the application's traffic.
+   * How much one read of a pass asks for: about one burst. A read of `max` at a low rate would
+   * move seconds of budget at once, which the application's requests would queue behind.
    */
   readBytes(max: number): number {
-    // At least a carry batch's run: a smaller read would take the copies back a read per batch.
-    return this.reads ? Math.min(max, Math.max(RUN_BYTES, this.reads.burst)) : max;
+    // A store answers a read with at least the whole batch holding its offset (KIP-74), so a
+    // carry batch's run still comes back in one read.
+    return this.reads ? Math.min(max, Math.max(MIN_PACED_BYTES, Math.floor(this.reads.burst))) : max;
+  }
+
+  /** Where a pass cuts a run of copies into carry batches: paced, about one burst, so a write is one piece of the second. */
+  runBytes(): number {
+    return this.writes ? Math.min(RUN_BYTES, Math.max(MIN_PACED_BYTES, Math.floor(this.writes.burst))) : RUN_BYTES;
   }
 
   /**

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Carrier, type CarryMandate } from '../../../../src/compaction/carry/carrier.js';
 import { CarryPacing, TokenBucket, type PacingClock } from '../../../../src/compaction/carry/carry-pacing.js';
+import { RUN_BYTES } from '../../../../src/compaction/carry/carried-batch.js';
 import type { PartitionStore } from '../../../../src/compaction/index/partition-store.js';
 import type { StoreRegistry } from '../../../../src/compaction/index/store-registry.js';
 import { createLogger } from '../../../../src/ops/log.js';
@@ -199,12 +200,13 @@ describe('CarryPacing: carryBytesPerSecond', () => {
     const a = pacing.over(fakeBroker(1, clock, sent));
     const b = pacing.over(fakeBroker(2, clock, sent));
     for (let i = 0; i < 10; i++) await produceBatch(i % 2 ? a : b, 't', i, Buffer.alloc(5_000));
-    // A full bucket lets the first two batches go at once; the other eight wait half a second each.
+    // The bucket holds a tenth of a second: the first batch goes at once and leaves a debt, each
+    // of the others waits for its own bytes, half a second.
     assert.deepEqual(
       sent.map((s) => s.at - 1_000),
-      [0, 0, 500, 1000, 1500, 2000, 2500, 3000, 3500, 4000],
+      [0, 500, 1000, 1500, 2000, 2500, 3000, 3500, 4000, 4500],
     );
-    assert.equal(pacing.stats.pacedMsTotal, 4000);
+    assert.equal(pacing.stats.pacedMsTotal, 4500);
   });
 
   it('charges what a read brought back, and the next read waits it out', async () => {
@@ -214,20 +216,29 @@ describe('CarryPacing: carryBytesPerSecond', () => {
     const b = pacing.over(fakeBroker(1, clock, sent, { fetchBytes: 3000 }));
     await fetchRecords(b, target, 0, pacing.readBytes(4 << 20));
     await fetchRecords(b, target, 0, pacing.readBytes(4 << 20));
+    // 3000 bytes charged against a bucket of 100: 2900 bytes of debt, 2.9 s at the rate.
     assert.deepEqual(
       sent.map((s) => s.at),
-      [1_000, 3_000],
+      [1_000, 3_900],
     );
     await produceBatch(b, 't', 0, Buffer.alloc(1000));
-    assert.equal(sent[2]!.at, 3_000, 'writes have a budget of their own');
+    assert.equal(sent[2]!.at, 3_900, 'writes have a budget of their own');
   });
 
-  it('a read asks for about a second of the rate, at least one carry run, at most what the pass asks', () => {
+  it('a read asks for about a tenth of a second of the rate, at least 4 KiB, at most what the pass asks', () => {
     const clock = new FakeClock();
     assert.equal(new CarryPacing({ bytesPerSecond: 0, clock }).readBytes(4 << 20), 4 << 20);
-    assert.equal(new CarryPacing({ bytesPerSecond: 1000, clock }).readBytes(4 << 20), 64 * 1024);
-    assert.equal(new CarryPacing({ bytesPerSecond: 1 << 20, clock }).readBytes(4 << 20), 1 << 20);
+    assert.equal(new CarryPacing({ bytesPerSecond: 1000, clock }).readBytes(4 << 20), 4096);
+    assert.equal(new CarryPacing({ bytesPerSecond: 1 << 20, clock }).readBytes(4 << 20), 104_857);
     assert.equal(new CarryPacing({ bytesPerSecond: 1 << 30, clock }).readBytes(4 << 20), 4 << 20);
+  });
+
+  it('a paced pass cuts its runs of copies to about one burst, at least 4 KiB, at most the unpaced run', () => {
+    const clock = new FakeClock();
+    assert.equal(new CarryPacing({ bytesPerSecond: 0, clock }).runBytes(), RUN_BYTES);
+    assert.equal(new CarryPacing({ bytesPerSecond: 1000, clock }).runBytes(), 4096);
+    assert.equal(new CarryPacing({ bytesPerSecond: 256 * 1024, clock }).runBytes(), 26_214);
+    assert.equal(new CarryPacing({ bytesPerSecond: 1 << 30, clock }).runBytes(), RUN_BYTES);
   });
 
   it('throttle first, then the budget, then the check before sending', async () => {
