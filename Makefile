@@ -37,7 +37,7 @@ peers:
 	bash test/peers/install.sh
 
 test: build lint peers
-	$(NODE_TEST) $$(find dist/test -name '*.test.js' | sort)
+	$(NODE_TEST) $$(find dist/test/unit dist/test/integration -name '*.test.js' | sort)
 
 test-unit: build
 	$(NODE_TEST) $$(find dist/test/unit -name '*.test.js' | sort)
