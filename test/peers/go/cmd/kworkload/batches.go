@@ -44,15 +44,11 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // Fetch that returns no batch while offsets remain below the end is retried a few times, then
 // reported: a reader would be stuck there.
 func listBatches(ctx context.Context, brokers, topic string, end int64) ([]batchOut, []abortedOut, error) {
-	cl, err := rawClient(brokers)
+	cl, leader, err := rawLeader(ctx, brokers, topic)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer cl.Close()
-	leader, err := leaderOf(ctx, cl, topic)
-	if err != nil {
-		return nil, nil, err
-	}
 	batches := []batchOut{}
 	aborted := []abortedOut{}
 	seenAborted := map[abortedOut]bool{}

@@ -28,16 +28,12 @@ func carried(args []string) map[string]any {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout(*timeoutMs))
 	defer cancel()
 
-	cl, err := rawClient(*brokers)
+	cl, leader, err := rawLeader(ctx, *brokers, *topic)
 	if err != nil {
 		return failed(err)
 	}
 	defer cl.Close()
 	offsets, err := offsetsOf(ctx, cl, *topic)
-	if err != nil {
-		return failed(err)
-	}
-	leader, err := leaderOf(ctx, cl, *topic)
 	if err != nil {
 		return failed(err)
 	}

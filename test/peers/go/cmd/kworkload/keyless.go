@@ -107,15 +107,11 @@ func keylessWithKgo(ctx context.Context, brokers, topic, codec string) ([]*strin
 }
 
 func keylessRaw(ctx context.Context, brokers, topic string) (*rawProduceOut, error) {
-	cl, err := rawClient(brokers)
+	cl, leader, err := rawLeader(ctx, brokers, topic)
 	if err != nil {
 		return nil, err
 	}
 	defer cl.Close()
-	leader, err := leaderOf(ctx, cl, topic)
-	if err != nil {
-		return nil, err
-	}
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks = -1
 	req.TimeoutMillis = 10000

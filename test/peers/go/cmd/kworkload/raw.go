@@ -21,6 +21,20 @@ func rawClient(brokers string) (*kgo.Client, error) {
 	return kgo.NewClient(seeds(brokers), kgo.MaxVersions(v))
 }
 
+// rawLeader is a rawClient with partition 0's leader found; the caller closes the client.
+func rawLeader(ctx context.Context, brokers, topic string) (*kgo.Client, *kgo.Broker, error) {
+	cl, err := rawClient(brokers)
+	if err != nil {
+		return nil, nil, err
+	}
+	leader, err := leaderOf(ctx, cl, topic)
+	if err != nil {
+		cl.Close()
+		return nil, nil, err
+	}
+	return cl, leader, nil
+}
+
 // leaderOf finds partition 0's leader. kgo takes the brokers from any Metadata answer it
 // carries, so the returned handle can be used at once.
 func leaderOf(ctx context.Context, cl *kgo.Client, topic string) (*kgo.Broker, error) {

@@ -126,16 +126,13 @@ func consumeAll(ctx context.Context, brokers, topic string, readCommitted bool, 
 		// kgo keeps its fetch position to itself, so a quiet poll asks whether one at last+1
 		// would move, through what is left, to the end without a record to hand out.
 		if tail == nil {
-			raw, err := rawClient(brokers)
+			raw, leader, err := rawLeader(ctx, brokers, topic)
 			if err != nil {
 				errs = append(errs, err.Error())
 				break
 			}
 			defer raw.Close()
-			if tail, err = leaderOf(ctx, raw, topic); err != nil {
-				errs = append(errs, err.Error())
-				break
-			}
+			tail = leader
 		}
 		done, err := nothingBefore(ctx, tail, topic, readCommitted, last+1, end)
 		if err != nil {

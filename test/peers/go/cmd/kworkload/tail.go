@@ -81,15 +81,11 @@ func tails(ctx context.Context, leader *kgo.Broker, topic string, readCommitted 
 
 // tailsNearEnd runs tail readers from the last records each isolation level saw and its end.
 func tailsNearEnd(ctx context.Context, brokers, topic string, uncommitted, committed []recordOut, offsets partitionOffsets) (map[string][]tailOut, error) {
-	cl, err := rawClient(brokers)
+	cl, leader, err := rawLeader(ctx, brokers, topic)
 	if err != nil {
 		return nil, err
 	}
 	defer cl.Close()
-	leader, err := leaderOf(ctx, cl, topic)
-	if err != nil {
-		return nil, err
-	}
 	out := map[string][]tailOut{}
 	if out["uncommitted"], err = tails(ctx, leader, topic, false, tailStarts(uncommitted, offsets.HighWatermark)); err != nil {
 		return out, err
@@ -111,15 +107,11 @@ func tail(args []string) map[string]any {
 	required("tail", *brokers, *topic)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout(*timeoutMs))
 	defer cancel()
-	cl, err := rawClient(*brokers)
+	cl, leader, err := rawLeader(ctx, *brokers, *topic)
 	if err != nil {
 		return failed(err)
 	}
 	defer cl.Close()
-	leader, err := leaderOf(ctx, cl, *topic)
-	if err != nil {
-		return failed(err)
-	}
 	starts := []int64{}
 	for s := *from; s < *to; s++ {
 		starts = append(starts, s)
