@@ -17,6 +17,14 @@ import type { TopicPolicy } from '../policy.js';
 export interface RollPolicy {
   segmentBytes: number;
   maxSegmentMs: number;
+  /**
+   * Whether kcompact's own batches (a pass's markers and copies, indexed with no bytes of their
+   * own) roll a segment on time like a client's. In Kafka only an append rolls the active
+   * segment, and an idle topic's active segment is never cleaned; kcompact's records are no
+   * client's append, so they do not, except on a store that caps retention, where the records
+   * of an idle topic's active segment must be cleaned and carried before the store lets them go.
+   */
+  ownBatchesRoll?: boolean;
 }
 
 export interface Segment {
@@ -38,7 +46,7 @@ const MAX_RELATIVE_OFFSET = 2 ** 31 - 1;
 export function rollPolicy(policy: TopicPolicy): RollPolicy {
   let maxSegmentMs = policy.compact && policy.maxCompactionLagMs > 0 ? Math.min(policy.maxCompactionLagMs, policy.segmentMs) : policy.segmentMs;
   if (policy.carryAfterMs > 0) maxSegmentMs = Math.min(maxSegmentMs, Math.floor(policy.carryAfterMs / 2));
-  return { segmentBytes: policy.segmentBytes, maxSegmentMs };
+  return { segmentBytes: policy.segmentBytes, maxSegmentMs, ownBatchesRoll: policy.carryAfterMs > 0 };
 }
 
 export function shouldRoll(open: Segment, batchBytes: number, batchMaxTimestamp: number, batchLast: number, policy: RollPolicy): boolean {
@@ -55,6 +63,8 @@ export function shouldRoll(open: Segment, batchBytes: number, batchMaxTimestamp:
  * that now holds the batch (the same object, updated, when it did not roll).
  */
 export function appendToSegment(open: Segment | undefined, first: number, last: number, bytes: number, maxTimestamp: number, policy: RollPolicy): Segment {
+  // kcompact's own batches (no bytes of their own) join the open segment as they are.
+  if (bytes === 0 && !policy.ownBatchesRoll) return open ?? { base: first, rollingTimestamp: -1, maxTimestamp, bytes: 0 };
   if (!open || shouldRoll(open, bytes, maxTimestamp, last, policy)) {
     return { base: first, rollingTimestamp: maxTimestamp, maxTimestamp, bytes };
   }

@@ -43,6 +43,28 @@ describe('virtual segments', () => {
     assert.deepEqual(d, { base: 30, rollingTimestamp: 6001, maxTimestamp: 6001, bytes: 10 });
   });
 
+  it("kcompact's own batches join the open segment and never roll it, unless the store caps retention", () => {
+    const roll = { segmentBytes: 1e9, maxSegmentMs: 1000 };
+    const a = appendToSegment(undefined, 0, 9, 10, 5000, roll);
+    // A pass long after the last client batch: in Kafka no client append, no roll.
+    const pass = appendToSegment(a, 10, 13, 0, 60_000, roll);
+    assert.equal(pass, a);
+    assert.deepEqual(pass, { base: 0, rollingTimestamp: 5000, maxTimestamp: 5000, bytes: 10 }, 'the time of carrying is no client time');
+    assert.notEqual(appendToSegment(pass, 14, 14, 10, 60_000, roll), a, "the next client batch rolls, as Kafka's append would");
+    const capped = { ...roll, ownBatchesRoll: true };
+    assert.notEqual(appendToSegment({ ...a }, 10, 13, 0, 60_000, capped).base, 0, 'a capped store: the pass rolls it, so an idle topic is carried');
+    assert.equal(rollPolicy({ ...POLICY, carryAfterMs: -1 }).ownBatchesRoll, false);
+    assert.equal(rollPolicy({ ...POLICY, carryAfterMs: 30_000 }).ownBatchesRoll, true);
+  });
+
+  it('a segment begun by own batches takes its rolling time from the first client batch', () => {
+    const roll = { segmentBytes: 1e9, maxSegmentMs: 1000 };
+    const own = appendToSegment(undefined, 100, 103, 0, 9_000, roll);
+    const client = appendToSegment(own, 104, 104, 10, 5000, roll);
+    assert.equal(client, own);
+    assert.deepEqual(client, { base: 100, rollingTimestamp: 5000, maxTimestamp: 9_000, bytes: 10 });
+  });
+
   it('never rolls on time when the first batch has no timestamp', () => {
     const roll = { segmentBytes: 1e9, maxSegmentMs: 10 };
     const a = appendToSegment(undefined, 0, 0, 10, -1, roll);
