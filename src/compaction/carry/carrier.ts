@@ -22,7 +22,7 @@
 import type { Logger } from '../../ops/log.js';
 import type { UpstreamClient } from '../../upstream/client.js';
 import { UpstreamError } from '../../upstream/error-class.js';
-import { ErrorCode } from '../../protocol/errors.js';
+import { ErrorCode, ProtocolError } from '../../protocol/errors.js';
 import type { PartitionStore } from '../index/partition-store.js';
 import type { TopicPolicy } from '../policy.js';
 import { copiesAged } from './carry-age.js';
@@ -122,6 +122,11 @@ export class Carrier {
   private readonly pacing: CarryPacing;
   /** Partitions whose store refused DeleteRecords (said once). */
   private readonly unreleased = new Set<string>();
+  /**
+   * Partitions whose store cannot delete records at all (does not offer DeleteRecords, or refuses
+   * it for good: an ACL, a policy). A pass there frees nothing: it only adds its copies.
+   */
+  private readonly cannotRelease = new Set<string>();
   /** Partitions whose last pass kept (part of) its range for a share group, and where that group stood. */
   private readonly held = new Map<string, ShareGroupStart>();
 
@@ -152,6 +157,9 @@ export class Carrier {
     const { firstDirty, logStartOffset } = store.checkpoint;
     // Aged copies lie past the store's log start (it let go what the last pass released), so age alone decides.
     if (copiesAged(store, policy.carryAfterMs, this.now())) return true;
+    // Without a release a pass only adds copies; on a store that caps retention its copies still
+    // keep every key while the store's retention lets the originals go, and age alone carries.
+    if (this.cannotRelease.has(partitionKey(store.id.topic, store.id.partition))) return false;
     return firstDirty > logStartOffset && firstDirty > store.carry.passEnd;
   }
 
@@ -316,9 +324,19 @@ export class Carrier {
       await deleteRecordsBefore(client, topic, partition, end);
     } catch (err) {
       if (err instanceof Fenced) throw err;
+      if (cannotDeleteRecords(err)) {
+        if (!this.cannotRelease.has(key)) {
+          this.cannotRelease.add(key);
+          this.deps.log.warn(
+            "the store cannot delete records (DeleteRecords not offered or refused for good): passes of this partition run only where the store's retention lets records go, and it keeps every record until then",
+            { topic, partition, releaseEnd, err },
+          );
+        }
+        return false;
+      }
       if (!this.unreleased.has(key)) {
         this.unreleased.add(key);
-        this.deps.log.warn('the store did not delete the carried range; its own retention must let it go', { topic, partition, releaseEnd, err });
+        this.deps.log.warn('the store did not delete the carried range; the next pass asks again', { topic, partition, releaseEnd, err });
       }
       return false;
     }
@@ -381,4 +399,11 @@ export class Carrier {
     this.setHeld(key, least);
     return { end: least.offset, ...(groups && { groups }) };
   }
+}
+
+/** Answers that will not change on asking again: the API is not offered, or denied. */
+const FOR_GOOD: ReadonlySet<number> = new Set([ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.UNSUPPORTED_VERSION, ErrorCode.POLICY_VIOLATION]);
+
+function cannotDeleteRecords(err: unknown): boolean {
+  return err instanceof ProtocolError || (err instanceof UpstreamError && FOR_GOOD.has(err.errorCode));
 }

@@ -1,30 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Carrier, type CarryMandate } from '../../../../src/compaction/carry/carrier.js';
-import { CarryPacing, TokenBucket, type PacingClock } from '../../../../src/compaction/carry/carry-pacing.js';
+import { CarryPacing, TokenBucket } from '../../../../src/compaction/carry/carry-pacing.js';
 import { RUN_BYTES } from '../../../../src/compaction/carry/carried-batch.js';
-import type { PartitionStore } from '../../../../src/compaction/index/partition-store.js';
-import type { StoreRegistry } from '../../../../src/compaction/index/store-registry.js';
 import { createLogger } from '../../../../src/ops/log.js';
 import { DEFAULT_POLICY } from '../../../support/default-policy.js';
 import { deleteRecordsBefore, fetchRecords, produceBatch } from '../../../../src/compaction/indexer/partition-requests.js';
-import { ErrorCode } from '../../../../src/protocol/errors.js';
 import { ApiKey } from '../../../../src/protocol/messages.js';
-import type { UpstreamClient } from '../../../../src/upstream/client.js';
-
-/** Time that moves only when something sleeps: a pass's hours in no time, every wait on record. */
-class FakeClock implements PacingClock {
-  t = 1_000;
-  slept: number[] = [];
-  now(): number {
-    return this.t;
-  }
-  async sleep(ms: number, signal: AbortSignal): Promise<void> {
-    if (signal.aborted) return;
-    this.slept.push(ms);
-    this.t += ms;
-  }
-}
+import { emptyPartition, FakeClock, fakeBroker, passBroker, type Sent } from './fake-store.js';
 
 const never = new AbortController().signal;
 
@@ -81,50 +64,6 @@ describe('TokenBucket', () => {
     assert.throws(() => new TokenBucket(0, new FakeClock()), RangeError);
   });
 });
-
-/** What a fake broker was sent, when, and at which version. */
-interface Sent {
-  broker: string;
-  apiKey: number;
-  version: number;
-  at: number;
-  bytes: number;
-}
-
-/** A broker answering Produce, Fetch and DeleteRecords, with the throttle_time_ms a test gives each answer in turn. */
-function fakeBroker(
-  port: number,
-  clock: FakeClock,
-  sent: Sent[],
-  opts: { throttles?: number[]; fetchBytes?: number; versions?: Partial<Record<number, number>> } = {},
-) {
-  const throttles = [...(opts.throttles ?? [])];
-  const versions: Record<number, number> = { [ApiKey.Produce]: 11, [ApiKey.Fetch]: 16, [ApiKey.DeleteRecords]: 2, ...opts.versions };
-  const client = {
-    address: { host: 'store', port },
-    version: (apiKey: number) => versions[apiKey]!,
-    request: async (apiKey: number, version: number, body: { topicData?: { partitionData: { records: Buffer }[] }[] }) => {
-      const bytes = body.topicData?.[0]?.partitionData[0]?.records.length ?? 0;
-      sent.push({ broker: `store:${port}`, apiKey, version, at: clock.now(), bytes });
-      const throttleTimeMs = throttles.shift() ?? 0;
-      switch (apiKey) {
-        case ApiKey.Produce:
-          return { throttleTimeMs, responses: [{ name: 't', partitionResponses: [{ index: 0, errorCode: 0, baseOffset: 7n, errorMessage: null }] }] };
-        case ApiKey.Fetch:
-          return {
-            throttleTimeMs,
-            errorCode: 0,
-            responses: [{ topic: 't', partitions: [{ partitionIndex: 0, errorCode: 0, records: Buffer.alloc(opts.fetchBytes ?? 100, 1) }] }],
-          };
-        case ApiKey.DeleteRecords:
-          return { throttleTimeMs, topics: [{ name: 't', partitions: [{ partitionIndex: 0, lowWatermark: 5n, errorCode: ErrorCode.NONE }] }] };
-        default:
-          throw new Error(`unexpected api ${apiKey}`);
-      }
-    },
-  };
-  return client as unknown as UpstreamClient;
-}
 
 const target = { topic: 't', topicId: '', partition: 0 };
 
@@ -286,44 +225,6 @@ describe('CarryPacing: carryBytesPerSecond', () => {
     assert.ok(Date.now() - started < 900, 'not the second the rate asks');
   });
 });
-
-/**
- * A partition whose cleaned part holds no row, so that a pass is its start marker, its end marker
- * and the release: enough to see where the carrier's requests go out. The index "reads back" the
- * pass when the store is sent its end marker.
- */
-function emptyPartition() {
-  const store = {
-    id: { topic: 't', partition: 0 },
-    checkpoint: { firstDirty: 50, logStartOffset: 0, topicId: '', nextOffset: 60 },
-    carry: { pass: -1, passEnd: -1, passRelease: -1, passTime: -1, topicStart: -1, openPass: -1, openRelease: -1, openTime: -1 },
-    topicStart: 0,
-    knowsTopicStart: () => true,
-    db: { open: true },
-    carriedRows: () => [],
-    dropBelow: () => false,
-  };
-  const registry = { get: () => store, publish: () => undefined };
-  return { store: store as unknown as PartitionStore, registry: registry as unknown as StoreRegistry, raw: store };
-}
-
-/** A broker for a whole pass: Produce answers offsets 100, 101, ... and the second one is the end marker. */
-function passBroker(clock: FakeClock, sent: Sent[], raw: ReturnType<typeof emptyPartition>['raw'], throttles: number[]) {
-  const inner = fakeBroker(1, clock, sent, { throttles });
-  let produced = 0;
-  return {
-    address: inner.address,
-    version: (apiKey: number) => inner.version(apiKey),
-    request: async (apiKey: number, version: number, body: never) => {
-      const answer = (await inner.request(apiKey as never, version, body)) as { responses?: { partitionResponses: { baseOffset: bigint }[] }[] };
-      if (apiKey === ApiKey.Produce) {
-        answer.responses![0]!.partitionResponses[0]!.baseOffset = BigInt(100 + produced);
-        if (++produced === 2) raw.carry = { ...raw.carry, pass: 100, passEnd: 101, passRelease: 50 };
-      }
-      return answer;
-    },
-  } as unknown as UpstreamClient;
-}
 
 describe('Carrier: every request of a pass goes through the pacing', () => {
   const log = createLogger({ component: 'test' });
