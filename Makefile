@@ -8,7 +8,7 @@ NODE_TEST := node --test --test-concurrency=1 --test-timeout=600000 \
 	--test-reporter=tap --test-reporter-destination=stdout \
 	--test-reporter=./scripts/failures-reporter.mjs --test-reporter-destination=stdout
 
-.PHONY: all deps build lint format peers test test-unit test-integration profiles run bench bench-compaction bench-carry bench-segments bench-pacing bench-replicas bench-scale fuzz gen clean
+.PHONY: all deps build lint format peers test test-unit test-integration profiles soak run bench bench-compaction bench-carry bench-segments bench-pacing bench-replicas bench-scale fuzz gen clean
 
 all: build
 
@@ -49,6 +49,11 @@ test-integration: build peers
 # tiered-storage Kafka (test/support/store-profiles.ts); not part of `make test`. KCOMPACT_PROFILES=name,... runs some.
 profiles: build peers
 	$(NODE_TEST) $$(find dist/test/profiles -name '*.test.js' | sort)
+
+# The suite's soaks at length: tail readers of every client through 1,000 passes, and 40 SIGKILLs
+# of a cleaning proxy (about 45 minutes); not part of `make test`.
+soak: build peers
+	KCOMPACT_SOAK_PASSES=1000 KCOMPACT_FAULT_ITERATIONS=40 $(NODE_TEST) dist/test/integration/own-records-soak.test.js dist/test/integration/faults-kill.test.js
 
 run: build peers
 	bash scripts/run-local.sh

@@ -14,7 +14,7 @@
  * Readers in a share group read through Kafka 4.4, the store the bed's share consumers are
  * tried against (tailing-readers.test.ts); the others through kfake, an independent Kafka.
  *
- * KCOMPACT_SOAK_PASSES sets how many passes the readers wait through (100 by default).
+ * KCOMPACT_SOAK_PASSES sets how many passes the readers wait through (100 by default; `make soak` runs 1,000).
  */
 import assert from 'node:assert/strict';
 import { after, before, test, type TestContext } from 'node:test';
@@ -94,59 +94,65 @@ after(async () => {
   await Promise.all([kfake?.stop(), kafka?.stop()]);
 });
 
-test('tail readers of every client wait through passes at the end without an error, then read the next record', { timeout: 900_000 }, async (t) => {
-  if (!proxy || !shareProxy) return t.skip('test peers not installed');
-  const proxies = [proxy, shareProxy];
-  const proxyFor = (mode: TailMode) => (mode === 'share' ? shareProxy! : proxy!);
-  const written: { key: string; value: string }[] = [];
-  for (let round = 0; round < 3; round++) for (let k = 0; k < KEYS; k++) written.push({ key: `k${k}`, value: `v${round}-${k}` });
-  written.push({ key: 'k0', value: null as unknown as string });
-  await Promise.all(proxies.map((p) => produce(p, written)));
-  await Promise.all(proxies.map((p) => pollUntil('a first pass', 60_000, async () => ((await passes(p)) >= 2 ? true : undefined))));
+test(
+  'tail readers of every client wait through passes at the end without an error, then read the next record',
+  { timeout: PASSES * 5_000 + 400_000 },
+  async (t) => {
+    if (!proxy || !shareProxy) return t.skip('test peers not installed');
+    const proxies = [proxy, shareProxy];
+    const proxyFor = (mode: TailMode) => (mode === 'share' ? shareProxy! : proxy!);
+    const written: { key: string; value: string }[] = [];
+    for (let round = 0; round < 3; round++) for (let k = 0; k < KEYS; k++) written.push({ key: `k${k}`, value: `v${round}-${k}` });
+    written.push({ key: 'k0', value: null as unknown as string });
+    await Promise.all(proxies.map((p) => produce(p, written)));
+    await Promise.all(proxies.map((p) => pollUntil('a first pass', 60_000, async () => ((await passes(p)) >= 2 ? true : undefined))));
 
-  const readers: TailReader[] = tailCombinations().map(({ driver, mode, isolation }) =>
-    startTail(driver, { bootstrap: proxyFor(mode).bootstrap, topic: TOPIC, mode, isolation, untilKey: 'next', timeoutMs: 600_000 }),
-  );
-  const shareGroups = readers.flatMap((r) => (r.options.mode === 'share' && r.options.group ? [r.options.group] : []));
-  try {
-    // The bootstrap read: every reader reaches the record before the latest offset it was told.
-    await Promise.all(readers.map((r) => r.waitFor(isEvent('caughtUp'), 180_000)));
-    const from = await Promise.all(proxies.map(passes));
-    await Promise.all(
-      proxies.map((p, i) =>
-        pollUntil(`${PASSES} passes while the readers wait`, PASSES * 5_000 + 60_000, async () => ((await passes(p)) >= from[i]! + PASSES ? true : undefined)),
-      ),
+    const readers: TailReader[] = tailCombinations().map(({ driver, mode, isolation }) =>
+      startTail(driver, { bootstrap: proxyFor(mode).bootstrap, topic: TOPIC, mode, isolation, untilKey: 'next', timeoutMs: PASSES * 5_000 + 300_000 }),
     );
-    const done = await Promise.all(proxies.map(passes));
-    t.diagnostic(`${done[0]! - from[0]!} passes (kfake) and ${done[1]! - from[1]!} (Kafka 4.4) with ${readers.length} readers waiting at the end`);
+    const shareGroups = readers.flatMap((r) => (r.options.mode === 'share' && r.options.group ? [r.options.group] : []));
+    try {
+      // The bootstrap read: every reader reaches the record before the latest offset it was told.
+      await Promise.all(readers.map((r) => r.waitFor(isEvent('caughtUp'), 180_000)));
+      const from = await Promise.all(proxies.map(passes));
+      await Promise.all(
+        proxies.map((p, i) =>
+          pollUntil(`${PASSES} passes while the readers wait`, PASSES * 5_000 + 60_000, async () =>
+            (await passes(p)) >= from[i]! + PASSES ? true : undefined,
+          ),
+        ),
+      );
+      const done = await Promise.all(proxies.map(passes));
+      t.diagnostic(`${done[0]! - from[0]!} passes (kfake) and ${done[1]! - from[1]!} (Kafka 4.4) with ${readers.length} readers waiting at the end`);
 
-    // What the passes wrote is settled for every share group: nothing of it is left acquired or
-    // to be delivered again (between passes, as one may be under way).
-    const settled = await pollUntil('every share group settled between passes', 30_000, async () => {
-      const lags = await shareLags(kafka!.bootstrap, shareGroups);
-      return shareGroups.every((g) => lags.get(g) === 0) ? lags : undefined;
-    }).catch(async (err: unknown) => {
-      throw new Error(`${(err as Error).message}: lags ${JSON.stringify([...(await shareLags(kafka!.bootstrap, shareGroups))])}`);
-    });
-    t.diagnostic(`share groups' lags: ${[...settled.values()].join(', ')}`);
+      // What the passes wrote is settled for every share group: nothing of it is left acquired or
+      // to be delivered again (between passes, as one may be under way).
+      const settled = await pollUntil('every share group settled between passes', 30_000, async () => {
+        const lags = await shareLags(kafka!.bootstrap, shareGroups);
+        return shareGroups.every((g) => lags.get(g) === 0) ? lags : undefined;
+      }).catch(async (err: unknown) => {
+        throw new Error(`${(err as Error).message}: lags ${JSON.stringify([...(await shareLags(kafka!.bootstrap, shareGroups))])}`);
+      });
+      t.diagnostic(`share groups' lags: ${[...settled.values()].join(', ')}`);
 
-    // A reader started now finishes its bootstrap read too, whatever kcompact wrote last.
-    const late = startTail(tailDriver('librdkafka'), { bootstrap: proxy.bootstrap, topic: TOPIC, mode: 'assign', untilKey: 'next', timeoutMs: 120_000 });
-    readers.push(late);
-    const lateCaughtUp = await late.waitFor(isEvent('caughtUp'), 60_000);
-    t.diagnostic(`a reader started after the passes caught up in ${lateCaughtUp.ms} ms`);
+      // A reader started now finishes its bootstrap read too, whatever kcompact wrote last.
+      const late = startTail(tailDriver('librdkafka'), { bootstrap: proxy.bootstrap, topic: TOPIC, mode: 'assign', untilKey: 'next', timeoutMs: 120_000 });
+      readers.push(late);
+      const lateCaughtUp = await late.waitFor(isEvent('caughtUp'), 60_000);
+      t.diagnostic(`a reader started after the passes caught up in ${lateCaughtUp.ms} ms`);
 
-    const next = new Map(await Promise.all(proxies.map(async (p) => [p, await produce(p, [{ key: 'next', value: 'after the passes' }])] as const)));
-    const ended = await Promise.all(readers.map((r) => r.waitFor(isEvent('done'), 120_000)));
-    for (const [i, r] of readers.entries()) {
-      assert.equal(ended[i]!.offset, next.get(proxyFor(r.options.mode)), `${r.label}: the record written after the passes`);
-      assert.deepEqual(r.errors(), [], `${r.label}: no error`);
-      assert.deepEqual(r.fetchGrew(), [], `${r.label}: no answer without a whole message`);
-      const seen = r.records();
-      const afterStart = seen.filter((e) => e.key === 'next');
-      assert.equal(afterStart.length, 1, `${r.label}: the next record once`);
+      const next = new Map(await Promise.all(proxies.map(async (p) => [p, await produce(p, [{ key: 'next', value: 'after the passes' }])] as const)));
+      const ended = await Promise.all(readers.map((r) => r.waitFor(isEvent('done'), 120_000)));
+      for (const [i, r] of readers.entries()) {
+        assert.equal(ended[i]!.offset, next.get(proxyFor(r.options.mode)), `${r.label}: the record written after the passes`);
+        assert.deepEqual(r.errors(), [], `${r.label}: no error`);
+        assert.deepEqual(r.fetchGrew(), [], `${r.label}: no answer without a whole message`);
+        const seen = r.records();
+        const afterStart = seen.filter((e) => e.key === 'next');
+        assert.equal(afterStart.length, 1, `${r.label}: the next record once`);
+      }
+    } finally {
+      await Promise.all(readers.map((r) => r.stop()));
     }
-  } finally {
-    await Promise.all(readers.map((r) => r.stop()));
-  }
-});
+  },
+);
