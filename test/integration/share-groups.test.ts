@@ -137,9 +137,21 @@ test('share groups get the compacted view, as from Kafka 4.4 with its cleaner on
       [librdkafka, 'read_committed'],
       [franzGo, 'read_uncommitted'],
     ] as const;
-    for (const [client, isolation] of reads) {
+    // Each read has a group of its own, so they go side by side.
+    const delivered = await Promise.all(
+      reads.map(([client, isolation]) =>
+        both(client, sides, {
+          topic: TOPIC,
+          group: group(client.id),
+          isolation,
+          expected: (isolation === 'read_committed' ? committed : cleaned).length,
+          idleMs: IDLE_MS,
+        }),
+      ),
+    );
+    for (const [i, [client, isolation]] of reads.entries()) {
       const expected = isolation === 'read_committed' ? committed : cleaned;
-      const [kafka, through] = await both(client, sides, { topic: TOPIC, group: group(client.id), isolation, expected: expected.length, idleMs: IDLE_MS });
+      const [kafka, through] = delivered[i]!;
       onceEach(kafka!, `${client.name} on Kafka`);
       onceEach(through!, `${client.name} through kcompact`);
       assert.deepEqual(

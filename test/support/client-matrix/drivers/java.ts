@@ -1,6 +1,6 @@
 /**
- * Java's kafka-clients through test/peers/java/src/JavaClient.java: one JVM for the whole run,
- * asked one JSON line at a time (a JVM start costs more than most operations).
+ * Java's kafka-clients through test/peers/java/src/JavaClient.java: JVMs kept for the whole run,
+ * each asked one JSON line at a time (a JVM start costs more than most operations).
  */
 import type { ChildProcess } from 'node:child_process';
 import readline from 'node:readline';
@@ -73,17 +73,44 @@ class JavaSession {
   }
 }
 
-/** JavaClient answers one request at a time; callers queue behind each other. */
+/**
+ * Up to this many JavaClient sessions answer side by side: a comparison asks the same of two
+ * sides at once, and Java's share and group reads spend most of their time waiting.
+ */
+const SESSIONS = 2;
+
+/** JavaClient answers one request at a time per session; callers beyond SESSIONS queue for one. */
 function javaDriver(): ClientDriver {
-  let session: JavaSession | undefined;
-  let queue: Promise<unknown> = Promise.resolve();
+  const sessions = new Set<JavaSession>();
+  const idle: JavaSession[] = [];
+  const queued: (() => void)[] = [];
+  const inFlight = new Set<Promise<unknown>>();
+  const acquire = async (): Promise<JavaSession> => {
+    for (;;) {
+      const session = idle.pop();
+      if (session?.alive) return session;
+      if (session) sessions.delete(session);
+      else if (sessions.size < SESSIONS) {
+        const started = JavaSession.start();
+        sessions.add(started);
+        return started;
+      } else await new Promise<void>((resolve) => queued.push(resolve));
+    }
+  };
   const ask = <T>(request: object): Promise<T> => {
-    const next = queue.then(() => {
-      if (!session?.alive) session = JavaSession.start();
-      return session.ask<T>(request);
-    });
-    queue = next.catch(() => undefined);
-    return next;
+    const asked = (async () => {
+      const session = await acquire();
+      try {
+        return await session.ask<T>(request);
+      } finally {
+        idle.push(session);
+        queued.shift()?.();
+      }
+    })();
+    const settled = asked.catch(() => undefined);
+    inFlight.add(settled);
+    void settled.then(() => inFlight.delete(settled));
+    return asked;
   };
   const timeouts = { timeoutMs: 30_000 };
   return {
@@ -139,8 +166,10 @@ function javaDriver(): ClientDriver {
       }),
     shareOffsets: (b, group, topic) => ask({ op: 'shareOffsets', bootstrap: b, group, topic }),
     close: async () => {
-      await queue;
-      await session?.close();
+      await Promise.all(inFlight);
+      await Promise.all([...sessions].map((s) => s.close()));
+      sessions.clear();
+      idle.length = 0;
     },
   };
 }
