@@ -15,7 +15,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { test, type TestContext } from 'node:test';
+import { describe, test, type TestContext } from 'node:test';
 import kafkajs from 'kafkajs';
 import { startCompactingProxy, type RunningCompactingProxy } from '../support/kcompact.js';
 import type { CarryOutcome } from '../../src/compaction/carry/carrier.js';
@@ -280,19 +280,23 @@ interface Variant {
 }
 const variants = ecosystemUpstreams().flatMap((kind): Variant[] => [false, true].map((carry) => ({ kind, carry })));
 
-for (const { kind, carry } of variants) {
-  const by = carry ? 'compacted and carried' : 'compacted';
-  test(`Kafka Streams restores stores from changelogs ${by} by kcompact in front of ${kind}`, { timeout: 180_000 }, async (t: TestContext) => {
-    if (!requirePeers(t)) return;
-    const upstream = await startUncompactedUpstream(kind);
-    const proxy = await startCompactingProxy(upstream.bootstrap, { carry });
-    try {
-      for (const guarantee of GUARANTEES) {
-        await t.test(`processing.guarantee=${guarantee}`, (tg) => restoreScenario(tg, upstream, proxy, guarantee, carry));
+// Each variant has an upstream and a proxy of its own, and most of a run waits on the app and
+// the cleans, so the variants run side by side.
+describe('Kafka Streams through kcompact', { concurrency: true }, () => {
+  for (const { kind, carry } of variants) {
+    const by = carry ? 'compacted and carried' : 'compacted';
+    test(`Kafka Streams restores stores from changelogs ${by} by kcompact in front of ${kind}`, { timeout: 180_000 }, async (t: TestContext) => {
+      if (!requirePeers(t)) return;
+      const upstream = await startUncompactedUpstream(kind);
+      const proxy = await startCompactingProxy(upstream.bootstrap, { carry });
+      try {
+        for (const guarantee of GUARANTEES) {
+          await t.test(`processing.guarantee=${guarantee}`, (tg) => restoreScenario(tg, upstream, proxy, guarantee, carry));
+        }
+      } finally {
+        await proxy.stop();
+        await upstream.stop();
       }
-    } finally {
-      await proxy.stop();
-      await upstream.stop();
-    }
-  });
-}
+    });
+  }
+});
