@@ -2,7 +2,8 @@
 the format described in test/peers/README.md; exits 1 when the summary holds errors.
 
   ck.py produce --brokers B --topic T [--count N --start I --keys K --value-size S
-                --tombstone-every M --compression C --create-partitions P --topic-config k=v]
+                --tombstone-every M --compression C --create-partitions P --topic-config k=v
+                --no-idempotence]
   ck.py consume --brokers B --topic T --count N [--group G --isolation L --records]
   ck.py share   --brokers B --topic T --group G --count N [--isolation L --release --idle-ms MS]
   ck.py txn     --brokers B --topic T [--transactions N --per-txn M ...]
@@ -171,7 +172,7 @@ def cmd_produce(args):
     if args.create_partitions > 0:
         create_topic(args)
     delivered = Delivered()
-    producer = Producer(producer_config(args))
+    producer = Producer(producer_config(args, **({"enable.idempotence": False} if args.no_idempotence else {})))
     for i in range(args.start, args.start + args.count):
         key, value = gen_record(i, args.keys, args.value_size, args.tombstone_every)
         while True:
@@ -582,6 +583,7 @@ def parser(prog="ck.py"):
     producing(p)
     p.add_argument("--count", type=int, default=100)
     p.add_argument("--tombstone-every", type=int, default=0)
+    p.add_argument("--no-idempotence", action="store_true", help="turn idempotence off (a store without producer ids refuses it)")
 
     p = sub.add_parser("consume")
     common(p)

@@ -3,7 +3,8 @@ flags, generated records and JSON summary (test/peers/README.md); exits 1 when t
 errors. --client-config is ck.py's librdkafka pass-through and is refused here.
 
   kp.py produce --brokers B --topic T [--count N --start I --keys K --value-size S
-                --tombstone-every M --compression C --create-partitions P --topic-config k=v]
+                --tombstone-every M --compression C --create-partitions P --topic-config k=v
+                --no-idempotence]
   kp.py consume --brokers B --topic T --count N [--group G --isolation L --records]
   kp.py txn     --brokers B --topic T [--transactions N --per-txn M --transactional-id X ...]
   kp.py configs --brokers B --topic T [--partitions P] --topic-config k=v ... --alter k=v ...
@@ -86,7 +87,7 @@ def cmd_produce(args):
     deadline = time.monotonic() + args.timeout_ms / 1000
     if args.create_partitions > 0:
         create_topic(args, args.create_partitions, config_pairs(args.topic_config))
-    p = producer(args)
+    p = producer(args, **({"enable_idempotence": False} if args.no_idempotence else {}))
     futures = []
     for i in range(args.start, args.start + args.count):
         key, value = gen_record(i, args.keys, args.value_size, args.tombstone_every)

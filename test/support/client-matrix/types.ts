@@ -28,6 +28,12 @@ export interface ProduceFixture {
   records: KeyValue[];
   /** ...which are these generated records, for clients with the bed's generator. */
   generated: Generated;
+  /**
+   * Whether the producer is idempotent; absent, the client's own default. The drivers of clients
+   * idempotent by default (Java, librdkafka, kafka-python) honor false: a store without producer
+   * ids refuses them otherwise.
+   */
+  idempotence?: boolean;
 }
 
 export interface ProduceRun {

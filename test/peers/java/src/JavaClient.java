@@ -62,8 +62,9 @@ import org.apache.kafka.common.utils.internals.AppInfoParser;
  * but for "version", "bootstrap" and "topic":
  *
  *   version                                      -> {"kafkaClients"}
- *   produce {records: [{key, value}], keylessValue}
- *       -> {"partitions", "offsets", "keyless": the refusal of the keyless record, or null}
+ *   produce {records: [{key, value}], keylessValue, idempotence?}
+ *       -> {"partitions", "offsets", "keyless": the refusal of the keyless record, or null};
+ *          idempotence false sets enable.idempotence=false (absent: the client's default)
  *   group   {group, count, timeoutMs}            -> {"records"}, read in the group, then committed
  *   txn     {transactionalId, transactions: [{commit, records}], expected, idleMs, timeoutMs}
  *       -> what "read" answers, at read_committed
@@ -157,7 +158,10 @@ public final class JavaClient {
     ObjectNode answer = JSON.createObjectNode();
     ArrayNode partitions = answer.putArray("partitions");
     ArrayNode offsets = answer.putArray("offsets");
-    try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producerProps(req))) {
+    Properties p = producerProps(req);
+    // For a store without producer ids; acks=all stays, and retries stay the client's default.
+    if (req.has("idempotence")) p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, String.valueOf(req.get("idempotence").asBoolean()));
+    try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p)) {
       List<Future<RecordMetadata>> sent = new ArrayList<>();
       for (JsonNode r : req.path("records")) {
         sent.add(producer.send(new ProducerRecord<>(topic, bytes(r.get("key")), bytes(r.get("value")))));
@@ -169,7 +173,7 @@ public final class JavaClient {
       }
     }
     // Its own producer: a refused record fails its whole batch, which must not hold the keyed ones.
-    try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producerProps(req))) {
+    try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p)) {
       producer.send(new ProducerRecord<>(topic, null, bytes(req.get("keylessValue")))).get(CALL_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
       answer.putNull("keyless");
     } catch (ExecutionException e) {

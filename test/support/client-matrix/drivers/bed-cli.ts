@@ -58,11 +58,14 @@ export function bedCliDriver(o: BedCliOptions): ClientDriver {
     notes: o.notes ?? {},
     version: o.version,
     async produce(b, f) {
+      // ck.py and kp.py only: franzclient has no such flag (franz-go goes without where the store has no producer ids).
+      const idempotence = f.idempotence === false ? ['--no-idempotence'] : [];
       const produced = await ok<Summary & { partitions: Record<string, { count: number; firstOffset: number; lastOffset: number }> }>(argv, [
         'produce',
         ...produceFlags(b, { topic: f.topic, ...f.generated }),
+        ...idempotence,
       ]);
-      const keyless = await summary(argv, ['produce', '--brokers', b, '--topic', f.topic, '--count', '1', '--keys', '0'], 30_000);
+      const keyless = await summary(argv, ['produce', '--brokers', b, '--topic', f.topic, '--count', '1', '--keys', '0', ...idempotence], 30_000);
       return { partitions: produced.partitions, keyless: keyless.errors.length ? keyless.errors.join('; ') : null };
     },
     async group(b, f) {

@@ -126,6 +126,7 @@ function javaDriver(): ClientDriver {
         topic: f.topic,
         records: f.records,
         keylessValue: 'keyless',
+        idempotence: f.idempotence,
       });
       const partitions: NonNullable<ProduceRun['partitions']> = {};
       a.offsets.forEach((offset, i) => {
