@@ -22,7 +22,10 @@ import { test, type TestContext } from 'node:test';
 import kafkajs from 'kafkajs';
 import type { CarryOutcome } from '../../src/compaction/carry/carrier.js';
 import type { CleanReport } from '../../src/compaction/cleaner/cleaner.js';
+import { ErrorCode, errorName } from '../../src/protocol/errors.js';
 import { ApiKey } from '../../src/protocol/messages.js';
+import { encodeBatch } from '../../src/protocol/records/batch.js';
+import { Compression as Codec } from '../../src/protocol/records/compression.js';
 import { confluentKafka, franzGo, kafkaPython } from '../support/client-matrix/drivers/bed-clients.js';
 import { javaClients } from '../support/client-matrix/drivers/java.js';
 import { describeError, kafkaJs } from '../support/client-matrix/drivers/kafkajs.js';
@@ -51,6 +54,8 @@ interface Expected {
   tiered?: boolean;
   /** Codecs a client's batch is refused with. */
   refusedCodecs?: Compression[];
+  /** Whether the store serves each record as a batch of its own (Event Hubs), not batches as written. */
+  rebatches?: boolean;
   /**
    * Whether producers that are idempotent by default (Java's, kafka-python's, the bed's
    * librdkafka) are refused; their users turn idempotence off, as the store's documentation says.
@@ -80,7 +85,7 @@ const EXPECTED: Record<StoreProfileName, Expected> = {
     streamsConfigs: { 'producer.enable.idempotence': 'false' },
   },
   'tiered-storage': { releases: true, codec: 'none', transactions: true, tiered: true },
-  'gzip-only': { releases: true, codec: 'gzip', transactions: true, refusedCodecs: ['snappy', 'lz4', 'zstd'] },
+  'gzip-only': { releases: true, codec: 'gzip', transactions: true, refusedCodecs: ['snappy', 'lz4', 'zstd'], rebatches: true },
 };
 
 const DEFAULT_PROFILES: StoreProfileName[] = ['no-delete-records', 'shared-produce-quota', 'no-idempotence', 'tiered-storage', 'gzip-only'];
@@ -319,6 +324,59 @@ async function refusedCodecs(t: TestContext, h: Harness, expected: Expected): Pr
 /** What a default-idempotent client's users do on a store without producer ids (docs/semantics.md). */
 const PRODUCE_IDEMPOTENCE_OFF = produceWith({ idempotence: false });
 
+/**
+ * On a store that serves each record as a batch of its own, any record of a client's batch
+ * without a producer comes back first in a batch without a producer, which is how kcompact knows
+ * its own carry records: one that starts with the header kcompact.carry, wherever it sits in the
+ * batch, is refused through kcompact, and nothing of the batch is written.
+ */
+async function posingRecords(t: TestContext, h: Harness): Promise<void> {
+  const topic = 'profile-posing';
+  await h.createTopic(topic, 1, { 'cleanup.policy': 'compact' });
+  const now = BigInt(Date.now());
+  const batch = await encodeBatch(
+    {
+      baseOffset: 0n,
+      partitionLeaderEpoch: -1,
+      attributes: 0,
+      lastOffsetDelta: 1,
+      baseTimestamp: now,
+      maxTimestamp: now,
+      producerId: -1n,
+      producerEpoch: -1,
+      baseSequence: -1,
+    },
+    [
+      { timestampDelta: 0, offsetDelta: 0, key: Buffer.from('a'), value: Buffer.from('a client record') },
+      {
+        timestampDelta: 0,
+        offsetDelta: 1,
+        key: Buffer.from('b'),
+        value: Buffer.from('v'),
+        headers: [{ key: Buffer.from('kcompact.carry'), value: Buffer.from([1, 2, 0, 0]) }],
+      },
+    ],
+    Codec.Gzip,
+  );
+  const answer = await askOnce(h.bootstrap, ApiKey.Produce, 9, {
+    transactionalId: null,
+    acks: -1,
+    timeoutMs: 15_000,
+    topicData: [{ name: topic, partitionData: [{ index: 0, records: batch }] }],
+  });
+  const p = answer.responses[0].partitionResponses[0];
+  assert.equal(p.errorCode, ErrorCode.INVALID_RECORD, 'a batch whose second record starts with kcompact.carry is refused');
+  assert.deepEqual(
+    (p.recordErrors as { batchIndex: number }[]).map((e) => e.batchIndex),
+    [1],
+    'the record error names the second record',
+  );
+  assert.deepEqual(await h.endOffsets(topic), [0], 'nothing of the batch is written');
+  t.diagnostic(
+    `a gzip batch without a producer whose second record starts with kcompact.carry: ${errorName(p.errorCode)}, ${p.recordErrors[0].batchIndexErrorMessage}`,
+  );
+}
+
 async function cells(t: TestContext, h: Harness, expected: Expected): Promise<void> {
   const failures: string[] = [];
   /** Runs a cell that must pass; a failure goes to failures, with where the client's fetches went. */
@@ -404,6 +462,7 @@ for (const name of profilesToRun()) {
       );
       await t.test("the client matrix's core cells through the carrying kcompact", (tt) => cells(tt, h, expected));
       if (expected.refusedCodecs) await t.test('a batch with a codec the store refuses gets its error', (tt) => refusedCodecs(tt, h, expected));
+      if (expected.rebatches) await t.test("a client's record the store serves alone cannot pose as kcompact's own", (tt) => posingRecords(tt, h));
       await t.test('Kafka Connect (distributed) through the carrying kcompact', async (tt) => {
         const run = await connectRound(proxy, `pf-${name}`, store.topicConfigs);
         figures.passes.push(...run.passes);

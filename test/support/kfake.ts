@@ -32,6 +32,12 @@ export interface KfakeOptions {
    * another is answered UNSUPPORTED_COMPRESSION_TYPE. Every codec when absent.
    */
   codecs?: string[];
+  /**
+   * Serve Fetch answers in batches of kfake's own, as an event store that keeps records one by
+   * one does: every data batch as one uncompressed batch per record, offsets, timestamps,
+   * producer and flags kept (kfake's --rebatch).
+   */
+  rebatch?: boolean;
   startTimeoutMs?: number;
 }
 
@@ -52,6 +58,7 @@ export async function startKfake(opts: KfakeOptions = {}): Promise<RunningKfake>
   for (const [k, v] of Object.entries(opts.brokerConfigs ?? {})) args.push('--broker-config', `${k}=${v}`);
   if (opts.withhold?.length) args.push('--withhold', opts.withhold.join(','));
   if (opts.codecs?.length) args.push('--codecs', opts.codecs.join(','));
+  if (opts.rebatch) args.push('--rebatch');
   const proc = startBackground(path.join(binDir, 'kfake'), args, { stdoutFile, stderrFile });
   const stderrTail = (lines = 40) => tail(fs.existsSync(stderrFile) ? fs.readFileSync(stderrFile, 'utf8') : '', lines);
   const stop = async () => {

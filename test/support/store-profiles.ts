@@ -22,8 +22,10 @@
  *   TopicBasedRemoteLogMetadataManager; a topic asks remote.storage.enable=true, which Kafka
  *   refuses beside cleanup.policy=compact. Local retention is short, so rolled segments really
  *   move to the remote tier and reads of them are remote reads.
- * - 'gzip-only' (Azure Event Hubs takes uncompressed and gzip batches only): kfake refusing a
- *   produced batch with any other codec with UNSUPPORTED_COMPRESSION_TYPE.
+ * - 'gzip-only' (Azure Event Hubs takes uncompressed and gzip batches only, and serves records in
+ *   batches of its own, not as written): kfake refusing a produced batch with any other codec
+ *   with UNSUPPORTED_COMPRESSION_TYPE, and answering every Fetch with each stored batch cut into
+ *   one uncompressed batch per record (kfake's --rebatch), offsets and records as stored.
  *
  * Capped retention (OCI Streaming, Event Hubs) is startKafka({ compaction: 'capped' }).
  */
@@ -31,7 +33,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ApiKey } from '../../src/protocol/messages.js';
 import { ErrorCode, errorName } from '../../src/protocol/errors.js';
-import { encodeBatch } from '../../src/protocol/records/batch.js';
+import { decodeRecords, encodeBatch, iterateBatches, verifyCrc } from '../../src/protocol/records/batch.js';
 import { ZERO_UUID } from '../../src/proxy/topic-ids.js';
 import { Compression } from '../../src/protocol/records/compression.js';
 import { startKafka, type RunningKafka } from './kafka.js';
@@ -39,6 +41,7 @@ import { startKfake, type RunningKfake } from './kfake.js';
 import { javaClassesDir } from './paths.js';
 import { makeTempDir, pollUntil, type TempDir } from './processes.js';
 import { askOnce, RawConnection } from './raw-client.js';
+import { fetchBody } from './raw-reader.js';
 
 export type StoreProfileName = 'no-delete-records' | 'delete-records-denied' | 'shared-produce-quota' | 'no-idempotence' | 'tiered-storage' | 'gzip-only';
 
@@ -79,8 +82,9 @@ export const STORE_PROFILES: Readonly<Record<StoreProfileName, StoreProfileSpec>
   },
   'gzip-only': {
     stores: 'Azure Event Hubs',
-    lacks: 'batches compressed with snappy, lz4 or zstd',
-    built: 'kfake refusing produced batches with those codecs (UNSUPPORTED_COMPRESSION_TYPE)',
+    lacks: 'batches compressed with snappy, lz4 or zstd, and serving batches as written',
+    built:
+      'kfake refusing produced batches with those codecs (UNSUPPORTED_COMPRESSION_TYPE) and serving every stored batch as one uncompressed batch per record',
   },
 };
 
@@ -222,8 +226,13 @@ async function probeBatch(count: number, valueBytes: number, codec: number): Pro
   );
 }
 
-/** One produce on `conn`; the partition's error and the response's throttle time. */
-async function produceOn(conn: RawConnection, topic: string, batch: Buffer, correlationId: number): Promise<{ errorCode: number; throttleTimeMs: number }> {
+/** One produce on `conn`; the partition's error, the offset given the batch and the response's throttle time. */
+async function produceOn(
+  conn: RawConnection,
+  topic: string,
+  batch: Buffer,
+  correlationId: number,
+): Promise<{ errorCode: number; baseOffset: number; throttleTimeMs: number }> {
   conn.request(
     ApiKey.Produce,
     9,
@@ -231,7 +240,8 @@ async function produceOn(conn: RawConnection, topic: string, batch: Buffer, corr
     correlationId,
   );
   const res = await conn.response(ApiKey.Produce, 9, 60_000);
-  return { errorCode: res.body.responses[0].partitionResponses[0].errorCode, throttleTimeMs: res.body.throttleTimeMs };
+  const p = res.body.responses[0].partitionResponses[0];
+  return { errorCode: p.errorCode, baseOffset: Number(p.baseOffset), throttleTimeMs: res.body.throttleTimeMs };
 }
 
 interface Store {
@@ -381,7 +391,7 @@ async function sharedProduceQuota(): Promise<RunningStoreProfile> {
     const second = await RawConnection.open(kafka.bootstrap);
     try {
       const big = await probeBatch(32, 16 * 1024, Compression.None);
-      let burst = { errorCode: 0, throttleTimeMs: 0 };
+      let burst = { errorCode: 0, baseOffset: 0, throttleTimeMs: 0 };
       let sent = 0;
       for (let i = 0; i < 12 && burst.throttleTimeMs === 0; i++) {
         burst = await produceOn(first, PROBE_TOPIC, big, 10 + i);
@@ -474,8 +484,37 @@ async function tieredStorage(): Promise<RunningStoreProfile> {
   );
 }
 
+/**
+ * Fetches what a produced batch of `count` records at `base` became and checks it is served as
+ * an event store serves it: one uncompressed batch per record, each at the record's own offset
+ * (lastOffsetDelta 0), with a valid CRC and the record's key.
+ */
+async function servedOneByOne(bootstrap: string, base: number, count: number): Promise<string> {
+  const conn = await RawConnection.open(bootstrap);
+  try {
+    conn.request(ApiKey.Fetch, 12, fetchBody(PROBE_TOPIC, 0, base, 0, 100), 1);
+    const p = (await conn.response(ApiKey.Fetch, 12, 30_000)).body.responses[0].partitions[0];
+    if (p.errorCode !== ErrorCode.NONE) throw new Error(`Fetch of ${PROBE_TOPIC} at ${base}: ${errorName(p.errorCode)}`);
+    const records: Buffer = p.records ?? Buffer.alloc(0);
+    const served = iterateBatches(records).batches.filter((b) => Number(b.baseOffset) < base + count);
+    const shapes = served.map((b) => `${b.baseOffset}+${b.lastOffsetDelta}/${b.recordCount}/codec ${b.compression}`);
+    if (served.length !== count) throw new Error(`a batch of ${count} records came back as ${served.length} batches: ${shapes.join(', ')}`);
+    for (const [i, b] of served.entries()) {
+      if (Number(b.baseOffset) !== base + i || b.lastOffsetDelta !== 0 || b.recordCount !== 1 || b.compression !== Compression.None) {
+        throw new Error(`the record at ${base + i} came back as ${shapes[i]}`);
+      }
+      if (!verifyCrc(records, b)) throw new Error(`the batch at ${b.baseOffset} fails its CRC`);
+      const [r] = await decodeRecords(records, b);
+      if (r?.key?.toString() !== `probe-${i}`) throw new Error(`the batch at ${b.baseOffset} holds ${r?.key?.toString() ?? 'no record'}, not probe-${i}`);
+    }
+    return `a gzip batch of ${count} records at ${base} served as ${count} uncompressed one-record batches at its offsets`;
+  } finally {
+    conn.close();
+  }
+}
+
 async function gzipOnly(): Promise<RunningStoreProfile> {
-  const kfake = await startKfake({ brokers: 1, codecs: ['none', 'gzip'] });
+  const kfake = await startKfake({ brokers: 1, codecs: ['none', 'gzip'], rebatch: true });
   return profile('gzip-only', 'kfake', fromKfake(kfake), async () => {
     await createTopicDirect(kfake.bootstrap, PROBE_TOPIC, {});
     const conn = await RawConnection.open(kfake.bootstrap);
@@ -492,7 +531,8 @@ async function gzipOnly(): Promise<RunningStoreProfile> {
       }
       const gzip = await produceOn(conn, PROBE_TOPIC, await probeBatch(3, 100, Compression.Gzip), 9);
       if (gzip.errorCode !== ErrorCode.NONE) throw new Error(`a gzip batch was answered ${errorName(gzip.errorCode)}`);
-      return `${refused.join(', ')} batches answered UNSUPPORTED_COMPRESSION_TYPE; gzip and uncompressed ones written`;
+      const rebatched = await servedOneByOne(kfake.bootstrap, gzip.baseOffset, 3);
+      return `${refused.join(', ')} batches answered UNSUPPORTED_COMPRESSION_TYPE; gzip and uncompressed ones written; ${rebatched}`;
     } finally {
       conn.close();
     }

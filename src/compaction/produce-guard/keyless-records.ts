@@ -8,14 +8,17 @@
 import { Compression } from '../../protocol/records/compression.js';
 import { batchPayload, CorruptRecordError, iterateBatches, verifyCrc, type BatchHeader } from '../../protocol/records/batch.js';
 import { Cursor } from '../../protocol/records/varint.js';
-import { CarryKind, carryKindAt } from '../carry/carry-record.js';
+import { CARRY_HEADER_KEY } from '../carry/carry-record.js';
 
 /**
- * What the upstream must judge, or the batch indices (0-based) of the records without a key, and
- * whether the batch poses as kcompact's own carry records (docs/carrying.md): a batch without a
- * producer whose first record's first header is kcompact.carry would be taken for one.
+ * What the upstream must judge, or the batch indices (0-based) of the records without a key and
+ * of the records that pose as kcompact's own carry records (docs/carrying.md): in a batch without
+ * a producer, a record whose first header is kcompact.carry. Any record of the batch, not only the
+ * first: a store that re-batches what it serves (Event Hubs) hands each record out as a batch of
+ * its own, and a batch without a producer whose first record starts with the header is taken for
+ * kcompact's.
  */
-export type KeyCheck = { judge: 'upstream' } | { judge: 'proxy'; keyless: number[]; reserved: boolean };
+export type KeyCheck = { judge: 'upstream' } | { judge: 'proxy'; keyless: number[]; reserved: number[] };
 
 const UPSTREAM: KeyCheck = { judge: 'upstream' };
 
@@ -38,32 +41,30 @@ export async function checkKeys(records: Buffer | null, produceVersion: number):
     const batch = batches[0]!;
     if (kafkaWouldRejectFirst(records, batch, produceVersion)) return UPSTREAM;
     const payload = await batchPayload(records, batch);
-    const keyless = keylessIndices(payload, batch.recordCount);
-    return keyless ? { judge: 'proxy', keyless, reserved: batch.producerId < 0n && posesAsCarried(payload) } : UPSTREAM;
+    // Records are walked to their first header only when the header's name is in the payload
+    // at all: searching the bytes costs less than reading up to every record's headers.
+    const carryToo = batch.producerId < 0n && payload.indexOf(CARRY_HEADER_KEY) !== -1;
+    return scanRecords(payload, batch.recordCount, carryToo) ?? UPSTREAM;
   } catch (err) {
     if (err instanceof CorruptRecordError) return UPSTREAM;
     throw err;
   }
 }
 
-function posesAsCarried(payload: Buffer): boolean {
-  try {
-    return carryKindAt(payload, 0) !== CarryKind.None;
-  } catch (err) {
-    // A kcompact.carry header kcompact cannot read is refused all the same.
-    if (err instanceof CorruptRecordError) return true;
-    throw err;
-  }
-}
+const NOT_CARRY = -1;
+const CARRY_KEY_LENGTH = CARRY_HEADER_KEY.length;
 
 /**
- * The indices of records whose key length is -1. Only the fields up to the key are read, and
- * each record is skipped by its length: a full decode would allocate per record and cost many
- * times as much (docs/performance.md) on a produce path that sees every byte. Records whose
- * lengths do not add up to the payload are the upstream's to reject (undefined).
+ * The indices of records whose key length is -1 and, when `carryToo`, of those whose first
+ * header's key is kcompact.carry (whatever its value: one kcompact cannot read is refused all the
+ * same). Only the fields up to the first header's key are read, and each record is skipped by
+ * its length: a full decode would allocate per record and cost many times as much
+ * (docs/performance.md) on a produce path that sees every byte. Records whose lengths do not add
+ * up to the payload are the upstream's to reject (undefined).
  */
-function keylessIndices(payload: Buffer, count: number): number[] | undefined {
+function scanRecords(payload: Buffer, count: number, carryToo: boolean): KeyCheck | undefined {
   const keyless: number[] = [];
+  const reserved: number[] = [];
   const c = new Cursor(payload, 0, payload.length);
   for (let i = 0; i < count; i++) {
     const length = c.varint();
@@ -73,9 +74,22 @@ function keylessIndices(payload: Buffer, count: number): number[] | undefined {
     c.pos += 1; // attributes
     c.varlong(); // timestamp delta
     c.varint(); // offset delta
-    if (c.varint() === -1) keyless.push(i);
+    const keyLength = c.varint();
+    if (keyLength === -1) keyless.push(i);
+    if (carryToo && firstHeaderKeyLength(c, keyLength) === CARRY_KEY_LENGTH && c.pos + CARRY_KEY_LENGTH <= end) {
+      if (payload.compare(CARRY_HEADER_KEY, 0, CARRY_KEY_LENGTH, c.pos, c.pos + CARRY_KEY_LENGTH) === 0) reserved.push(i);
+    }
     c.pos = end;
     c.limit = payload.length;
   }
-  return c.pos === payload.length ? keyless : undefined;
+  return c.pos === payload.length ? { judge: 'proxy', keyless, reserved } : undefined;
+}
+
+/** With `c` just past a record's key length: skips key and value and reads the first header's key length (NOT_CARRY without headers). */
+function firstHeaderKeyLength(c: Cursor, keyLength: number): number {
+  if (keyLength > 0) c.pos += keyLength;
+  const valueLength = c.varint();
+  if (valueLength > 0) c.pos += valueLength;
+  if (c.pos >= c.limit || c.varint() < 1) return NOT_CARRY;
+  return c.varint();
 }

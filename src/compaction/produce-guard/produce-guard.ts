@@ -69,8 +69,9 @@ export function createProduceGuard(opts: ProduceGuardOptions): ProduceGuard {
       for (const p of topic.partitionData) {
         opts.used?.(name, p.index);
         const check = await checkKeys(p.records, req.apiVersion);
-        if (check.judge !== 'proxy' || (check.keyless.length === 0 && !check.reserved)) continue;
-        const rejection = check.keyless.length > 0 ? keylessRejection(name, p.index, check.keyless, -1n) : reservedHeaderRejection(name, p.index, -1n);
+        if (check.judge !== 'proxy' || (check.keyless.length === 0 && check.reserved.length === 0)) continue;
+        const rejection =
+          check.keyless.length > 0 ? keylessRejection(name, p.index, check.keyless, -1n) : reservedHeaderRejection(name, p.index, check.reserved, -1n);
         const key = topicKey(topic, byId);
         const byPartition = found.get(key) ?? new Map<number, ProduceResponsePartitionProduceResponse>();
         byPartition.set(p.index, rejection);

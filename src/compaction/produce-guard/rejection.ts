@@ -35,9 +35,14 @@ export function keylessRejection(
   return recordRejection(partition, keyless, keylessRecordMessage(topic, partition), logStartOffset);
 }
 
-/** The first record of a batch that poses as kcompact's own carry records (docs/carrying.md), refused like a keyless one. */
-export function reservedHeaderRejection(topic: string, partition: number, logStartOffset: bigint): ProduceResponsePartitionProduceResponse {
-  return recordRejection(partition, [0], reservedHeaderMessage(topic, partition), logStartOffset);
+/** The records of a batch that pose as kcompact's own carry records (docs/carrying.md), refused like keyless ones. */
+export function reservedHeaderRejection(
+  topic: string,
+  partition: number,
+  reserved: readonly number[],
+  logStartOffset: bigint,
+): ProduceResponsePartitionProduceResponse {
+  return recordRejection(partition, reserved, reservedHeaderMessage(topic, partition), logStartOffset);
 }
 
 function recordRejection(partition: number, indices: readonly number[], message: string, logStartOffset: bigint): ProduceResponsePartitionProduceResponse {

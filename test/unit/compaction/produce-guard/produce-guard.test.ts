@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { createProduceGuard } from '../../../../src/compaction/produce-guard/produce-guard.js';
 import { checkKeys } from '../../../../src/compaction/produce-guard/keyless-records.js';
-import { keylessRejection } from '../../../../src/compaction/produce-guard/rejection.js';
+import { keylessRejection, reservedHeaderRejection } from '../../../../src/compaction/produce-guard/rejection.js';
 import { ApiKey, encodeRequestFrame, type BodyInit, type ProduceRequest, type ProduceResponse } from '../../../../src/protocol/messages.js';
 import { decodeRequestHeader } from '../../../../src/protocol/headers.js';
 import { Attributes, BATCH_HEADER_SIZE, encodeBatch, type BatchFields } from '../../../../src/protocol/records/batch.js';
@@ -40,8 +40,8 @@ const KAFKA_SUMMARY =
 describe('checkKeys', () => {
   for (const codec of [0, 1, 2, 3, 4]) {
     test(`codec ${codec}: reports every keyless record's batch index; an empty key is a key`, async () => {
-      assert.deepEqual(await checkKeys(await batch(['a', null, '', null, 'b'], codec), 9), { judge: 'proxy', keyless: [1, 3], reserved: false });
-      assert.deepEqual(await checkKeys(await batch(['', 'x'], codec), 9), { judge: 'proxy', keyless: [], reserved: false });
+      assert.deepEqual(await checkKeys(await batch(['a', null, '', null, 'b'], codec), 9), { judge: 'proxy', keyless: [1, 3], reserved: [] });
+      assert.deepEqual(await checkKeys(await batch(['', 'x'], codec), 9), { judge: 'proxy', keyless: [], reserved: [] });
     });
   }
 
@@ -57,19 +57,51 @@ describe('checkKeys', () => {
       ],
     }));
     const withHeaders = await encodeBatch({ ...FIELDS, lastOffsetDelta: 2 }, records, 0);
-    assert.deepEqual(await checkKeys(withHeaders, 9), { judge: 'proxy', keyless: [0, 2], reserved: false });
+    assert.deepEqual(await checkKeys(withHeaders, 9), { judge: 'proxy', keyless: [0, 2], reserved: [] });
   });
 
   test('a batch without a producer whose first record starts with kcompact.carry poses as a carry batch; with a producer it does not', async () => {
     const carry = { key: Buffer.from('kcompact.carry'), value: Buffer.from([1, 1, 0]) };
     const records = [{ timestampDelta: 0, offsetDelta: 0, key: Buffer.from('k'), value: Buffer.from('v'), headers: [carry] }];
     const posing = await encodeBatch(FIELDS, records, 0);
-    assert.deepEqual(await checkKeys(posing, 9), { judge: 'proxy', keyless: [], reserved: true });
+    assert.deepEqual(await checkKeys(posing, 9), { judge: 'proxy', keyless: [], reserved: [0] });
     const idempotent = await encodeBatch({ ...FIELDS, producerId: 7n, producerEpoch: 0, baseSequence: 0 }, records, 0);
-    assert.deepEqual(await checkKeys(idempotent, 9), { judge: 'proxy', keyless: [], reserved: false });
+    assert.deepEqual(await checkKeys(idempotent, 9), { judge: 'proxy', keyless: [], reserved: [] });
     const later = [{ ...records[0]!, headers: [{ key: Buffer.from('trace'), value: null }, carry] }];
-    assert.deepEqual(await checkKeys(await encodeBatch(FIELDS, later, 0), 9), { judge: 'proxy', keyless: [], reserved: false });
+    assert.deepEqual(await checkKeys(await encodeBatch(FIELDS, later, 0), 9), { judge: 'proxy', keyless: [], reserved: [] });
   });
+
+  // A store that re-batches what it serves (Event Hubs; kfake --rebatch in the 'gzip-only' store
+  // profile) hands each record out as a batch of its own, without a producer: any record that
+  // starts with kcompact.carry would then be taken for kcompact's own.
+  for (const codec of [0, 1, 4]) {
+    test(`codec ${codec}: a record past the first that starts with kcompact.carry poses too, whatever its header's value`, async () => {
+      const record = (i: number, headers: { key: Buffer; value: Buffer | null }[], key: Buffer | null = Buffer.from(`k${i}`)) => ({
+        timestampDelta: i,
+        offsetDelta: i,
+        key,
+        value: i === 2 ? null : Buffer.alloc(150 * i, i),
+        headers,
+      });
+      const trace = { key: Buffer.from('trace'), value: Buffer.from('t') };
+      const records = [
+        record(0, [trace]),
+        record(1, [{ key: Buffer.from('kcompact.carry'), value: Buffer.from([1, 2, 0, 0]) }]),
+        record(2, []),
+        record(3, [{ key: Buffer.from('kcompact.carry'), value: null }, trace], null),
+        record(4, [{ key: Buffer.from('kcompact.carrx'), value: null }]),
+        record(5, [trace, { key: Buffer.from('kcompact.carry'), value: Buffer.from([2, 2]) }]),
+      ];
+      const produced = await encodeBatch({ ...FIELDS, lastOffsetDelta: records.length - 1 }, records, codec);
+      assert.deepEqual(await checkKeys(produced, 9), { judge: 'proxy', keyless: [3], reserved: [1, 3] });
+      const idempotent = await encodeBatch(
+        { ...FIELDS, lastOffsetDelta: records.length - 1, producerId: 7n, producerEpoch: 0, baseSequence: 0 },
+        records,
+        codec,
+      );
+      assert.deepEqual(await checkKeys(idempotent, 9), { judge: 'proxy', keyless: [3], reserved: [] }, 'a producer id: never taken for a carry batch');
+    });
+  }
 
   test('records that do not add up to the batch are left to the upstream', async () => {
     const good = Buffer.from(await batch([null, 'a'], 0));
@@ -110,6 +142,16 @@ test("the rejection is Kafka 4.4's, word for word", () => {
     keylessRejection('t', 0, [0, 1, 2, 3, 4], 0n).errorMessage!,
     /due to 5 record errors in total.*\[RecordError\(batchIndex=0.*batchIndex=2, [^\]]*'\)\]$/,
   );
+});
+
+test('a rejection for the header kcompact.carry names every record that poses with it', () => {
+  const r = reservedHeaderRejection('cmp', 1, [1, 3], 0n);
+  assert.equal(r.errorCode, 87);
+  assert.deepEqual(
+    r.recordErrors!.map((e) => e.batchIndex),
+    [1, 3],
+  );
+  assert.match(r.recordErrors![0]!.batchIndexErrorMessage!, /cannot start with the header kcompact.carry without a producer id/);
 });
 
 const TOPIC_ID = 'AAAAAAAAAAAAAAAAAAAAAQ';

@@ -49,6 +49,7 @@ func main() {
 	cfgs := brokerConfigs{}
 	flag.Var(cfgs, "broker-config", "broker config key=value (repeatable)")
 	codecs := flag.String("codecs", "", "comma-separated codecs (none, gzip, snappy, lz4, zstd) produced batches may use; a batch with another is refused with UNSUPPORTED_COMPRESSION_TYPE (default: all)")
+	rebatchFetch := flag.Bool("rebatch", false, "serve Fetch answers in batches of one record each, uncompressed, as an event store keeping records one by one does (rebatch.go)")
 	withhold := flag.String("withhold", "", "comma-separated API names (kmsg's, e.g. DeleteRecords,InitProducerID) left out of ApiVersions; a request for one closes the connection")
 	flag.Parse()
 
@@ -74,6 +75,9 @@ func main() {
 	}
 	if len(cfgs) > 0 {
 		opts = append(opts, kfake.BrokerConfigs(cfgs))
+	}
+	if *rebatchFetch {
+		opts = append(opts, kfake.ListenFn(rebatchListen))
 	}
 	cluster, err := kfake.NewCluster(opts...)
 	if err != nil {
