@@ -224,7 +224,8 @@ def cmd_tail(args):
     if args.share:
         events.error("kafka-python has no share consumer (KIP-932)")
         return 2
-    logging.getLogger().addHandler(LoggedErrors(events))
+    logged = LoggedErrors(events)
+    logging.getLogger().addHandler(logged)
     deadline = time.monotonic() + args.timeout_ms / 1000
     tp = TopicPartition(args.topic, args.partition)
     group = None if args.mode == "assign" else args.group or "kp-tail-" + uuid.uuid4().hex[:12]
@@ -282,6 +283,9 @@ def cmd_tail(args):
         events.error("%s: %s" % (type(e).__name__, e))
         return 1
     finally:
+        # What closing logs comes after the read and goes to stderr only: a LeaveGroup answered
+        # UnknownMemberId (the coordinator had already dropped the member) is no read error.
+        logging.getLogger().removeHandler(logged)
         consumer.close(autocommit=False)
 
 
