@@ -129,14 +129,20 @@ async function writeRounds(producer: kafkajs.Producer, codec: Expected['codec'],
   return written;
 }
 
-/** Cleans until the carrier reports a pass; the rolling record is written past segment.ms each time, as in Kafka. */
-async function cleanAndCarry(proxy: RunningCompactingProxy, producer: kafkajs.Producer, codec: Expected['codec']): Promise<CleanReport> {
+/** One clean after a rolling record written past segment.ms, as in Kafka. */
+async function rollAndClean(proxy: RunningCompactingProxy, producer: kafkajs.Producer, codec: Expected['codec']): Promise<CleanReport> {
   const compression = codec === 'gzip' ? kafkajs.CompressionTypes.GZIP : kafkajs.CompressionTypes.None;
+  await new Promise((resolve) => setTimeout(resolve, SEGMENT_MS * 2));
+  await producer.send({ topic: TOPIC, acks: -1, compression, messages: [{ key: 'roll', value: 'roll' }] });
+  const report = await proxy.compaction.engine.compactNow(TOPIC);
+  assert.deepEqual(report.failed, [], 'the clean');
+  return report;
+}
+
+/** Cleans until the carrier reports a pass. */
+async function cleanAndCarry(proxy: RunningCompactingProxy, producer: kafkajs.Producer, codec: Expected['codec']): Promise<CleanReport> {
   return pollUntil('a carry pass', 120_000, async () => {
-    await new Promise((resolve) => setTimeout(resolve, SEGMENT_MS * 2));
-    await producer.send({ topic: TOPIC, acks: -1, compression, messages: [{ key: 'roll', value: 'roll' }] });
-    const report = await proxy.compaction.engine.compactNow(TOPIC);
-    assert.deepEqual(report.failed, [], 'the clean');
+    const report = await rollAndClean(proxy, producer, codec);
     return report.carried.length > 0 ? report : undefined;
   });
 }
@@ -146,18 +152,14 @@ async function cleanAndCarry(proxy: RunningCompactingProxy, producer: kafkajs.Pr
  * would only add copies (docs/semantics.md, "No DeleteRecords").
  */
 async function cleanWithoutPass(proxy: RunningCompactingProxy, producer: kafkajs.Producer, codec: Expected['codec'], after: number): Promise<CleanReport> {
-  const compression = codec === 'gzip' ? kafkajs.CompressionTypes.GZIP : kafkajs.CompressionTypes.None;
   return pollUntil(`a clean up to offset ${after}`, 120_000, async () => {
-    await new Promise((resolve) => setTimeout(resolve, SEGMENT_MS * 2));
-    await producer.send({ topic: TOPIC, acks: -1, compression, messages: [{ key: 'roll', value: 'roll' }] });
-    const r = await proxy.compaction.engine.compactNow(TOPIC);
-    assert.deepEqual(r.failed, [], 'the clean');
+    const report = await rollAndClean(proxy, producer, codec);
     assert.deepEqual(
-      r.carried.filter((c) => c.topic === TOPIC),
+      report.carried.filter((c) => c.topic === TOPIC),
       [],
       'no second pass on a store that cannot let a range go',
     );
-    return (r.cleaned.filter((c) => c.topic === TOPIC).at(-1)?.endOffset ?? 0) >= after ? r : undefined;
+    return (report.cleaned.filter((c) => c.topic === TOPIC).at(-1)?.endOffset ?? 0) >= after ? report : undefined;
   });
 }
 
