@@ -2,6 +2,47 @@
 // typescript-eslint's recommended sets, without type information so that it stays quick.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import importX from 'eslint-plugin-import-x';
+import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
+
+// The layers of src/ (docs/architecture.md, "Which folder may import which"): each zone names a
+// folder (target) and what it may not import (from). The compaction worker (src/engine) and the
+// main thread meet only in src/engine/api.
+const MAIN_THREAD = ['./src/proxy', './src/compaction', './src/ops', './src/config', './src/cli'];
+const ENGINE_INSIDE = { from: './src/engine', except: ['./api'] };
+const zones = [
+  { target: './src/common', from: './src', except: ['./common'], message: 'common/ is the bottom layer: it imports nothing of kcompact.' },
+  { target: './src/protocol', from: './src', except: ['./common', './protocol'], message: 'protocol/ imports only common/.' },
+  {
+    target: './src/upstream',
+    from: ['./src/proxy', './src/compaction', './src/engine', './src/ops', './src/config', './src/cli'],
+    message: 'upstream/ is below the proxy and the engine.',
+  },
+  {
+    target: './src/engine/api',
+    from: './src/engine',
+    except: ['./api'],
+    message: "engine/api/ is the contract between the threads: it may not reach into the engine's internals.",
+  },
+  {
+    target: './src/engine',
+    from: MAIN_THREAD,
+    message: 'The compaction worker may not import the main thread (the proxy, the filters, ops, settings, the CLI).',
+  },
+  {
+    target: './src/proxy',
+    from: ['./src/compaction', './src/ops', './src/config', './src/cli'],
+    message: 'proxy/ knows no filter of compaction, no ops and no settings.',
+  },
+  ...['./src/proxy', './src/compaction', './src/ops', './src/config'].map((target) => ({
+    target,
+    ...ENGINE_INSIDE,
+    message: 'The main thread reaches the compaction engine only through src/engine/api.',
+  })),
+  { target: './src/compaction', from: ['./src/ops', './src/config', './src/cli'], message: 'compaction/ is below ops, settings and the CLI.' },
+  { target: './src/ops', from: ['./src/config', './src/cli'], message: 'ops/ is below settings and the CLI.' },
+  { target: './src/config', from: './src/cli', message: 'config/ is below the CLI.' },
+];
 
 export default tseslint.config(
   { ignores: ['dist/**', 'dist-*/**', 'node_modules/**', 'src/protocol/generated/**'] },
@@ -16,6 +57,20 @@ export default tseslint.config(
       '@typescript-eslint/no-this-alias': ['error', { allowedNames: ['meter', 'metrics'] }],
       // A variable a closure reads before it is assigned (a server set up later) cannot be const.
       'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
+    },
+  },
+  {
+    files: ['src/**/*.ts'],
+    plugins: { 'import-x': importX },
+    settings: {
+      // import-x reads the imported files itself, with TypeScript's parser, to follow circles.
+      ...importX.flatConfigs.typescript.settings,
+      'import-x/resolver': undefined,
+      'import-x/resolver-next': [createTypeScriptImportResolver({ project: './tsconfig.json' })],
+    },
+    rules: {
+      'import-x/no-restricted-paths': ['error', { zones }],
+      'import-x/no-cycle': 'error',
     },
   },
 );

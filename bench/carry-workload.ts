@@ -15,9 +15,8 @@
  * write amplification, and kcompact's carry passes are timed on the proxy's threads (CPU time of
  * the compaction worker while each pass ran, from /proc, sampled every 10 ms).
  */
-import type { CarryOutcome } from '../src/compaction/carry/carrier.js';
-import type { RunningKafka } from '../test/support/index.js';
-import { pollUntil } from '../test/support/index.js';
+import type { CarryOutcome } from '../src/engine/api/engine-reports.js';
+import { type RunningKafka, pollUntil } from '../test/support/index.js';
 import { createTopics, waitKafkaCleaned } from './bench-topics.js';
 import { compactNow, engineStatus, partitionsOf, waitIndexedAll } from './engine-client.js';
 import { logRange, partitionDir, segmentBases, setTopicConfigs } from './kafka-logs.js';

@@ -14,10 +14,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type Database from 'better-sqlite3';
-import { applyCopies } from '../src/compaction/index/carried-rows.js';
-import { KEY_DIGEST_BYTES } from '../src/compaction/index/key-digest.js';
-import { PartitionStore } from '../src/compaction/index/partition-store.js';
-import { RowBuffer } from '../src/compaction/index/row-buffer.js';
+import { applyCopies } from '../src/engine/store/carried-rows.js';
+import { KEY_DIGEST_BYTES } from '../src/engine/store/key-digest.js';
+import { PartitionStore } from '../src/engine/store/partition-store.js';
+import { RowBuffer } from '../src/engine/store/row-buffer.js';
 import { printHelpAndExit } from './bench-help.js';
 import { numberFlags } from './number-flag.js';
 

@@ -5,9 +5,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { CleanReport } from '../src/compaction/cleaner/cleaner.js';
-import { indexRoot, topicIndexFile } from '../src/compaction/index/index-files.js';
-import type { EngineStatus, PartitionDetail, PartitionStatus } from '../src/compaction/worker/engine-status.js';
+import type { CleanReport, EngineStatus, PartitionDetail, PartitionStatus } from '../src/engine/api/engine-reports.js';
+import { indexRoot, topicIndexFile } from '../src/engine/store/index-files.js';
 import { pollUntil } from '../test/support/index.js';
 
 export async function engineStatus(admin: string): Promise<EngineStatus> {

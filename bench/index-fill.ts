@@ -19,7 +19,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { TopicIndex } from '../src/compaction/index/topic-index.js';
+import { TopicIndex } from '../src/engine/store/topic-index.js';
 import { printHelpAndExit } from './bench-help.js';
 import { numberFlags } from './number-flag.js';
 import { table } from './text-table.js';

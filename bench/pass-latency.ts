@@ -41,7 +41,7 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import type { CarrierStats, CarryOutcome } from '../src/compaction/carry/carrier.js';
+import type { CarrierStats, CarryOutcome } from '../src/engine/api/engine-reports.js';
 import { missingPeers, pollUntil } from '../test/support/index.js';
 import { startCompactingProxy, type RunningCompactingProxy } from '../test/support/kcompact.js';
 import { SHARED_PRODUCE_BYTE_RATE, startStoreProfile, type RunningStoreProfile } from '../test/support/store-profiles.js';

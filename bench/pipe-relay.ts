@@ -6,7 +6,7 @@
  *   node dist/bench/pipe-relay.js LISTEN_HOST:PORT UPSTREAM_HOST:PORT
  */
 import net from 'node:net';
-import { parseHostPort } from '../src/config/host-port.js';
+import { parseHostPort } from '../src/common/host-port.js';
 
 const [listenArg, upstreamArg] = process.argv.slice(2);
 if (!listenArg || !upstreamArg) {

@@ -7,7 +7,7 @@
  *   node dist/bench/produce-guard.js [seconds-per-case]
  */
 import { createProduceGuard } from '../src/compaction/produce-guard/produce-guard.js';
-import type { TopicConfigView, TopicPolicy } from '../src/compaction/policy.js';
+import type { TopicConfigView, TopicPolicy } from '../src/engine/api/topic-policy.js';
 import { ApiKey, encodeRequestFrame } from '../src/protocol/messages.js';
 import { decodeRequestHeader } from '../src/protocol/headers.js';
 import { encodeBatch, type RecordInput } from '../src/protocol/records/batch.js';
@@ -15,7 +15,7 @@ import { Compression } from '../src/protocol/records/compression.js';
 import type { Filter } from '../src/proxy/filter/filter.js';
 import { FilterChain } from '../src/proxy/filter/filter-chain.js';
 import { TopicIds } from '../src/proxy/topic-ids.js';
-import { createLogger } from '../src/ops/log.js';
+import { createLogger } from '../src/common/log.js';
 
 const secondsPerCase = Number(process.argv[2] ?? 1.5);
 const MIB = 1 << 20;

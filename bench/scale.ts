@@ -44,7 +44,7 @@ import { soak, type SoakResult, type SoakSample } from './scale-soak.js';
 import { FLAT_RULE, type Trend } from './soak-trend.js';
 import { median, table } from './text-table.js';
 import { numberFlags } from './number-flag.js';
-import { QUIET_LOOKS, QUIET_MS } from '../src/ops/idle-collection.js';
+import { QUIET_LOOKS, QUIET_MS } from '../src/common/idle-collection.js';
 
 const OPTIONS = {
   partitions: { type: 'string', default: '1000' },

@@ -4,8 +4,8 @@
  * (docs/carrying.md), and its bytes. A replica with an empty data directory reads exactly this to
  * build its index.
  */
-import { batchesIn, carryValueAt, copyOf, emptyCopy } from '../src/compaction/carry/carried-batch.js';
-import { CarryKind, carryKindAt } from '../src/compaction/carry/carry-record.js';
+import { batchesIn, carryValueAt, copyOf, emptyCopy } from '../src/protocol/carry/carried-batch.js';
+import { CarryKind, carryKindAt } from '../src/protocol/carry/carry-record.js';
 import { ApiKey } from '../src/protocol/messages.js';
 import { batchPayload, iterateBatches, RecordScan } from '../src/protocol/records/batch.js';
 import { RawConnection } from '../test/support/raw-client.js';

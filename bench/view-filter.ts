@@ -18,8 +18,8 @@
  */
 import { parseArgs } from 'node:util';
 import { encodeBatch, type RecordInput } from '../src/protocol/records/batch.js';
-import { cachedRecords, visibleRecords } from '../src/compaction/fetch-view/visible-records.js';
-import { ViewCache, type ViewedBatch } from '../src/compaction/fetch-view/view-cache.js';
+import { cachedRecords, visibleRecords, type ViewedBatch } from '../src/compaction/fetch-view/visible-records.js';
+import { ViewCache } from '../src/compaction/fetch-view/view-cache.js';
 import { sharedCopies } from '../src/compaction/fetch-view/share-copies.js';
 import { printHelpAndExit } from './bench-help.js';
 import { numberFlags } from './number-flag.js';

@@ -1,10 +1,10 @@
 import { mkdirSync } from 'node:fs';
-import { log, setLogLevel } from '../ops/log.js';
+import { log, setLogLevel } from '../common/log.js';
 import { Reply, startManagementServer, type Gate, type ListenerName, type Route } from '../ops/management-server.js';
 import { adminRoutes } from '../ops/admin-routes.js';
 import { adminGate, adminRoutesElsewhere } from '../ops/admin-access.js';
 import { AdminToken } from '../ops/admin-token.js';
-import { collectWhenIdle } from '../ops/idle-collection.js';
+import { collectWhenIdle } from '../common/idle-collection.js';
 import { createMetrics } from '../ops/metrics/metrics.js';
 import { Health } from '../ops/health/health.js';
 import { UpstreamReachability } from '../ops/health/upstream-reachability.js';
@@ -12,7 +12,7 @@ import { ProxyServer } from '../proxy/server.js';
 import { TopicIds } from '../proxy/topic-ids.js';
 import { startCompaction, type Compaction } from '../compaction/compaction.js';
 import { flagOf, listenerTlsSettings, NO_CARRIER_GROUP, upstreamSecuritySettings, type ProxyConfig } from '../config/settings.js';
-import { reloadWatchedFiles } from '../config/watched-files.js';
+import { reloadWatchedFiles } from '../common/watched-files.js';
 import { UpstreamConnector } from '../upstream/upstream-connector.js';
 import { UpstreamClusterClient } from '../upstream/upstream-cluster-client.js';
 

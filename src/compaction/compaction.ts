@@ -3,25 +3,25 @@
  * in the upstream), the engine (key index, indexer and cleaner in a worker thread), and the
  * filters clients meet (configs, produce guard, fetch view).
  */
-import type { Logger } from '../ops/log.js';
-import type { HostPort } from '../proxy/broker-map.js';
+import type { Logger } from '../common/log.js';
+import type { HostPort } from '../common/host-port.js';
 import type { Filter } from '../proxy/filter/filter.js';
 import type { TopicIds } from '../proxy/topic-ids.js';
 import { createTopicConfigs, type StaticTopic, type TopicConfigs } from './config/topic-configs.js';
-import { startCompactionEngine, type CompactionEngine } from './worker/compaction-engine.js';
-import type { IndexerOptions } from './indexer/indexer.js';
-import type { KeyIdentityRules } from './key-identity/key-identity-rules.js';
+import { startCompactionEngine, type CompactionEngine } from './engine-client/compaction-engine.js';
+import type { IndexerOptions } from '../engine/api/engine-options.js';
+import type { KeyIdentityRules } from '../engine/api/key-identity-rules.js';
 import { createProduceGuard } from './produce-guard/produce-guard.js';
 import { createFetchView, type FetchView } from './fetch-view/fetch-view.js';
-import { createListOffsetsView } from './offsets/list-offsets-view.js';
-import { endsWithOwnRecords } from './offsets/store-tail.js';
+import { createListOffsetsView } from './list-offsets/list-offsets-view.js';
+import { endsWithOwnRecords } from './list-offsets/store-tail.js';
 import { createShareFetchView, type ShareFetchView } from './fetch-view/share-fetch-view.js';
 import { UpstreamPartitionReads } from './fetch-view/upstream-partition-reads.js';
-import type { TopicPolicy } from './policy.js';
+import type { TopicPolicy } from '../engine/api/topic-policy.js';
 import type { UpstreamConnector } from '../upstream/upstream-connector.js';
 import { UpstreamClusterClient } from '../upstream/upstream-cluster-client.js';
-import type { CarrierGroupSettings } from './worker/engine-protocol.js';
-import { StoreRetention } from './carry/store-retention.js';
+import type { CarrierGroupSettings } from '../engine/api/engine-protocol.js';
+import { StoreRetention } from './config/store-retention.js';
 
 /** Carry again at half the store's retention: a whole half for a pass to go wrong and be retried. */
 export const DEFAULT_CARRY_SHARE = 0.5;

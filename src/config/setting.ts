@@ -5,8 +5,7 @@
  * declared under, so the three can never drift apart.
  */
 import fs from 'node:fs';
-import { parseHostPort, parseHostPortList } from './host-port.js';
-import type { HostPort } from '../proxy/broker-map.js';
+import { parseHostPort, parseHostPortList, type HostPort } from '../common/host-port.js';
 
 export class ConfigError extends Error {
   constructor(message: string) {

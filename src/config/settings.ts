@@ -4,7 +4,7 @@
  * Precedence: command line, then environment, then config file, then default.
  */
 import fs from 'node:fs';
-import { isLoopbackHost } from './host-port.js';
+import { isLoopbackHost, type HostPort } from '../common/host-port.js';
 import {
   boolean,
   ConfigError,
@@ -27,21 +27,20 @@ import {
   type Setting,
   type ValueOf,
 } from './setting.js';
-import { createLogger, isLogLevel } from '../ops/log.js';
-import type { HostPort } from '../proxy/broker-map.js';
+import { createLogger, isLogLevel } from '../common/log.js';
 import type { StaticTopic } from '../compaction/config/topic-configs.js';
 import { BrokerDefaults } from '../compaction/config/broker-defaults.js';
 import { TopicConfigState } from '../compaction/config/topic-config-state.js';
 import { TopicConfigError } from '../compaction/config/config-error.js';
 import { TopicIds } from '../proxy/topic-ids.js';
-import { checkKeyIdentityRules, registryPatterns } from '../compaction/key-identity/key-identity-rules.js';
-import { checkRegistryUrl } from '../compaction/key-identity/registry-url.js';
+import { checkKeyIdentityRules, registryPatterns } from '../engine/api/key-identity-rules.js';
+import { checkRegistryUrl } from '../engine/api/registry-url.js';
 import { DEFAULT_VIEW_CACHE_BYTES } from '../compaction/fetch-view/view-cache.js';
 import { listenerContextOptions, type ListenerTlsSettings } from '../proxy/listener-tls.js';
 import { passwordOf, upstreamContext, type UpstreamSecurity, type UpstreamTlsSettings } from '../upstream/upstream-connector.js';
 import { SASL_MECHANISMS } from '../upstream/sasl-client.js';
 import { MIN_TOKEN_LENGTH, tokenOf } from '../ops/admin-token.js';
-import { MIN_PASS_BYTES, rewritableBytes } from '../compaction/carry/carry-capacity.js';
+import { MIN_PASS_BYTES, rewritableBytes } from '../engine/api/carry-capacity.js';
 
 export { ConfigError, describeKey, envOf, flagOf, type Setting } from './setting.js';
 

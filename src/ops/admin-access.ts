@@ -5,7 +5,7 @@
  * otherwise send a loopback request from any site the operator visits).
  */
 import { isIP } from 'node:net';
-import { isLoopbackHost } from '../config/host-port.js';
+import { isLoopbackHost } from '../common/host-port.js';
 import type { AdminToken } from './admin-token.js';
 import { Reply, type Gate, type Refusal } from './management-server.js';
 

@@ -3,10 +3,8 @@
  * `inspect` rebuild it from a stopped proxy's data directory: one shape for both, so the CLI
  * prints either the same way.
  */
-import type { CarryCapacity } from '../compaction/carry/carry-capacity.js';
-import type { CleanerStats } from '../compaction/cleaner/cleaner.js';
-import type { CarrierGroupStatus } from '../compaction/election/carrier-group.js';
-import type { PartitionDetail, PartitionStatus } from '../compaction/worker/engine-status.js';
+import type { CarryCapacity } from '../engine/api/carry-capacity.js';
+import type { CleanerStats, CarrierGroupStatus, PartitionDetail, PartitionStatus } from '../engine/api/engine-reports.js';
 
 /** Where a report came from: the running proxy, or its index files read while it was down. */
 export type ReportSource = 'proxy' | 'data-dir';

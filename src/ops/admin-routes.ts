@@ -5,7 +5,7 @@
  * say exactly what is wrong.
  */
 import type { Compaction } from '../compaction/compaction.js';
-import type { TopicConfigView, TopicPolicy } from '../compaction/policy.js';
+import type { TopicConfigView, TopicPolicy } from '../engine/api/topic-policy.js';
 import {
   CLEANUP_POLICY,
   DELETE_RETENTION_MS,
@@ -22,16 +22,27 @@ import {
   TOPIC_CONFIG,
   type ConfigValue,
 } from '../compaction/config/definitions.js';
-import type { ProxyConfig } from '../config/settings.js';
 import { ErrorCode } from '../protocol/errors.js';
-import type { HostPort } from '../proxy/broker-map.js';
+import type { HostPort } from '../common/host-port.js';
 import type { ProxyServer } from '../proxy/server.js';
 import type { UpstreamClusterClient } from '../upstream/upstream-cluster-client.js';
 import { summarizeTopics, type InspectReport, type Listeners, type StatusReport } from './admin-reports.js';
 import { Reply, type Route } from './management-server.js';
 
+/** The settings the routes report (the proxy's ProxyConfig has them). */
+export interface AdminRouteSettings {
+  listen: HostPort;
+  advertisedHost: string;
+  metricsListen: HostPort;
+  adminListen: HostPort;
+  adminTokenFile?: string;
+  dataDir: string;
+  upstream: readonly HostPort[];
+  cleanerBackoffMs: number;
+}
+
 export interface AdminRouteDeps {
-  config: ProxyConfig;
+  config: AdminRouteSettings;
   /** The proxy's listeners, once they are set up. */
   server: () => ProxyServer | undefined;
   /** Makes a route that needs the compaction engine (the proxy answers for it while the engine starts). */

@@ -4,8 +4,8 @@
  * The CLI reads the same file to send it.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { WatchedFiles } from '../config/watched-files.js';
-import type { Logger } from './log.js';
+import { WatchedFiles } from '../common/watched-files.js';
+import type { Logger } from '../common/log.js';
 
 /** Shorter tokens are refused: anyone on the pod network may guess at the admin listener. */
 export const MIN_TOKEN_LENGTH = 16;

@@ -4,9 +4,9 @@
  * admin listener (operator actions such as `kcompact compact`), loopback unless a token guards it.
  */
 import http from 'node:http';
-import type { Logger } from './log.js';
-import { LogThrottle } from './log-throttle.js';
-import type { HostPort } from '../proxy/broker-map.js';
+import type { Logger } from '../common/log.js';
+import { LogThrottle } from '../common/log-throttle.js';
+import type { HostPort } from '../common/host-port.js';
 
 /** An answer other than 200 with a JSON body: a status, a content type, headers and a body as given. */
 export class Reply {

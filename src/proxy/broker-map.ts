@@ -4,10 +4,7 @@
  * upstream hands out is swapped for this proxy's advertised host and the node's local port, and
  * the node's upstream address is remembered for the connections that arrive there.
  */
-export interface HostPort {
-  host: string;
-  port: number;
-}
+import type { HostPort } from '../common/host-port.js';
 
 export interface BrokerMapOptions {
   advertisedHost: string;

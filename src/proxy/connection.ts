@@ -9,20 +9,20 @@
  */
 import net from 'node:net';
 import { performance } from 'node:perf_hooks';
-import type { Logger } from '../ops/log.js';
-import type { ApiMeter, ProxyMeter } from '../ops/metrics/proxy-meter.js';
+import type { Logger } from '../common/log.js';
+import type { ApiMeter, ProxyMeter } from './proxy-meter.js';
 import { ApiKey } from '../protocol/messages.js';
 import { decodeRequestHeader } from '../protocol/headers.js';
 import { ProtocolError } from '../protocol/errors.js';
-import type { HostPort } from './broker-map.js';
-import { FrameReader, type FrameRouter } from './frame-reader.js';
+import type { HostPort } from '../common/host-port.js';
+import { FrameReader, type FrameRouter } from '../protocol/wire/frame-reader.js';
 import { FrameParts, type OutgoingFrame } from '../protocol/wire/frame-parts.js';
 import { produceAcks } from './produce-acks.js';
 import { patchRequestVersion } from './request-version-patch.js';
 import { largeReads } from './large-reads.js';
 import { Closing, FilterError, type FilterChain, type PendingContinuation, type Routed } from './filter/filter-chain.js';
 import { UpstreamConnector } from '../upstream/upstream-connector.js';
-import type { LogThrottle } from '../ops/log-throttle.js';
+import type { LogThrottle } from '../common/log-throttle.js';
 
 export interface ConnectionDeps {
   log: Logger;

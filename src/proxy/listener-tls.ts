@@ -4,9 +4,9 @@
  * without a restart (server.setSecureContext); connections already open keep their session.
  */
 import tls from 'node:tls';
-import type { Logger } from '../ops/log.js';
-import { WatchedFiles } from '../config/watched-files.js';
-import { caBundle } from '../config/pem.js';
+import type { Logger } from '../common/log.js';
+import { WatchedFiles } from '../common/watched-files.js';
+import { caBundle } from '../common/pem.js';
 
 export interface ListenerTlsSettings {
   /** PEM certificate chain, the server's certificate first. */

@@ -4,9 +4,10 @@
  * TLS settings every listener speaks TLS with the same certificate.
  */
 import net from 'node:net';
-import type { Logger } from '../ops/log.js';
-import { ProxyMeter } from '../ops/metrics/proxy-meter.js';
-import { BrokerMap, type HostPort } from './broker-map.js';
+import type { Logger } from '../common/log.js';
+import { ProxyMeter } from './proxy-meter.js';
+import { type HostPort } from '../common/host-port.js';
+import { BrokerMap } from './broker-map.js';
 import { ProxyConnection } from './connection.js';
 import { TopicIds } from './topic-ids.js';
 import { FilterChain } from './filter/filter-chain.js';
@@ -21,7 +22,7 @@ import { UpstreamConnector } from '../upstream/upstream-connector.js';
 import { UpstreamClusterClient } from '../upstream/upstream-cluster-client.js';
 import { NoBrokerAnswered } from '../upstream/error-class.js';
 import { backoffMs } from '../upstream/backoff.js';
-import { LogThrottle } from '../ops/log-throttle.js';
+import { LogThrottle } from '../common/log-throttle.js';
 
 export interface ProxyOptions {
   listen: HostPort;

@@ -10,7 +10,7 @@
  * keeps separate connections per kind of request: the fetch view's reads and the produce guard's
  * lookups never queue behind them.
  */
-import type { HostPort } from '../proxy/broker-map.js';
+import type { HostPort } from '../common/host-port.js';
 import { UpstreamClient, type UpstreamClientOptions } from './client.js';
 
 export const addressKey = (a: HostPort): string => `${a.host}:${a.port}`;

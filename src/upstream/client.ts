@@ -19,7 +19,7 @@ import {
 import { decodeResponseHeader, responseHeaderVersion } from '../protocol/headers.js';
 import { decodeApiVersionsResponse, readApiVersionsEntry } from '../protocol/api-versions-response.js';
 import { ErrorCode, errorName, ProtocolError } from '../protocol/errors.js';
-import type { HostPort } from '../proxy/broker-map.js';
+import type { HostPort } from '../common/host-port.js';
 import type { ReusedBuffers } from './reused-buffers.js';
 import { frameReads } from './frame-reads.js';
 import { saslAuthenticate } from './sasl-client.js';

@@ -11,7 +11,7 @@
  */
 import type net from 'node:net';
 import { ProtocolError } from '../protocol/errors.js';
-import { FrameTooLargeError } from '../proxy/frame-reader.js';
+import { FrameTooLargeError } from '../protocol/wire/frame-reader.js';
 
 const BETWEEN_FRAMES_BYTES = 64 << 10;
 /** The size prefix and the correlation id: what a frame's buffer is chosen by. */

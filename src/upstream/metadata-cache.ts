@@ -8,7 +8,7 @@
 import { ErrorCode } from '../protocol/errors.js';
 import type { MetadataResponse } from '../protocol/messages.js';
 import { ZERO_UUID } from '../protocol/wire/uuid.js';
-import type { HostPort } from '../proxy/broker-map.js';
+import type { HostPort } from '../common/host-port.js';
 
 export interface PartitionLeader {
   leaderId: number;

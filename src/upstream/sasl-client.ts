@@ -8,7 +8,7 @@ import { createHash, createHmac, pbkdf2, randomBytes, timingSafeEqual } from 'no
 import { promisify } from 'node:util';
 import { ErrorCode } from '../protocol/errors.js';
 import { ApiKey, type ApiKeyNumber, type BodyInit, type RequestBodies, type ResponseBodies, type SaslAuthenticateResponse } from '../protocol/messages.js';
-import type { HostPort } from '../proxy/broker-map.js';
+import type { HostPort } from '../common/host-port.js';
 
 export const SASL_MECHANISMS = ['PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512'] as const;
 export type SaslMechanism = (typeof SASL_MECHANISMS)[number];

@@ -6,10 +6,10 @@
  * (metadata-cache.ts), and the one loop that finds a broker that answers: the last one that did,
  * then the bootstrap addresses in order, then every broker Metadata named.
  */
-import type { Logger } from '../ops/log.js';
+import type { Logger } from '../common/log.js';
 import { ApiKey, type MetadataResponse } from '../protocol/messages.js';
 import { ZERO_UUID } from '../protocol/wire/uuid.js';
-import type { HostPort } from '../proxy/broker-map.js';
+import type { HostPort } from '../common/host-port.js';
 import { addressKey, BrokerConnections, type Lane } from './broker-connections.js';
 import type { UpstreamClient } from './client.js';
 import { isStaleMetadataCode, NoBrokerAnswered } from './error-class.js';

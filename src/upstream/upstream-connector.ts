@@ -9,10 +9,10 @@
  */
 import net from 'node:net';
 import tls from 'node:tls';
-import { log as processLog, type Logger } from '../ops/log.js';
-import { WatchedFiles } from '../config/watched-files.js';
-import { caBundle } from '../config/pem.js';
-import type { HostPort } from '../proxy/broker-map.js';
+import { log as processLog, type Logger } from '../common/log.js';
+import { WatchedFiles } from '../common/watched-files.js';
+import { caBundle } from '../common/pem.js';
+import type { HostPort } from '../common/host-port.js';
 import type { SaslCredentials, SaslMechanism } from './sasl-client.js';
 
 export interface UpstreamTlsSettings {

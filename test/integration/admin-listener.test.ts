@@ -13,7 +13,7 @@ import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import kafkajs from 'kafkajs';
-import type { EngineStatus } from '../../src/compaction/worker/engine-status.js';
+import type { EngineStatus } from '../../src/engine/api/engine-reports.js';
 import type { StatusReport } from '../../src/ops/admin-reports.js';
 import { ADMIN_PATHS, startCliProxy, type CliProxy } from '../support/kcompact-cli.js';
 import { scrape } from '../support/prometheus.js';

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { ApiKey, apiSchema } from '../../src/protocol/messages.js';
 import { encodeBatch } from '../../src/protocol/records/batch.js';
-import { setLogLevel, setLogSink, type LogSink } from '../../src/ops/log.js';
+import { setLogLevel, setLogSink, type LogSink } from '../../src/common/log.js';
 import { startCompactingProxy, type RunningCompactingProxy } from '../support/kcompact.js';
 import { askOnce, RawConnection } from '../support/raw-client.js';
 import { missingPeers, pollUntil, startKafka, type RunningKafka } from '../support/index.js';

@@ -4,10 +4,10 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { CarriedPartition } from '../../src/compaction/election/carrier-assignment.js';
-import { CarrierGroup } from '../../src/compaction/election/carrier-group.js';
-import { parseHostPortList } from '../../src/config/host-port.js';
-import { createLogger } from '../../src/ops/log.js';
+import type { CarriedPartition } from '../../src/engine/election/carrier-assignment.js';
+import { CarrierGroup } from '../../src/engine/election/carrier-group.js';
+import { parseHostPortList } from '../../src/common/host-port.js';
+import { createLogger } from '../../src/common/log.js';
 import { UpstreamClusterClient } from '../../src/upstream/upstream-cluster-client.js';
 import { pollUntil, requirePeers, startKafka, startKfake } from '../support/index.js';
 

@@ -13,7 +13,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import kafkajs from 'kafkajs';
-import type { CleanReport } from '../../src/compaction/cleaner/cleaner.js';
+import type { CleanReport } from '../../src/engine/api/engine-reports.js';
 import { startCompactingProxy, type RunningCompactingProxy } from '../support/kcompact.js';
 import { epochEndRaw, listOffsetRaw, readPartitionRaw, type RawRead, type RawRecord } from '../support/raw-reader.js';
 import { pollUntil, requirePeers, startKafka } from '../support/index.js';

@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import kafkajs from 'kafkajs';
-import type { CleanReport } from '../../src/compaction/cleaner/cleaner.js';
+import type { CleanReport } from '../../src/engine/api/engine-reports.js';
 import { compactedView, readToEnd, type TopicRecord } from '../support/read-to-end.js';
 import { startCompactingProxy, type RunningCompactingProxy } from '../support/kcompact.js';
 import { confluentKafka, franzGo, kafkaPython } from '../support/client-matrix/drivers/bed-clients.js';

@@ -9,9 +9,9 @@
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import kafkajs from 'kafkajs';
-import type { TopicPolicy } from '../../src/compaction/policy.js';
-import { startCompactionEngine, type CompactionEngine } from '../../src/compaction/worker/compaction-engine.js';
-import type { Logger } from '../../src/ops/log.js';
+import type { TopicPolicy } from '../../src/engine/api/topic-policy.js';
+import { startCompactionEngine, type CompactionEngine } from '../../src/compaction/engine-client/compaction-engine.js';
+import type { Logger } from '../../src/common/log.js';
 import { ckTxn, franzConsume, franzProduce, makeTempDir, pollUntil, requirePeers, startKafka, startKfake, type RecordView } from '../support/index.js';
 
 /**

@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import type { CleanReport } from '../../src/compaction/cleaner/cleaner.js';
+import type { CleanReport } from '../../src/engine/api/engine-reports.js';
 import type { InspectReport, StatusReport } from '../../src/ops/admin-reports.js';
 import { freePortRun } from '../support/kcompact.js';
 import {

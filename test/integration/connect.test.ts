@@ -34,7 +34,7 @@ import {
   type TopicContents,
   type UpstreamKind,
 } from '../support/index.js';
-import type { CarryOutcome } from '../../src/compaction/carry/carrier.js';
+import type { CarryOutcome } from '../../src/engine/api/engine-reports.js';
 import { startCompactingProxy } from '../support/kcompact.js';
 
 /**

@@ -11,12 +11,11 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
-import { startCliProxy, type CliProxy } from '../support/kcompact-cli.js';
+import { startCliProxy, type CliProxy, ADMIN_PATHS } from '../support/kcompact-cli.js';
 import { scrape } from '../support/prometheus.js';
 import { NODE_FLAGS } from '../../src/cli/node-flags.js';
-import { isLoopbackHost } from '../../src/config/host-port.js';
+import { isLoopbackHost } from '../../src/common/host-port.js';
 import { envOf } from '../../src/config/setting.js';
-import { ADMIN_PATHS } from '../support/kcompact-cli.js';
 import { makeTempDir, missingPeers, startKfake, type RunningKfake } from '../support/index.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');

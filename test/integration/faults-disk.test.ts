@@ -19,7 +19,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { seededRng } from '../unit/protocol/sample-body.js';
-import { topicIndexFile } from '../../src/compaction/index/index-files.js';
+import { topicIndexFile } from '../../src/engine/store/index-files.js';
 import {
   assertSameCompaction,
   compactedModel,

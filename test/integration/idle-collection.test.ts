@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { kafkajsConsume, kafkajsProduce, missingPeers, pollUntil, startKfake } from '../support/index.js';
 import { startCliProxy, type LogLine } from '../support/kcompact-cli.js';
-import { IDLE_BUSY_SHARE } from '../../src/ops/idle-collection.js';
+import { IDLE_BUSY_SHARE } from '../../src/common/idle-collection.js';
 import { DEFAULT_VIEW_CACHE_BYTES } from '../../src/compaction/fetch-view/view-cache.js';
 
 const skip = missingPeers().length > 0 && !process.env.CI ? 'test peers not installed: run bash test/peers/install.sh' : false;

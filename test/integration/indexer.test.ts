@@ -12,11 +12,11 @@ import fs from 'node:fs';
 import { test, type TestContext } from 'node:test';
 import Database from 'better-sqlite3';
 import kafkajs from 'kafkajs';
-import { keyDigest } from '../../src/compaction/index/key-digest.js';
-import { topicIndexFile } from '../../src/compaction/index/index-files.js';
-import { RecordFlag } from '../../src/compaction/index/record-flags.js';
-import { startCompactionEngine, type CompactionEngine } from '../../src/compaction/worker/compaction-engine.js';
-import type { Logger } from '../../src/ops/log.js';
+import { keyDigest } from '../../src/engine/store/key-digest.js';
+import { topicIndexFile } from '../../src/engine/store/index-files.js';
+import { RecordFlag } from '../../src/engine/store/record-flags.js';
+import { startCompactionEngine, type CompactionEngine } from '../../src/compaction/engine-client/compaction-engine.js';
+import type { Logger } from '../../src/common/log.js';
 import {
   ckTxn,
   franzConsume,

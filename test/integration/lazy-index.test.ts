@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import kafkajs from 'kafkajs';
-import type { CleanReport } from '../../src/compaction/cleaner/cleaner.js';
+import type { CleanReport } from '../../src/engine/api/engine-reports.js';
 import { startCompactingProxy, type RunningCompactingProxy } from '../support/kcompact.js';
 import { pollUntil, requirePeers, startKfake } from '../support/index.js';
 import { readPartitionRaw, type RawRecord } from '../support/raw-reader.js';

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import kafkajs, { type Kafka } from 'kafkajs';
-import type { EngineStatus } from '../../src/compaction/worker/engine-status.js';
+import type { EngineStatus } from '../../src/engine/api/engine-reports.js';
 import { missingPeers, pollUntil, startKfake } from '../support/index.js';
 import { startCliProxy, type CliProxy } from '../support/kcompact-cli.js';
 import { scrape, type Exposition } from '../support/prometheus.js';

@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import kafkajs from 'kafkajs';
-import { parseHostPortList } from '../../src/config/host-port.js';
+import { parseHostPortList } from '../../src/common/host-port.js';
 import { ApiKey } from '../../src/protocol/messages.js';
 import { UpstreamClient } from '../../src/upstream/client.js';
 import { startCliProxy, type CliProxy } from '../support/kcompact-cli.js';

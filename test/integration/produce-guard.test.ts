@@ -12,12 +12,12 @@ import { encodeBatch } from '../../src/protocol/records/batch.js';
 import { createProduceGuard, type ProduceGuard } from '../../src/compaction/produce-guard/produce-guard.js';
 import { UpstreamPartitionReads } from '../../src/compaction/fetch-view/upstream-partition-reads.js';
 import { UpstreamClusterClient } from '../../src/upstream/upstream-cluster-client.js';
-import { createLogger, isLogLevel, setLogLevel } from '../../src/ops/log.js';
-import { parseHostPortList } from '../../src/config/host-port.js';
+import { createLogger, isLogLevel, setLogLevel } from '../../src/common/log.js';
+import { parseHostPortList } from '../../src/common/host-port.js';
 import { startProxy, type RunningProxy } from '../support/kcompact.js';
 import { askOnce, RawConnection } from '../support/raw-client.js';
 import { missingPeers, pollUntil, startKafka, type RunningKafka } from '../support/index.js';
-import type { TopicConfigView } from '../../src/compaction/policy.js';
+import type { TopicConfigView } from '../../src/engine/api/topic-policy.js';
 
 const DIRECT = 'guard-direct';
 const PROXIED = 'guard-proxied';

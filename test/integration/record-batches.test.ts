@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { ApiKey } from '../../src/protocol/messages.js';
 import { UpstreamClient } from '../../src/upstream/client.js';
-import { parseHostPort } from '../../src/config/host-port.js';
+import { parseHostPort } from '../../src/common/host-port.js';
 import { batchPayload, decodeRecords, encodeBatch, iterateBatches, rebuildBatch, verifyCrc, type BatchHeader } from '../../src/protocol/records/batch.js';
 import {
   ckConsume,

@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { test, type TestContext } from 'node:test';
 import kafkajs from 'kafkajs';
-import type { CleanReport } from '../../src/compaction/cleaner/cleaner.js';
+import type { CleanReport } from '../../src/engine/api/engine-reports.js';
 import type { StatusReport } from '../../src/ops/admin-reports.js';
 import { CLIENTS } from '../support/client-matrix/drivers/index.js';
 import { comparableRecords } from '../support/client-matrix/records.js';

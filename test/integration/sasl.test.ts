@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import kafkajs, { type Kafka, type SASLOptions } from 'kafkajs';
 import { ApiKey } from '../../src/protocol/messages.js';
 import { ErrorCode } from '../../src/protocol/errors.js';
-import { createLogger, setLogLevel, setLogSink } from '../../src/ops/log.js';
+import { createLogger, setLogLevel, setLogSink } from '../../src/common/log.js';
 import { UpstreamClient } from '../../src/upstream/client.js';
 import { UpstreamConnector } from '../../src/upstream/upstream-connector.js';
 import { startProxy, type RunningProxy } from '../support/kcompact.js';

@@ -13,12 +13,12 @@ import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import kafkajs from 'kafkajs';
 import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
-import { KEY_DIGEST_BYTES } from '../../src/compaction/index/key-digest.js';
-import { KeyIdentities } from '../../src/compaction/key-identity/key-identities.js';
-import { RegistrySchemas } from '../../src/compaction/key-identity/registry-schemas.js';
-import { SchemaUnavailableError } from '../../src/compaction/key-identity/schema-unavailable.js';
+import { KEY_DIGEST_BYTES } from '../../src/engine/store/key-digest.js';
+import { KeyIdentities } from '../../src/engine/key-identity/key-identities.js';
+import { RegistrySchemas } from '../../src/engine/key-identity/registry-schemas.js';
+import { SchemaUnavailableError } from '../../src/engine/key-identity/schema-unavailable.js';
 import type { StaticTopic } from '../../src/compaction/config/topic-configs.js';
-import { setLogSink, type Logger } from '../../src/ops/log.js';
+import { setLogSink, type Logger } from '../../src/common/log.js';
 import { startCompactingProxy, type RunningCompactingProxy } from '../support/kcompact.js';
 import {
   franzConsume,

@@ -15,7 +15,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import kafkajs from 'kafkajs';
-import type { CleanReport } from '../../src/compaction/cleaner/cleaner.js';
+import type { CleanReport } from '../../src/engine/api/engine-reports.js';
 import { confluentKafka, franzGo } from '../support/client-matrix/drivers/bed-clients.js';
 import { javaClients } from '../support/client-matrix/drivers/java.js';
 import { carrierArgs, startCliProxy, waitCarrying, type CliProxy } from '../support/kcompact-cli.js';

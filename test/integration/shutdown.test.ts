@@ -15,7 +15,7 @@ import { test } from 'node:test';
 import Database from 'better-sqlite3';
 import kafkajs, { type Kafka } from 'kafkajs';
 import { ApiKey } from '../../src/protocol/messages.js';
-import type { EngineStatus } from '../../src/compaction/worker/engine-status.js';
+import type { EngineStatus } from '../../src/engine/api/engine-reports.js';
 import { makeTempDir, missingPeers, pollUntil, startKfake } from '../support/index.js';
 import { carrierArgs, startCliProxy, type CliProxy, type LogLine } from '../support/kcompact-cli.js';
 import { startFakeBroker } from '../support/fake-broker.js';

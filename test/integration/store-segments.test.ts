@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import kafkajs from 'kafkajs';
-import type { CleanReport } from '../../src/compaction/cleaner/cleaner.js';
+import type { CleanReport } from '../../src/engine/api/engine-reports.js';
 import { ApiKey } from '../../src/protocol/messages.js';
 import { partitionSize } from '../../bench/kafka-logs.js';
 import { startCompactingProxy, type RunningCompactingProxy } from '../support/kcompact.js';

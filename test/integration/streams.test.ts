@@ -18,7 +18,7 @@ import path from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
 import kafkajs from 'kafkajs';
 import { startCompactingProxy, type RunningCompactingProxy } from '../support/kcompact.js';
-import type { CarryOutcome } from '../../src/compaction/carry/carrier.js';
+import type { CarryOutcome } from '../../src/engine/api/engine-reports.js';
 import {
   allRecords,
   compactedView,

@@ -12,7 +12,7 @@ import { after, before, test } from 'node:test';
 import type tls from 'node:tls';
 import kafkajs from 'kafkajs';
 import { ApiKey } from '../../src/protocol/messages.js';
-import { createLogger, setLogLevel, setLogSink } from '../../src/ops/log.js';
+import { createLogger, setLogLevel, setLogSink } from '../../src/common/log.js';
 import { ProxyServer } from '../../src/proxy/server.js';
 import { UpstreamConnector, type UpstreamTlsSettings } from '../../src/upstream/upstream-connector.js';
 import { UpstreamReachability } from '../../src/ops/health/upstream-reachability.js';

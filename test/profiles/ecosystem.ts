@@ -14,7 +14,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { CarryOutcome } from '../../src/compaction/carry/carrier.js';
+import type { CarryOutcome } from '../../src/engine/api/engine-reports.js';
 import type { RunningCompactingProxy } from '../support/kcompact.js';
 import {
   allRecords,

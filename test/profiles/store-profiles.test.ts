@@ -20,8 +20,7 @@
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import kafkajs from 'kafkajs';
-import type { CarryOutcome } from '../../src/compaction/carry/carrier.js';
-import type { CleanReport } from '../../src/compaction/cleaner/cleaner.js';
+import type { CarryOutcome, CleanReport } from '../../src/engine/api/engine-reports.js';
 import { ErrorCode, errorName } from '../../src/protocol/errors.js';
 import { ApiKey } from '../../src/protocol/messages.js';
 import { encodeBatch } from '../../src/protocol/records/batch.js';

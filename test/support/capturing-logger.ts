@@ -1,4 +1,4 @@
-import type { Logger } from '../../src/ops/log.js';
+import type { Logger } from '../../src/common/log.js';
 
 /** A logger that keeps info, warnings and errors as lines for assertions (errors by message) and prints nothing. */
 export function capturingLogger(lines: string[]): Logger {

@@ -8,8 +8,8 @@ import assert from 'node:assert/strict';
 import Database from 'better-sqlite3';
 // kafkajs is CommonJS: Node's ESM loader sees only its default export as a value.
 import kafkajs from 'kafkajs';
-import { topicIndexFile } from '../../src/compaction/index/index-files.js';
-import type { EngineStatus, PartitionStatus } from '../../src/compaction/worker/engine-status.js';
+import { topicIndexFile } from '../../src/engine/store/index-files.js';
+import type { EngineStatus, PartitionStatus } from '../../src/engine/api/engine-reports.js';
 import type { Ack } from './fault-clients.js';
 import type { CliProxy } from './kcompact-cli.js';
 import { pollUntil } from './processes.js';

@@ -1,4 +1,4 @@
-import type { TopicPolicy } from '../../src/compaction/policy.js';
+import type { TopicPolicy } from '../../src/engine/api/topic-policy.js';
 
 /** Kafka's defaults for a compacted topic. */
 export const DEFAULT_POLICY: TopicPolicy = {

@@ -9,7 +9,7 @@
  * one, as a coordinator does while the group rebalances: the member then has a group to leave.
  */
 import net from 'node:net';
-import { FrameReader } from '../../src/proxy/frame-reader.js';
+import { FrameReader } from '../../src/protocol/wire/frame-reader.js';
 import { decodeRequestHeader } from '../../src/protocol/headers.js';
 import { ErrorCode } from '../../src/protocol/errors.js';
 import { ApiKey, apiSchema, decodeRequest, encodeResponseFrame } from '../../src/protocol/messages.js';

@@ -4,7 +4,7 @@
  * correctly (one broker, itself) so the proxy can discover it, and misbehaves on cue.
  */
 import net from 'node:net';
-import { FrameReader } from '../../src/proxy/frame-reader.js';
+import { FrameReader } from '../../src/protocol/wire/frame-reader.js';
 import { ApiKey, apiSchema, encodeResponseFrame } from '../../src/protocol/messages.js';
 
 export type Misbehaviour = 'close' | 'garbage-body' | 'wrong-correlation-id' | 'silence' | 'huge-frame';

@@ -7,13 +7,13 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { ProxyServer } from '../../src/proxy/server.js';
-import { createLogger, setLogLevel, isLogLevel } from '../../src/ops/log.js';
-import { parseHostPortList } from '../../src/config/host-port.js';
+import { createLogger, setLogLevel, isLogLevel } from '../../src/common/log.js';
+import { parseHostPortList } from '../../src/common/host-port.js';
 import { TopicIds } from '../../src/proxy/topic-ids.js';
 import { startCompaction, type Compaction } from '../../src/compaction/compaction.js';
 import type { StaticTopic } from '../../src/compaction/config/topic-configs.js';
 import type { Filter } from '../../src/proxy/filter/filter.js';
-import type { KeyIdentityRules } from '../../src/compaction/key-identity/key-identity-rules.js';
+import type { KeyIdentityRules } from '../../src/engine/api/key-identity-rules.js';
 
 export interface RunningProxy {
   bootstrap: string;

@@ -4,7 +4,7 @@
  */
 import net from 'node:net';
 import tls from 'node:tls';
-import { FrameReader } from '../../src/proxy/frame-reader.js';
+import { FrameReader } from '../../src/protocol/wire/frame-reader.js';
 import { decodeResponse, encodeRequestFrame } from '../../src/protocol/messages.js';
 import { decodeResponseHeader, responseHeaderVersion } from '../../src/protocol/headers.js';
 

@@ -5,9 +5,8 @@
  * topic, topic not compacted) carries the proxy's message.
  */
 import http from 'node:http';
-import { connectableHost } from '../../config/host-port.js';
+import { connectableHost, type HostPort } from '../../common/host-port.js';
 import { describeKey } from '../../config/settings.js';
-import type { HostPort } from '../../proxy/broker-map.js';
 import { CliError } from './cli-error.js';
 
 /** Reads answer at once; a clean or a rebuild may take long, so only reads have a deadline. */

@@ -4,7 +4,7 @@
  * holds, so the clean covers everything produced before the command.
  */
 import type { Command } from 'commander';
-import type { CleanReport } from '../../compaction/cleaner/cleaner.js';
+import type { CleanReport } from '../../engine/api/engine-reports.js';
 import { adminOptions, adminTarget, type AdminOptions } from './admin-target.js';
 import { CliError } from './cli-error.js';
 import { count, duration, printJson } from './render.js';

@@ -7,20 +7,14 @@
  * configs live with the running proxy.
  */
 import fs from 'node:fs';
-import { cleanableRange } from '../../compaction/cleaner/cleanable-range.js';
+import { cleanableRange } from '../../engine/cleaner/cleanable-range.js';
 import { BrokerDefaults } from '../../compaction/config/broker-defaults.js';
 import { topicPolicy } from '../../compaction/config/effective-policy.js';
-import { indexRoot, listTopicIndexes, topicIndexFile } from '../../compaction/index/index-files.js';
-import { PartitionStore } from '../../compaction/index/partition-store.js';
-import { IndexFileError, TopicIndex } from '../../compaction/index/topic-index.js';
-import {
-  byTopicPartition,
-  OFFLINE,
-  partitionDetail,
-  partitionStatus,
-  type PartitionDetail,
-  type PartitionStatus,
-} from '../../compaction/worker/engine-status.js';
+import { indexRoot, listTopicIndexes, topicIndexFile } from '../../engine/store/index-files.js';
+import { PartitionStore } from '../../engine/store/partition-store.js';
+import { IndexFileError, TopicIndex } from '../../engine/store/topic-index.js';
+import { type PartitionDetail, type PartitionStatus } from '../../engine/api/engine-reports.js';
+import { byTopicPartition, OFFLINE, partitionDetail, partitionStatus } from '../../engine/worker/engine-status.js';
 import { summarizeTopics, type InspectReport, type StatusReport } from '../../ops/admin-reports.js';
 import { CliError } from './cli-error.js';
 

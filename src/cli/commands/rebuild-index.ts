@@ -5,8 +5,8 @@
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Command } from 'commander';
-import type { RebuildingPartition } from '../../compaction/worker/engine-protocol.js';
-import type { PartitionStatus } from '../../compaction/worker/engine-status.js';
+import type { RebuildingPartition } from '../../engine/api/engine-protocol.js';
+import type { PartitionStatus } from '../../engine/api/engine-reports.js';
 import type { StatusReport } from '../../ops/admin-reports.js';
 import { adminOptions, adminTarget, type AdminOptions } from './admin-target.js';
 import { ProgressLine, type ProgressSample } from './progress.js';

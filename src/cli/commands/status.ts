@@ -4,7 +4,7 @@
  */
 import type { Command } from 'commander';
 import type { StatusReport } from '../../ops/admin-reports.js';
-import { CAPACITY_WARNING_RATIO, topicCapacities } from '../../compaction/carry/carry-capacity.js';
+import { CAPACITY_WARNING_RATIO, topicCapacities } from '../../engine/api/carry-capacity.js';
 import { adminOptions, adminTarget, fromProxyOrDataDir, type AdminOptions } from './admin-target.js';
 import { statusFromDataDir } from './data-dir.js';
 import { ago, count, duration, plural, printJson, ratio, table } from './render.js';

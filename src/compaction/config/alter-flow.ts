@@ -11,7 +11,8 @@ import type { AlterConfigsRequestResource, AlterConfigsResponseResourceResponse 
 import type { ConfigContext } from './config-context.js';
 import type { TopicOverrides } from './effective-policy.js';
 import { storeFailed, type Refusal } from './refusals.js';
-import { cappedRefusal, refusedRetention, retentionRefused } from './capped-retention.js';
+import { refusedRetention, retentionRefused } from './retention-limits.js';
+import { cappedRefusal } from './capped-retention.js';
 import { topicIdFor, upstreamRetentionOf } from './upstream-admin.js';
 
 /** What both APIs' resources have in common. */

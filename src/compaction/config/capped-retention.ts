@@ -4,29 +4,11 @@
  * topic; a store that refuses them (OCI Streaming, Event Hubs, a create or alter policy) keeps
  * the topic for its own retention instead, which carrying must then outrun.
  */
-import { rateRefusal } from '../carry/carry-capacity.js';
-import { carryRefusal } from '../carry/store-retention.js';
+import { rateRefusal } from '../../engine/api/carry-capacity.js';
+import { carryRefusal } from './store-retention.js';
 import type { ConfigContext } from './config-context.js';
 import { MIN_COMPACTION_LAG_MS, RETENTION_BYTES, RETENTION_MS } from './definitions.js';
 import { effectiveValue, type TopicOverrides } from './effective-policy.js';
-
-/** Whether the store's refusal was of the retention asked for (the store names it in its message). */
-export function refusedRetention(errorMessage: string | null | undefined): boolean {
-  return /retention/i.test(errorMessage ?? '');
-}
-
-/** Whether a config is one of the retention limits kcompact sets upstream for a compact-only topic. */
-export function isRetentionLimit(name: string): boolean {
-  return name === RETENTION_MS || name === RETENTION_BYTES;
-}
-
-/** What kcompact asked the upstream for, and what the upstream said, for a client refused anyway. */
-export function retentionRefused(topic: string, upstreamMessage: string | null | undefined): string {
-  return (
-    `kcompact gives topic ${topic} retention.ms=-1 and retention.bytes=-1 upstream because its cleanup.policy lacks delete ` +
-    `(the latest value of every key must be kept), and the upstream refused: ${upstreamMessage ?? ''}`
-  );
-}
 
 /**
  * Why the retention the store gave a compact-only topic (`got`, from DescribeConfigs) loses

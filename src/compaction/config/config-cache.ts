@@ -6,8 +6,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import type { Logger } from '../../ops/log.js';
-import { isStorageFailure, storageFix } from '../index/storage-errors.js';
+import type { Logger } from '../../common/log.js';
+import { isStorageFailure, storageFix } from '../../common/storage-errors.js';
 import type { StoredEntry } from './topic-config-state.js';
 
 export const CONFIG_CACHE_FILE = 'topic-configs.sqlite';

@@ -1,5 +1,5 @@
 /** What the config-layer filters share. */
-import type { Logger } from '../../ops/log.js';
+import type { Logger } from '../../common/log.js';
 import type { TopicIds } from '../../proxy/topic-ids.js';
 import type { BrokerDefaults } from './broker-defaults.js';
 import type { ConfigSync } from './config-sync.js';

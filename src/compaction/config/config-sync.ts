@@ -4,9 +4,8 @@
  * then a poll loop so changes made through other proxy replicas show up here. Writes go to the
  * topic and are applied locally as soon as the upstream acknowledges them.
  */
-import type { Logger } from '../../ops/log.js';
-import type { TopicIds } from '../../proxy/topic-ids.js';
-import { ZERO_UUID } from '../../proxy/topic-ids.js';
+import type { Logger } from '../../common/log.js';
+import { type TopicIds, ZERO_UUID } from '../../proxy/topic-ids.js';
 import type { ConfigCache, CachedChange } from './config-cache.js';
 import { ConfigsTopicUnavailable, OffsetOutOfRange, type ConfigsTopic } from './configs-topic.js';
 import { decodeStoredTopic, encodeStoredTopic, type StoredTopic } from './stored-topic.js';

@@ -5,10 +5,10 @@
  * writes its config changes here and reads everyone's, which is how a topic made compact through
  * one replica is compact through all.
  */
-import type { Logger } from '../../ops/log.js';
-import { batchesIn } from '../carry/carried-batch.js';
-import { CarryKind, carryKindOf } from '../carry/carry-record.js';
-import { refusedRetention } from './capped-retention.js';
+import type { Logger } from '../../common/log.js';
+import { batchesIn } from '../../protocol/carry/carried-batch.js';
+import { CarryKind, carryKindOf } from '../../protocol/carry/carry-record.js';
+import { refusedRetention } from './retention-limits.js';
 import { ConfigResourceType } from '../../protocol/config-resource.js';
 import { ErrorCode, ProtocolError } from '../../protocol/errors.js';
 import { ApiKey } from '../../protocol/messages.js';

@@ -18,7 +18,8 @@ import {
 import { requestFilter, type Filter, type FilterRequest, type RequestContext, type RequestOutcome } from '../../proxy/filter/filter.js';
 import { ZERO_UUID } from '../../proxy/topic-ids.js';
 import type { ConfigContext } from './config-context.js';
-import { cappedRefusal, isRetentionLimit, refusedRetention, retentionRefused } from './capped-retention.js';
+import { isRetentionLimit, refusedRetention, retentionRefused } from './retention-limits.js';
+import { cappedRefusal } from './capped-retention.js';
 import { ConfigSource, isOwnedConfig, TOPIC_CONFIGS } from './definitions.js';
 import { createdEntry } from './describe-entry.js';
 import { forwardedConfigs, keepsForever, type TopicOverrides } from './effective-policy.js';

@@ -2,7 +2,7 @@
  * A topic's effective compaction settings from its overrides (raw values, as a client gave them)
  * and kcompact's broker defaults, and the retention the upstream must hold for it.
  */
-import type { TopicPolicy } from '../policy.js';
+import type { TopicPolicy } from '../../engine/api/topic-policy.js';
 import type { BrokerDefaults } from './broker-defaults.js';
 import {
   CLEANUP_POLICY,

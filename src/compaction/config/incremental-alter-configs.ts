@@ -18,7 +18,7 @@ import { REPEATED_RESOURCE, repeatedTopics, routeAlter, type ResourcePlan } from
 import type { ConfigContext } from './config-context.js';
 import { isOwnedConfig } from './definitions.js';
 import { keepsForever, UPSTREAM_CONFIGS, upstreamConfigs } from './effective-policy.js';
-import { isRetentionLimit } from './capped-retention.js';
+import { isRetentionLimit } from './retention-limits.js';
 import { AlterOp, applyIncrementalOps } from './incremental-ops.js';
 import { staticTopic, storeUnavailable } from './refusals.js';
 import { validateOverrides } from './validate.js';

@@ -18,7 +18,7 @@
  * and the topic keeps the store's segments. DescribeConfigs through kcompact keeps showing the
  * topic's own configs (describe-configs.ts), never these.
  */
-import type { Logger } from '../../ops/log.js';
+import type { Logger } from '../../common/log.js';
 import { ConfigResourceType } from '../../protocol/config-resource.js';
 import { ErrorCode, ProtocolError } from '../../protocol/errors.js';
 import { ApiKey, type IncrementalAlterConfigsRequestAlterableConfig } from '../../protocol/messages.js';

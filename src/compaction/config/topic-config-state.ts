@@ -3,9 +3,9 @@
  * win), and the configs topic's records applied in offset order. This is what the rest of
  * kcompact reads through TopicConfigView.
  */
-import type { Logger } from '../../ops/log.js';
+import type { Logger } from '../../common/log.js';
 import type { TopicIds } from '../../proxy/topic-ids.js';
-import type { TopicConfigView, TopicPolicy } from '../policy.js';
+import type { TopicConfigView, TopicPolicy } from '../../engine/api/topic-policy.js';
 import type { BrokerDefaults } from './broker-defaults.js';
 import { TopicConfigError } from './config-error.js';
 import { isOwnedConfig } from './definitions.js';

@@ -3,11 +3,11 @@
  * SQLite cache, and the filters for the topic admin APIs. The coordinator puts `filters` in the
  * proxy's chain and passes `view` to whatever needs to know which topics are compacted.
  */
-import type { Logger } from '../../ops/log.js';
-import type { HostPort } from '../../proxy/broker-map.js';
+import type { Logger } from '../../common/log.js';
+import type { HostPort } from '../../common/host-port.js';
 import type { Filter } from '../../proxy/filter/filter.js';
 import type { TopicIds } from '../../proxy/topic-ids.js';
-import type { TopicConfigView } from '../policy.js';
+import type { TopicConfigView } from '../../engine/api/topic-policy.js';
 import { alterConfigsFilter } from './alter-configs.js';
 import { BrokerDefaults } from './broker-defaults.js';
 import { ConfigCache } from './config-cache.js';

@@ -18,12 +18,13 @@
 import { BATCH_HEADER_SIZE, batchPayload, iterateBatches, readBatchHeader, RecordScan } from '../../protocol/records/batch.js';
 import { LOG_OVERHEAD, Offsets } from '../../protocol/records/batch-header.js';
 import { CorruptRecordError } from '../../protocol/records/errors.js';
-import { carryValueAt, copyOf, emptyCopy, RUN_BYTES } from '../carry/carried-batch.js';
-import { CarryKind, carryKindAt } from '../carry/carry-record.js';
-import type { PartitionIndexView } from '../index-view.js';
-import { copiesReadFrom, type CarriedSnapshot } from '../index/survivor-set.js';
+import { carryValueAt, copyOf, emptyCopy, RUN_BYTES } from '../../protocol/carry/carried-batch.js';
+import { CarryKind, carryKindAt } from '../../protocol/carry/carry-record.js';
+import type { PartitionIndexView, CarriedSnapshot } from '../../engine/api/index-view.js';
+import { copiesReadFrom } from '../../engine/api/survivor-set.js';
 import type { PartitionRead, UpstreamRead, UpstreamReads } from './upstream-reads.js';
-import { leftOut, viewBatch, visibilityOf, type Budget, type Visibility, type VisibleRecords } from './visible-records.js';
+import { viewBatch, type Visibility } from '../../protocol/carry/batch-view.js';
+import { leftOut, visibilityOf, type Budget, type VisibleRecords } from './visible-records.js';
 
 /**
  * A read of the copies starts at the run holding the client's offset: it asks for the room left

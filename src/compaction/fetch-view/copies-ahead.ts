@@ -11,7 +11,7 @@
  * other is given back. Answers begun after a client's answer wait a short while for its next
  * fetch, and only so many bytes of them are held at once.
  */
-import type { PartitionIndexView } from '../index-view.js';
+import type { PartitionIndexView } from '../../engine/api/index-view.js';
 import { carriedRecords, type CopiesTarget } from './carried-records.js';
 import type { UpstreamReads } from './upstream-reads.js';
 import { releaseHeld, type Budget, type VisibleRecords } from './visible-records.js';

@@ -11,23 +11,23 @@
  * from the cache. Otherwise each such fetch would read up to the client's partition limit of raw
  * log (a megabyte by default, mostly superseded records) only for the view to drop it.
  */
-import type { Logger } from '../../ops/log.js';
+import type { Logger } from '../../common/log.js';
 import { ApiKey, type ApiKeyOf, type FetchRequest, type FetchRequestTopic, type FetchResponse } from '../../protocol/messages.js';
 import type { Filter, FilterRequest, FilterResponse, RequestContext, RequestOutcome, ResponseContext, ResponseOutcome } from '../../proxy/filter/filter.js';
 import type { TopicIds } from '../../proxy/topic-ids.js';
-import { NOT_INDEXED, type IndexView } from '../index-view.js';
-import type { TopicConfigView } from '../policy.js';
+import { NOT_INDEXED, type IndexView } from '../../engine/api/index-view.js';
+import type { TopicConfigView } from '../../engine/api/topic-policy.js';
 import { EmptyAnswers } from './empty-answers.js';
 import { isIncremental, isSessionless, sessionFields, sessionlessFrame, sessionNotFound, SESSIONLESS_EPOCH, type SessionFields } from './fetch-session.js';
 import { PartitionAnswer, type PartitionTarget, type ViewCounters } from './partition-view.js';
 import { planRead, type ReadPlan } from './read-plan.js';
 import { answerOutOfRange } from './out-of-range.js';
 import { ErrorCode } from '../../protocol/errors.js';
-import { copiesHold } from '../index/survivor-set.js';
+import { copiesHold } from '../../engine/api/survivor-set.js';
 import { beginCopies, CopiesAhead, DEFAULT_COPIES_AHEAD, dropBegun, type CopiesAheadOptions, type CopiesBegun } from './copies-ahead.js';
-import type { Budget } from './visible-records.js';
+import type { Budget, ViewedBatch } from './visible-records.js';
 import type { UpstreamReads } from './upstream-reads.js';
-import { DEFAULT_VIEW_CACHE_BYTES, ViewCache, type ViewCacheStats, type ViewedBatch } from './view-cache.js';
+import { DEFAULT_VIEW_CACHE_BYTES, ViewCache, type ViewCacheStats } from './view-cache.js';
 
 type Fetch = ApiKeyOf<'Fetch'>;
 

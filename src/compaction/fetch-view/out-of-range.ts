@@ -14,8 +14,9 @@
  * - the index is not there yet: an empty answer (no records, no error), and the client asks again.
  */
 import type { FetchResponsePartitionData } from '../../protocol/messages.js';
-import { caughtUpOrHeld, type IndexView } from '../index-view.js';
-import { copiesHold } from '../index/survivor-set.js';
+import { caughtUpOrHeld } from '../engine-client/caught-up.js';
+import { type IndexView } from '../../engine/api/index-view.js';
+import { copiesHold } from '../../engine/api/survivor-set.js';
 import type { UpstreamReads } from './upstream-reads.js';
 
 const READ_COMMITTED = 1;

@@ -9,17 +9,14 @@
  * markers the cleaner removed.
  */
 import { encodeBatch, iterateBatches } from '../../protocol/records/batch.js';
-import type { IndexView, PartitionIndexView } from '../index-view.js';
+import type { IndexView, PartitionIndexView, CarriedSnapshot } from '../../engine/api/index-view.js';
 import { mergeAbortedTransactions, visibleAbortedTransactions } from './aborted-transactions.js';
 import type { EmptyAnswers } from './empty-answers.js';
 import { amongPassRecords, nextReadable, type ReadPlan } from './read-plan.js';
 import { rawBytesFor } from './read-size.js';
 import type { PartitionRecords, UpstreamReads } from './upstream-reads.js';
-import type { ViewCache, ViewedBatch } from './view-cache.js';
-import type { CarriedSnapshot } from '../index/survivor-set.js';
-import { carriedRecords } from './carried-records.js';
-import { begunFits, dropBegun, type CopiesBegun } from './copies-ahead.js';
 import {
+  type ViewedBatch,
   cachedRecords,
   visibleRecords,
   visibilityOf,
@@ -30,6 +27,9 @@ import {
   type MarkerSeen,
   type VisibleRecords,
 } from './visible-records.js';
+import type { ViewCache } from './view-cache.js';
+import { carriedRecords } from './carried-records.js';
+import { begunFits, dropBegun, type CopiesBegun } from './copies-ahead.js';
 
 const READ_UNCOMMITTED = 0;
 const READ_COMMITTED = 1;

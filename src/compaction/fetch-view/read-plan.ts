@@ -4,7 +4,7 @@
  * upstream from the next surviving offset instead. Reading then costs one upstream fetch per
  * stretch of survivors, however many superseded records lie between them.
  */
-import type { PartitionIndexView } from '../index-view.js';
+import type { PartitionIndexView } from '../../engine/api/index-view.js';
 
 export interface ReadPlan {
   /** Where the upstream is asked to read. */

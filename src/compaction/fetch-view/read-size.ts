@@ -6,7 +6,7 @@
  * log, where the latest value of most keys lies, so a read sized by it falls short there and
  * another round trip follows.
  */
-import type { PartitionIndexView } from '../index-view.js';
+import type { PartitionIndexView } from '../../engine/api/index-view.js';
 import type { BatchesWalked } from './visible-records.js';
 
 /**

@@ -26,11 +26,10 @@
  */
 import { Attributes, BATCH_HEADER_SIZE, batchPayload, iterateBatches, readBatchHeader, RecordScan, scanRecordAt } from '../../protocol/records/batch.js';
 import { LOG_OVERHEAD, Offsets } from '../../protocol/records/batch-header.js';
-import { batchesIn, carryValueAt, copyOf, emptyCopy } from '../carry/carried-batch.js';
-import { CarryKind, carryKindAt } from '../carry/carry-record.js';
-import type { PartitionIndexView } from '../index-view.js';
-import type { PassReleaseSeen } from '../index/survivor-set.js';
-import { viewBatch, type Visibility } from './visible-records.js';
+import { batchesIn, carryValueAt, copyOf, emptyCopy } from '../../protocol/carry/carried-batch.js';
+import { CarryKind, carryKindAt } from '../../protocol/carry/carry-record.js';
+import type { PartitionIndexView, PassReleaseSeen } from '../../engine/api/index-view.js';
+import { viewBatch, type Visibility } from '../../protocol/carry/batch-view.js';
 
 export interface AcquiredRange {
   firstOffset: bigint;

@@ -17,16 +17,16 @@
  * its acknowledgements of them become those of the copies (copy-acks.ts). Nothing else of a
  * request changes: the broker keeps the share session and every other acknowledgement.
  */
-import type { Logger } from '../../ops/log.js';
+import type { Logger } from '../../common/log.js';
 import { ApiKey, type ApiKeyOf, type ShareAcknowledgeResponse, type ShareFetchResponse } from '../../protocol/messages.js';
 import { CopyAcks, type AckBatch } from './copy-acks.js';
 import { sharedCopies, type AcquiredRange, type SharedCopies } from './share-copies.js';
 import { GapAcks, hiddenOutcome, type GapsSent } from './share-gap-acks.js';
 import type { Filter, FilterRequest, FilterResponse, RequestContext, RequestOutcome, ResponseContext, ResponseOutcome } from '../../proxy/filter/filter.js';
 import type { TopicIds } from '../../proxy/topic-ids.js';
-import { NOT_INDEXED, type IndexView } from '../index-view.js';
-import { partitionKey } from '../partition-key.js';
-import type { TopicConfigView } from '../policy.js';
+import { NOT_INDEXED, type IndexView } from '../../engine/api/index-view.js';
+import { partitionKey } from '../../engine/api/partition-key.js';
+import type { TopicConfigView } from '../../engine/api/topic-policy.js';
 import { visibilityOf, visibleRecords } from './visible-records.js';
 
 type ShareFetch = ApiKeyOf<'ShareFetch'>;

@@ -24,8 +24,7 @@
  * acknowledges itself, and are dropped when the partition leaves the session or the session
  * closes; the broker then delivers the offsets again, and they are owed again.
  */
-import type { AckBatch } from './copy-acks.js';
-import { AckType } from './copy-acks.js';
+import { type AckBatch, AckType } from './copy-acks.js';
 
 /** An acquired range, as a ShareFetch answer gives it. */
 export interface OwedRange {

@@ -17,29 +17,7 @@
  * least recently read first, to stay within the byte budget.
  */
 
-import { leftOut, type Budget } from './visible-records.js';
-
-/** One upstream batch below the horizon and what the view made of it. */
-export interface ViewedBatch {
-  base: number;
-  last: number;
-  /** The upstream batch's size, for sizing reads on (read-size.ts). */
-  rawBytes: number;
-  recordCount: number;
-  /** The batch as the client gets it: the upstream's bytes, rebuilt, or emptied. */
-  bytes: Buffer;
-  /** Records kept: all of them are at or after any fetch offset the entry is served for. */
-  kept: number;
-  /** Whether `bytes` are the view's own (rebuilt or emptied) rather than the upstream batch. */
-  rebuilt: boolean;
-  /** Set for a transaction marker: the producer whose transaction it ends. */
-  markerOf: bigint | null;
-  /**
-   * Upstream batches it stands for: 1, or more for neighbours that all lost every record, held
-   * as one entry (record() joins them) with the last one's emptied bytes.
-   */
-  batches: number;
-}
+import { leftOut, type Budget, type ViewedBatch } from './visible-records.js';
 
 /**
  * The cache's memory unless configured (the viewCacheBytes setting): room for the survivors of

@@ -14,26 +14,9 @@
  * client's limits take when it expects most of it removed, and a rebuilt compressed batch can
  * come out larger than its original.
  */
-import {
-  batchPayload,
-  CorruptRecordError,
-  firstRecordPayload,
-  iterateBatches,
-  rebuildBatch,
-  type BatchHeader,
-  type RecordSpan,
-} from '../../protocol/records/batch.js';
-import { Cursor } from '../../protocol/records/varint.js';
-import { CarryKind, carryKindAt } from '../carry/carry-record.js';
-import type { PartitionIndexView } from '../index-view.js';
-import type { ViewedBatch } from './view-cache.js';
-
-export interface Visibility {
-  /** The first offset the cleaner has not covered: from here on every record is visible. */
-  cleanedUpTo: number;
-  /** Surviving offsets in [from, to), below cleanedUpTo, ascending. */
-  survivors(from: number, to: number): Float64Array;
-}
+import { CorruptRecordError, iterateBatches } from '../../protocol/records/batch.js';
+import { lastOffset, viewBatch, type BatchOutcome, type Visibility } from '../../protocol/carry/batch-view.js';
+import type { PartitionIndexView } from '../../engine/api/index-view.js';
 
 /** What a partition's index says is visible, as of now. */
 export function visibilityOf(view: PartitionIndexView): Visibility {
@@ -45,6 +28,28 @@ export interface MarkerSeen {
   producerId: bigint;
   offset: number;
   visible: boolean;
+}
+
+/** One upstream batch below the horizon and what the view made of it. */
+export interface ViewedBatch {
+  base: number;
+  last: number;
+  /** The upstream batch's size, for sizing reads on (read-size.ts). */
+  rawBytes: number;
+  recordCount: number;
+  /** The batch as the client gets it: the upstream's bytes, rebuilt, or emptied. */
+  bytes: Buffer;
+  /** Records kept: all of them are at or after any fetch offset the entry is served for. */
+  kept: number;
+  /** Whether `bytes` are the view's own (rebuilt or emptied) rather than the upstream batch. */
+  rebuilt: boolean;
+  /** Set for a transaction marker: the producer whose transaction it ends. */
+  markerOf: bigint | null;
+  /**
+   * Upstream batches it stands for: 1, or more for neighbours that all lost every record, held
+   * as one entry (record() joins them) with the last one's emptied bytes.
+   */
+  batches: number;
 }
 
 export interface VisibleRecords {
@@ -104,143 +109,7 @@ export function leftOut(budget: Budget, taken: number, size: number): boolean {
   return taken + size > budget.maxBytes && !(budget.oneAnyway && taken === 0);
 }
 
-const NO_SPANS: RecordSpan[] = [];
-/**
- * Only batches below the cleaner's horizon are rebuilt, and the indexer has checked the CRC of
- * every batch there (fetched-rows.ts): a corrupt one stops the index, and so the horizon, before it.
- */
-const CRC_CHECKED = true;
 const NO_BYTES = Buffer.alloc(0);
-
-function lastOffset(batch: BatchHeader): number {
-  return Number(batch.baseOffset) + batch.lastOffsetDelta;
-}
-
-/** Whether the batch's records sit at consecutive offsets (as every producer writes them). */
-function contiguous(batch: BatchHeader): boolean {
-  return batch.lastOffsetDelta === batch.recordCount - 1;
-}
-
-export interface BatchOutcome {
-  bytes: Buffer;
-  kept: number;
-  progress: number;
-  rebuilt: boolean;
-}
-
-async function untouched(records: Buffer, batch: BatchHeader, from: number): Promise<BatchOutcome> {
-  const base = Number(batch.baseOffset);
-  let progress: number;
-  if (base >= from) progress = batch.recordCount;
-  else if (contiguous(batch)) progress = Math.max(0, lastOffset(batch) - from + 1);
-  else {
-    const payload = await batchPayload(records, batch);
-    const starts = recordStarts(payload, batch);
-    progress = 0;
-    for (let i = 0; i < batch.recordCount; i++) if (base + offsetDeltaAt(payload, starts[i]!) >= from) progress++;
-  }
-  return { bytes: batch.bytes, kept: batch.recordCount, progress, rebuilt: false };
-}
-
-/**
- * Where each record lies in the payload (record i spans starts[i] to starts[i + 1]), from the
- * length prefixes alone: the fetch path sees every superseded record, and a full decode (an
- * object and key and value views per record) costs several times as much. The batch's CRC,
- * checked by the indexer, vouches for the rest of each record.
- */
-function recordStarts(payload: Buffer, batch: BatchHeader): Int32Array {
-  const count = batch.recordCount;
-  const starts = new Int32Array(count + 1);
-  const c = new Cursor(payload, 0, payload.length);
-  for (let i = 0; i < count; i++) {
-    starts[i] = c.pos;
-    const length = c.varint();
-    const end = c.pos + length;
-    if (length <= 0 || end > payload.length) throw new CorruptRecordError(`record ${i} of the batch at offset ${batch.baseOffset} does not fit its payload`);
-    c.pos = end;
-  }
-  if (c.pos !== payload.length) throw new CorruptRecordError(`the batch at offset ${batch.baseOffset} holds bytes after its ${count} records`);
-  starts[count] = payload.length;
-  return starts;
-}
-
-/** The offset delta of the record at `start`, read past its attributes and timestamp delta. */
-function offsetDeltaAt(payload: Buffer, start: number): number {
-  const c = new Cursor(payload, start, payload.length);
-  c.limit = c.varint() + c.pos;
-  c.pos += 1; // attributes
-  c.varlong(); // timestamp delta
-  return c.varint();
-}
-
-/**
- * The survivors of a batch below the horizon whose records sit at consecutive offsets: survivor
- * o is record o - base, so only the survivors are looked at (their deltas checked); null when a
- * record's delta says otherwise.
- */
-function byPosition(payload: Buffer, starts: Int32Array, survivors: Float64Array, base: number, from: number): RecordSpan[] | null {
-  const kept: RecordSpan[] = [];
-  for (let s = 0; s < survivors.length; s++) {
-    const offset = survivors[s]!;
-    const i = offset - base;
-    if (offsetDeltaAt(payload, starts[i]!) !== i) return null;
-    if (offset >= from) kept.push({ start: starts[i]!, end: starts[i + 1]! });
-  }
-  return kept;
-}
-
-/** The visible records of any batch, by each record's own offset. */
-function byOffset(payload: Buffer, starts: Int32Array, survivors: Float64Array, base: number, horizon: number, from: number): RecordSpan[] {
-  const kept: RecordSpan[] = [];
-  let s = 0;
-  for (let i = 0; i + 1 < starts.length; i++) {
-    const offset = base + offsetDeltaAt(payload, starts[i]!);
-    while (s < survivors.length && survivors[s]! < offset) s++;
-    const visible = offset >= horizon || (s < survivors.length && survivors[s] === offset);
-    if (visible && offset >= from) kept.push({ start: starts[i]!, end: starts[i + 1]! });
-  }
-  return kept;
-}
-
-/**
- * One batch through the view. Records before the client's fetch offset are dropped from a batch
- * that is rebuilt anyway: no client shows them, and kafkajs would take a batch holding only such
- * records for a compaction gap and step one offset at a time.
- */
-export async function viewBatch(records: Buffer, batch: BatchHeader, visibility: Visibility, from: number): Promise<BatchOutcome> {
-  const base = Number(batch.baseOffset);
-  const last = lastOffset(batch);
-  const horizon = visibility.cleanedUpTo;
-  // kcompact's own carry records are never a client's, wherever they are, and any replica may
-  // meet them before its index has read a pass (another replica carries, or this one is new):
-  // below the horizon no survivor sits at their offsets, so only batches reaching past it need a look.
-  if (last >= horizon && (await isCarried(records, batch))) {
-    return { bytes: await rebuildBatch(batch, NO_BYTES, NO_SPANS), kept: 0, progress: 0, rebuilt: true };
-  }
-  if (base >= horizon) return untouched(records, batch, from);
-  const survivors = visibility.survivors(base, Math.min(last + 1, horizon));
-  if (last < horizon) {
-    // Survivors are offsets of real records, so a full count means every record of the batch.
-    if (survivors.length === batch.recordCount) return untouched(records, batch, from);
-    if (survivors.length === 0) return { bytes: await rebuildBatch(batch, NO_BYTES, NO_SPANS, CRC_CHECKED), kept: 0, progress: 0, rebuilt: true };
-  }
-  const payload = await batchPayload(records, batch);
-  const starts = recordStarts(payload, batch);
-  const kept =
-    (last < horizon && contiguous(batch) && byPosition(payload, starts, survivors, base, from)) || byOffset(payload, starts, survivors, base, horizon, from);
-  const bytes = await rebuildBatch(batch, payload, kept, CRC_CHECKED);
-  return { bytes, kept: kept.length, progress: kept.length, rebuilt: bytes !== batch.bytes };
-}
-
-/**
- * Whether the batch is one kcompact wrote itself (carried copies or a pass marker): only batches
- * without a producer can be, since carry passes write none, and their first record says so. Only
- * that record is decompressed (zstd aside, which decompresses whole).
- */
-export async function isCarried(records: Buffer, batch: BatchHeader): Promise<boolean> {
-  if (batch.producerId >= 0n || batch.isControl || batch.recordCount === 0) return false;
-  return carryKindAt(await firstRecordPayload(records, batch), 0) !== CarryKind.None;
-}
 
 function emptyResult(): VisibleRecords {
   return {

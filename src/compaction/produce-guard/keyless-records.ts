@@ -8,7 +8,7 @@
 import { Compression } from '../../protocol/records/compression.js';
 import { batchPayload, CorruptRecordError, iterateBatches, verifyCrc, type BatchHeader } from '../../protocol/records/batch.js';
 import { Cursor } from '../../protocol/records/varint.js';
-import { CARRY_HEADER_KEY } from '../carry/carry-record.js';
+import { CARRY_HEADER_KEY } from '../../protocol/carry/carry-record.js';
 
 /**
  * What the upstream must judge, or the batch indices (0-based) of the records without a key and

@@ -4,7 +4,7 @@
  * keyless record is answered with Kafka's INVALID_RECORD; the request's other partitions go on to
  * the upstream and the rejections are merged into its answer, in the request's order.
  */
-import type { Logger } from '../../ops/log.js';
+import type { Logger } from '../../common/log.js';
 import {
   ApiKey,
   type ApiKeyOf,
@@ -16,7 +16,7 @@ import {
 } from '../../protocol/messages.js';
 import type { Filter, FilterRequest, RequestContext, RequestOutcome } from '../../proxy/filter/filter.js';
 import type { TopicIds } from '../../proxy/topic-ids.js';
-import type { TopicConfigView } from '../policy.js';
+import type { TopicConfigView } from '../../engine/api/topic-policy.js';
 import { checkKeys } from './keyless-records.js';
 import { keylessRejection, reservedHeaderRejection } from './rejection.js';
 

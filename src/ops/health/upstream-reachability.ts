@@ -6,7 +6,7 @@
  * is not. It does not authenticate: clients bring their own credentials, so the proxy's own
  * being refused is no reason to take the pod out of traffic.
  */
-import type { HostPort } from '../../proxy/broker-map.js';
+import type { HostPort } from '../../common/host-port.js';
 import { UpstreamClusterClient } from '../../upstream/upstream-cluster-client.js';
 import type { UpstreamConnector } from '../../upstream/upstream-connector.js';
 

@@ -5,8 +5,8 @@
  * LogCleaner exports, in base units; the index figures are ours.
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { Logger } from '../log.js';
-import type { EngineStatus, PartitionStatus } from '../../compaction/worker/engine-status.js';
+import type { Logger } from '../../common/log.js';
+import type { EngineStatus, PartitionStatus } from '../../engine/api/engine-reports.js';
 import type { TopicFilter } from './topic-filter.js';
 
 export interface CompactionSource {

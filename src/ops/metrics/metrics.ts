@@ -5,9 +5,9 @@
  */
 import { collectDefaultMetrics, Counter, Registry } from 'prom-client';
 import type { ListenerName, RefusalReason } from '../management-server.js';
-import type { Logger } from '../log.js';
+import type { Logger } from '../../common/log.js';
 import { CompactionMetrics } from './compaction-metrics.js';
-import { ProxyMeter } from './proxy-meter.js';
+import { ProxyMeter } from '../../proxy/proxy-meter.js';
 import { topicFilter } from './topic-filter.js';
 
 export interface MetricsOptions {

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { rebuildProgress } from '../../../src/cli/commands/rebuild-index.js';
-import type { PartitionStatus } from '../../../src/compaction/worker/engine-status.js';
+import type { PartitionStatus } from '../../../src/engine/api/engine-reports.js';
 
 function status(partition: number, nextOffset: number, highWatermark: number, lastStableOffset = highWatermark): PartitionStatus {
   return {

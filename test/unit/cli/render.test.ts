@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { renderInspect } from '../../../src/cli/commands/inspect.js';
 import { renderStatus } from '../../../src/cli/commands/status.js';
 import { ago, table } from '../../../src/cli/commands/render.js';
-import type { PartitionDetail } from '../../../src/compaction/worker/engine-status.js';
+import type { PartitionDetail } from '../../../src/engine/api/engine-reports.js';
 import { summarizeTopics } from '../../../src/ops/admin-reports.js';
 
 const partition: PartitionDetail = {

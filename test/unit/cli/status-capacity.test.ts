@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { capacityWarnings, renderStatus } from '../../../src/cli/commands/status.js';
-import { carryCapacity } from '../../../src/compaction/carry/carry-capacity.js';
+import { carryCapacity } from '../../../src/engine/api/carry-capacity.js';
 import type { StatusReport } from '../../../src/ops/admin-reports.js';
 
 const HOUR = 3_600_000;

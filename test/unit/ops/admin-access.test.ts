@@ -7,10 +7,10 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
-import { reloadWatchedFiles } from '../../../src/config/watched-files.js';
+import { reloadWatchedFiles } from '../../../src/common/watched-files.js';
 import { adminGate, adminRoutesElsewhere } from '../../../src/ops/admin-access.js';
 import { AdminToken } from '../../../src/ops/admin-token.js';
-import { createLogger, setLogSink } from '../../../src/ops/log.js';
+import { createLogger, setLogSink } from '../../../src/common/log.js';
 import { startManagementServer, type Gate, type ListenerName, type RefusalReason, type Route } from '../../../src/ops/management-server.js';
 import { makeTempDir } from '../../support/processes.js';
 

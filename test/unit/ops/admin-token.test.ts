@@ -2,8 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { reloadWatchedFiles } from '../../../src/config/watched-files.js';
-import { createLogger, setLogSink } from '../../../src/ops/log.js';
+import { reloadWatchedFiles } from '../../../src/common/watched-files.js';
+import { createLogger, setLogSink } from '../../../src/common/log.js';
 import { AdminToken, MIN_TOKEN_LENGTH, tokenOf } from '../../../src/ops/admin-token.js';
 import { makeTempDir } from '../../support/processes.js';
 

@@ -3,9 +3,8 @@ import assert from 'node:assert/strict';
 import { Registry } from 'prom-client';
 import { CompactionMetrics, type CompactionSource } from '../../../src/ops/metrics/compaction-metrics.js';
 import { topicFilter } from '../../../src/ops/metrics/topic-filter.js';
-import { createLogger, setLogSink } from '../../../src/ops/log.js';
-import type { EngineStatus, PartitionStatus } from '../../../src/compaction/worker/engine-status.js';
-import type { CleanerStats } from '../../../src/compaction/cleaner/cleaner.js';
+import { createLogger, setLogSink } from '../../../src/common/log.js';
+import type { EngineStatus, PartitionStatus, CleanerStats } from '../../../src/engine/api/engine-reports.js';
 import { parseExposition } from '../../support/prometheus.js';
 
 function partition(topic: string, p: number, over: Partial<PartitionStatus> = {}): PartitionStatus {

@@ -1,7 +1,7 @@
 import { mock, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { GROWTH_BYTES, IDLE_BUSY_SHARE, IdleCollector, QUIET_LOOKS, threadProbes, type IdleCollectionProbes } from '../../../src/ops/idle-collection.js';
-import { createLogger } from '../../../src/ops/log.js';
+import { GROWTH_BYTES, IDLE_BUSY_SHARE, IdleCollector, QUIET_LOOKS, threadProbes, type IdleCollectionProbes } from '../../../src/common/idle-collection.js';
+import { createLogger } from '../../../src/common/log.js';
 
 const MiB = 1 << 20;
 const log = createLogger();

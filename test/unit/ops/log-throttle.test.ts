@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createLogger, setLogSink } from '../../../src/ops/log.js';
-import { LogThrottle } from '../../../src/ops/log-throttle.js';
+import { createLogger, setLogSink } from '../../../src/common/log.js';
+import { LogThrottle } from '../../../src/common/log-throttle.js';
 
 test('a warning many connections raise at once is logged once per interval, saying how many were held back', () => {
   const lines: Record<string, unknown>[] = [];

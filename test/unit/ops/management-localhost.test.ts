@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import os from 'node:os';
-import { createLogger } from '../../../src/ops/log.js';
+import { createLogger } from '../../../src/common/log.js';
 import { startManagementServer } from '../../../src/ops/management-server.js';
 import { DEFAULT_ADMIN_LISTEN, DEFAULT_METRICS_LISTEN, resolveConfig } from '../../../src/config/settings.js';
 

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createLogger, setLogSink } from '../../../src/ops/log.js';
+import { createLogger, setLogSink } from '../../../src/common/log.js';
 import { Reply, startManagementServer, type Route } from '../../../src/ops/management-server.js';
 
 test('routes answer JSON by default, a Reply as given, 404 and 500 with a message', async () => {

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Registry } from 'prom-client';
 import { ApiKey } from '../../../src/protocol/messages.js';
-import { ProxyMeter } from '../../../src/ops/metrics/proxy-meter.js';
+import { ProxyMeter } from '../../../src/proxy/proxy-meter.js';
 import { parseExposition } from '../../support/prometheus.js';
 
 test('requests are labelled by API name; api keys without a name share one label', async () => {

@@ -6,13 +6,13 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, test } from 'node:test';
 import { ApiKey, encodeRequestFrame, encodeResponseFrame, type ApiKeyNumber, type BodyInit, type RequestBodies } from '../../../src/protocol/messages.js';
-import { createLogger } from '../../../src/ops/log.js';
-import { ProxyMeter } from '../../../src/ops/metrics/proxy-meter.js';
+import { createLogger } from '../../../src/common/log.js';
+import { ProxyMeter } from '../../../src/proxy/proxy-meter.js';
 import { ProxyConnection } from '../../../src/proxy/connection.js';
 import { FilterChain } from '../../../src/proxy/filter/filter-chain.js';
 import type { Filter } from '../../../src/proxy/filter/filter.js';
 import { fetchVersionFilter } from '../../../src/proxy/filters/fetch-version-filter.js';
-import { FrameReader } from '../../../src/proxy/frame-reader.js';
+import { FrameReader } from '../../../src/protocol/wire/frame-reader.js';
 
 const log = createLogger({ component: 'connection-test' });
 const closers: (() => void)[] = [];

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { FrameReader, FrameTooLargeError } from '../../../src/proxy/frame-reader.js';
+import { FrameReader, FrameTooLargeError } from '../../../src/protocol/wire/frame-reader.js';
 
 function frame(payload: Buffer): Buffer {
   const out = Buffer.alloc(4 + payload.length);

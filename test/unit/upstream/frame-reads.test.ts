@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { FrameTooLargeError } from '../../../src/proxy/frame-reader.js';
+import { FrameTooLargeError } from '../../../src/protocol/wire/frame-reader.js';
 import { frameReads } from '../../../src/upstream/frame-reads.js';
 
 function frame(payload: Buffer): Buffer {

@@ -10,7 +10,7 @@ import type { ConfigSync } from '../../../../src/compaction/config/config-sync.j
 import type { StoredTopic } from '../../../../src/compaction/config/stored-topic.js';
 import { TopicConfigState, type StaticTopic } from '../../../../src/compaction/config/topic-config-state.js';
 import type { UpstreamClusterClient } from '../../../../src/upstream/upstream-cluster-client.js';
-import { createLogger } from '../../../../src/ops/log.js';
+import { createLogger } from '../../../../src/common/log.js';
 import { ErrorCode } from '../../../../src/protocol/errors.js';
 import {
   ApiKey,

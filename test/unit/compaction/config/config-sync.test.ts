@@ -7,7 +7,7 @@ import type { ConfigRead, ConfigsTopic } from '../../../../src/compaction/config
 import { encodeStoredTopic } from '../../../../src/compaction/config/stored-topic.js';
 import { TopicConfigState } from '../../../../src/compaction/config/topic-config-state.js';
 import type { UpstreamClusterClient } from '../../../../src/upstream/upstream-cluster-client.js';
-import { createLogger } from '../../../../src/ops/log.js';
+import { createLogger } from '../../../../src/common/log.js';
 import { TopicIds } from '../../../../src/proxy/topic-ids.js';
 
 /** A configs topic holding `records`, read one record per fetch. */

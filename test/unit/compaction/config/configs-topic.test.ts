@@ -5,8 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { CopyRun, markerBatch } from '../../../../src/compaction/carry/carried-batch.js';
-import { encodePassEnd, encodePassStart } from '../../../../src/compaction/carry/carry-record.js';
+import { CopyRun, markerBatch } from '../../../../src/protocol/carry/carried-batch.js';
+import { encodePassEnd, encodePassStart } from '../../../../src/protocol/carry/carry-record.js';
 import { BrokerDefaults } from '../../../../src/compaction/config/broker-defaults.js';
 import type { ConfigCache } from '../../../../src/compaction/config/config-cache.js';
 import { ConfigSync } from '../../../../src/compaction/config/config-sync.js';
@@ -14,7 +14,7 @@ import { CONFIGS_TOPIC, ConfigsTopic } from '../../../../src/compaction/config/c
 import { encodeStoredTopic } from '../../../../src/compaction/config/stored-topic.js';
 import { TopicConfigState } from '../../../../src/compaction/config/topic-config-state.js';
 import { createTopicConfigs } from '../../../../src/compaction/config/topic-configs.js';
-import { createLogger } from '../../../../src/ops/log.js';
+import { createLogger } from '../../../../src/common/log.js';
 import { TopicIds } from '../../../../src/proxy/topic-ids.js';
 import { encodeBatch } from '../../../../src/protocol/records/batch.js';
 import type { UpstreamClusterClient } from '../../../../src/upstream/upstream-cluster-client.js';

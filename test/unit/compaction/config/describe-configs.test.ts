@@ -2,12 +2,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BrokerDefaults } from '../../../../src/compaction/config/broker-defaults.js';
 import { describeConfigsFilter, mergeOwned } from '../../../../src/compaction/config/describe-configs.js';
-import type { DescribeConfigsResponseResourceResult as DescribedConfig } from '../../../../src/protocol/messages.js';
+import { type DescribeConfigsResponseResourceResult as DescribedConfig, ApiKey } from '../../../../src/protocol/messages.js';
 import { TopicConfigState } from '../../../../src/compaction/config/topic-config-state.js';
-import { createLogger } from '../../../../src/ops/log.js';
+import { createLogger } from '../../../../src/common/log.js';
 import { TopicIds } from '../../../../src/proxy/topic-ids.js';
 import { ErrorCode } from '../../../../src/protocol/errors.js';
-import { ApiKey } from '../../../../src/protocol/messages.js';
 import { FilterHarness } from '../../../support/filter-harness.js';
 import { configFixture } from './config-fixture.js';
 

@@ -10,7 +10,7 @@ import {
   type StoreSegmentConfigs,
 } from '../../../../src/compaction/config/store-segments.js';
 import { TopicConfigState } from '../../../../src/compaction/config/topic-config-state.js';
-import { createLogger } from '../../../../src/ops/log.js';
+import { createLogger } from '../../../../src/common/log.js';
 import { ErrorCode, ProtocolError } from '../../../../src/protocol/errors.js';
 import {
   ApiKey,

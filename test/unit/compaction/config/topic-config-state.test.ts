@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { BrokerDefaults } from '../../../../src/compaction/config/broker-defaults.js';
 import { TopicConfigError } from '../../../../src/compaction/config/config-error.js';
 import { TopicConfigState, type StaticTopic } from '../../../../src/compaction/config/topic-config-state.js';
-import { createLogger } from '../../../../src/ops/log.js';
+import { createLogger } from '../../../../src/common/log.js';
 import { TopicIds } from '../../../../src/proxy/topic-ids.js';
 
 const ID_A = 'XhzDQGnES3mzr8NT16faDw';

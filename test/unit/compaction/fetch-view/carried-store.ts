@@ -2,8 +2,8 @@
  * A store holding one carry pass, for the tests of answers from the copies: the originals and
  * the pass's copies of them (carried-records.test.ts, copies-ahead.test.ts).
  */
-import { CopyRun, markerBatch } from '../../../../src/compaction/carry/carried-batch.js';
-import { encodePassEnd, encodePassStart } from '../../../../src/compaction/carry/carry-record.js';
+import { CopyRun, markerBatch } from '../../../../src/protocol/carry/carried-batch.js';
+import { encodePassEnd, encodePassStart } from '../../../../src/protocol/carry/carry-record.js';
 import type { PartitionRead, UpstreamRead, UpstreamReads } from '../../../../src/compaction/fetch-view/upstream-reads.js';
 import { encodeBatch } from '../../../../src/protocol/records/batch.js';
 import { FakeIndex, recordsFor } from './fake-log.js';

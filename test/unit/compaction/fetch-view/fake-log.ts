@@ -15,11 +15,10 @@ import {
   encodeRequestFrame,
 } from '../../../../src/protocol/messages.js';
 import type { Filter } from '../../../../src/proxy/filter/filter.js';
-import type { IndexView, LogEnd, PartitionIndexView } from '../../../../src/compaction/index-view.js';
-import type { CarriedSnapshot } from '../../../../src/compaction/index/survivor-set.js';
-import type { TopicConfigView, TopicPolicy } from '../../../../src/compaction/policy.js';
+import type { IndexView, LogEnd, PartitionIndexView, CarriedSnapshot } from '../../../../src/engine/api/index-view.js';
+import type { TopicConfigView, TopicPolicy } from '../../../../src/engine/api/topic-policy.js';
 import type { PartitionRead, PartitionRecords, StoreBounds, UpstreamRead, UpstreamReads } from '../../../../src/compaction/fetch-view/upstream-reads.js';
-import { createLogger } from '../../../../src/ops/log.js';
+import { createLogger } from '../../../../src/common/log.js';
 import { FilterHarness, type RequestRun } from '../../../support/filter-harness.js';
 
 type Fetch = ApiKeyOf<'Fetch'>;

@@ -7,11 +7,11 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { createFetchView } from '../../../../src/compaction/fetch-view/fetch-view.js';
-import type { IndexView } from '../../../../src/compaction/index-view.js';
+import type { IndexView } from '../../../../src/engine/api/index-view.js';
 import { TopicIds } from '../../../../src/proxy/topic-ids.js';
 import { configView, FakeIndex, FakeLog, FakeUpstream, indexView, log, readBatches, roundTrip } from './fake-log.js';
-import { markerBatch } from '../../../../src/compaction/carry/carried-batch.js';
-import { encodePassStart } from '../../../../src/compaction/carry/carry-record.js';
+import { markerBatch } from '../../../../src/protocol/carry/carried-batch.js';
+import { encodePassStart } from '../../../../src/protocol/carry/carry-record.js';
 
 const OUT_OF_RANGE = 1;
 

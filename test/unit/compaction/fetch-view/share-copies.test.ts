@@ -7,8 +7,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { entitledEnd, entitledRange, sharedCopies, type AcquiredRange } from '../../../../src/compaction/fetch-view/share-copies.js';
-import type { PassReleaseSeen } from '../../../../src/compaction/index/survivor-set.js';
-import { Log } from '../carry/store-log.js';
+import type { PassReleaseSeen } from '../../../../src/engine/api/index-view.js';
+import { Log } from '../../engine/carry/store-log.js';
 import { FakeIndex, readBatches } from './fake-log.js';
 
 const SURVIVORS = [5, 30, 31, 32, 34, 35, 36, 37, 38, 39];

@@ -13,7 +13,7 @@ import { ApiKey, type BodyInit, type ShareFetchRequest, type ShareFetchResponse 
 import { TopicIds } from '../../../../src/proxy/topic-ids.js';
 import { FilterHarness } from '../../../support/filter-harness.js';
 import { configView, FakeIndex, FakeLog, indexView, log, readBatches } from './fake-log.js';
-import { Log } from '../carry/store-log.js';
+import { Log } from '../../engine/carry/store-log.js';
 import type { AckBatch } from '../../../../src/compaction/fetch-view/copy-acks.js';
 
 const COMPACTED = 'c';

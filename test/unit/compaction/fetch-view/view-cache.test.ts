@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { CHUNK_OVERHEAD, ROW_BYTES, ViewCache, type ViewedBatch } from '../../../../src/compaction/fetch-view/view-cache.js';
+import { type ViewedBatch } from '../../../../src/compaction/fetch-view/visible-records.js';
+import { CHUNK_OVERHEAD, ROW_BYTES, ViewCache } from '../../../../src/compaction/fetch-view/view-cache.js';
 import { FakeIndex, readBatches, roundTrip, type FetchSpec } from './fake-log.js';
 import { bed, TOPIC_ID, type Bed } from './fetch-bed.js';
 import { seededRng, type Rng } from '../../protocol/sample-body.js';

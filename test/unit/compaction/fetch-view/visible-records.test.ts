@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { visibleRecords, type Visibility } from '../../../../src/compaction/fetch-view/visible-records.js';
+import { type Visibility } from '../../../../src/protocol/carry/batch-view.js';
+import { visibleRecords } from '../../../../src/compaction/fetch-view/visible-records.js';
 import { BATCH_HEADER_SIZE, encodeBatch, iterateBatches, readBatchHeader } from '../../../../src/protocol/records/batch.js';
-import { markerBatch } from '../../../../src/compaction/carry/carried-batch.js';
-import { CARRY_HEADER_KEY, encodeCopyMark, encodePassStart } from '../../../../src/compaction/carry/carry-record.js';
+import { markerBatch } from '../../../../src/protocol/carry/carried-batch.js';
+import { CARRY_HEADER_KEY, encodeCopyMark, encodePassStart } from '../../../../src/protocol/carry/carry-record.js';
 import { FakeIndex, FakeLog, readBatches } from './fake-log.js';
 
 const CODECS = [0, 1, 2, 3, 4];

@@ -1,0 +1,80 @@
+/**
+ * The messages between the proxy's main thread and the compaction worker. Survivor snapshots
+ * travel with their buffers transferred, not copied.
+ */
+import type { HostPort } from '../../common/host-port.js';
+import type { LogLevel } from '../../common/log.js';
+import type { TopicPolicy } from './topic-policy.js';
+import type { LogEnd } from './index-view.js';
+import type { IndexerOptions } from './engine-options.js';
+import type { SurvivorSnapshot } from './survivor-set.js';
+import type { KeyIdentityRules } from './key-identity-rules.js';
+import type { UpstreamSecurity } from '../../upstream/upstream-connector.js';
+
+export interface CarrierGroupSettings {
+  groupId: string;
+  sessionTimeoutMs: number;
+}
+
+export interface WorkerConfig {
+  upstream: HostPort[];
+  dataDir: string;
+  cleanerBackoffMs: number;
+  /** The carrier group this replica joins (docs/carrying.md); none: it never carries. */
+  carrierGroup?: CarrierGroupSettings;
+  /** What the carrier's passes may write (and read) per second, all partitions together (carry/carry-pacing.ts); 0: unbounded. */
+  carryBytesPerSecond: number;
+  /** Whether only the partitions this replica carries or its clients use are indexed; false: every one. */
+  indexOnDemand: boolean;
+  /** How long a partition this replica does not carry stays indexed after its clients' last use. */
+  indexIdleMs: number;
+  maxFrameBytes: number;
+  requestTimeoutMs: number;
+  clientId: string;
+  /** The lowest level the main thread's logger writes; the worker does not send lower ones. */
+  logLevel: LogLevel;
+  indexer: IndexerOptions;
+  /** How each topic's keys are compared (the keyIdentity setting) and the registry that "registry" needs. */
+  keyIdentity: KeyIdentityRules;
+  schemaRegistryUrl?: string;
+  /** TLS and SASL settings; the worker builds its own connector (and watches the files) from them. */
+  upstreamSecurity: UpstreamSecurity;
+}
+
+export type ToWorker =
+  | { type: 'policies'; policies: [string, TopicPolicy][] }
+  /** Partitions this replica's clients used (partition-demand.ts). */
+  | { type: 'demand'; partitions: [string, number][] }
+  | { type: 'compact'; id: number; topic?: string }
+  | { type: 'status'; id: number }
+  | { type: 'inspect'; id: number; topic: string }
+  /** ListOffsets by timestamp of an indexed partition, answered from its rows (offsets-by-time.ts). */
+  | { type: 'offsetForTime'; id: number; topic: string; partition: number; timestamp: number }
+  /** Whether the partition's index reads what the upstream holds as stable now, within timeoutMs (Indexer.caughtUp). */
+  | { type: 'caughtUp'; id: number; topic: string; partition: number; timeoutMs: number }
+  /** Drops the indexes of the topic (every compacted topic when omitted) and indexes it again from the upstream. */
+  | { type: 'rebuild'; id: number; topic?: string }
+  | { type: 'close'; id: number };
+
+/** A partition whose index a rebuild dropped, and how far that index had reached. */
+export interface RebuildingPartition {
+  topic: string;
+  partition: number;
+  /** The dropped index's next offset: the rebuilt one has caught up once it is there again. */
+  indexedUpTo: number;
+}
+
+export interface SerializedError {
+  name: string;
+  message: string;
+  stack?: string;
+}
+
+export type FromWorker =
+  | { type: 'ready' }
+  | { type: 'snapshot'; topic: string; partition: number; snapshot: SurvivorSnapshot | null }
+  /** Where the partition's log ends for clients (index-view.ts LogEnd), each time that moves. */
+  | { type: 'end'; topic: string; partition: number; end: LogEnd }
+  | { type: 'log'; level: LogLevel; msg: string; fields?: Record<string, unknown> }
+  | { type: 'reply'; id: number; ok: true; value: unknown }
+  | { type: 'reply'; id: number; ok: false; error: SerializedError };

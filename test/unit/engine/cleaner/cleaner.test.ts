@@ -1,0 +1,167 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, describe, it } from 'node:test';
+import { type CleanReport } from '../../../../src/engine/api/engine-reports.js';
+import { Cleaner } from '../../../../src/engine/cleaner/cleaner.js';
+import { rollPolicy } from '../../../../src/engine/store/segment-roller.js';
+import { StoreRegistry } from '../../../../src/engine/store/store-registry.js';
+import type { PartitionId } from '../../../../src/engine/store/partition-store.js';
+import type { SurvivorSnapshot } from '../../../../src/engine/api/survivor-set.js';
+import type { TopicPolicy } from '../../../../src/engine/api/topic-policy.js';
+import { createLogger } from '../../../../src/common/log.js';
+import { DEFAULT_POLICY } from '../../../support/default-policy.js';
+import { FakeLog } from './fake-log.js';
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kcompact-cleaner-'));
+after(() => fs.rmSync(dir, { recursive: true, force: true }));
+let n = 0;
+const errors: string[] = [];
+const quiet = { ...createLogger(), warn: () => {}, info: () => {}, debug: () => {}, error: (msg: string) => void errors.push(msg) };
+
+/** Small segments that roll every 200 bytes, so a few writes give closed (cleanable) segments. */
+const SMALL: TopicPolicy = { ...DEFAULT_POLICY, segmentBytes: 200 };
+
+function setup(policies: Map<string, TopicPolicy>, clock: { now: number }) {
+  const published: { id: PartitionId; snapshot: SurvivorSnapshot | null }[] = [];
+  const registry = new StoreRegistry(path.join(dir, `r${n++}`), quiet, (id, snapshot) => published.push({ id, snapshot }));
+  const deletes: [string, number, number][] = [];
+  const cleaner = new Cleaner({
+    registry,
+    policies: () => policies,
+    deleteRecords: async (topic, partition, offset) => {
+      deletes.push([topic, partition, offset]);
+      return true;
+    },
+    log: quiet,
+    backoffMs: 1e9,
+    clock: () => clock.now,
+  });
+  return { registry, cleaner, published, deletes };
+}
+
+/** Writes `updates` single-record batches cycling over `keys` keys and indexes them. */
+async function fill(registry: StoreRegistry, topic: string, policy: TopicPolicy, keys: number, updates: number, ts = 1000): Promise<FakeLog> {
+  const log = new FakeLog();
+  const store = registry.ensure(topic, 0);
+  for (let i = 0; i < updates; i++) await log.append([{ key: `k${i % keys}`, value: `value-${i}` }], ts);
+  await log.feed(store, rollPolicy(policy));
+  return log;
+}
+
+describe('Cleaner', () => {
+  it('cleans the dirtiest qualifying partition first and leaves those under min.cleanable.dirty.ratio alone', async () => {
+    const clock = { now: 10_000 };
+    const lenient = { ...SMALL, minCleanableDirtyRatio: 0.1 };
+    const policies = new Map([
+      ['mild', lenient],
+      ['filthy', lenient],
+      ['strict', { ...SMALL, minCleanableDirtyRatio: 1 }],
+    ]);
+    const { registry, cleaner, published } = setup(policies, clock);
+    const mild = await fill(registry, 'mild', lenient, 40, 40);
+    await cleaner.compactNow('mild');
+    for (let i = 0; i < 10; i++) await mild.append([{ key: `k${i}`, value: 'again' }], 1000);
+    await mild.feed(registry.get('mild', 0)!, rollPolicy(lenient));
+    await fill(registry, 'filthy', lenient, 2, 40);
+    await fill(registry, 'strict', SMALL, 2, 40);
+    published.length = 0;
+    cleaner.start();
+    const deadline = Date.now() + 5000;
+    while (published.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    await cleaner.close();
+    assert.deepEqual(
+      published.map((p) => p.id.topic),
+      ['filthy', 'mild'],
+    );
+    const stats = cleaner.status();
+    assert.equal(stats.cleansTotal, 3);
+    assert.ok(stats.maxDirtyRatio > 0.9, `max dirty ratio ${stats.maxDirtyRatio}`);
+    assert.ok(registry.get('strict', 0)!.checkpoint.firstDirty === 0, 'strict was not cleaned');
+    registry.closeAll();
+  });
+
+  it('cleans a barely dirty partition once its oldest dirty segment passes max.compaction.lag.ms', async () => {
+    const clock = { now: 0 };
+    // A ratio can never exceed 1: only the lag can trigger this clean.
+    const policy = { ...SMALL, minCleanableDirtyRatio: 1, maxCompactionLagMs: 60_000 };
+    const { registry, cleaner } = setup(new Map([['t', policy]]), clock);
+    const round = (cleaner as unknown as { round(): Promise<CleanReport> }).round.bind(cleaner);
+    await fill(registry, 't', policy, 5, 30, 1000);
+    clock.now = 61_000;
+    assert.equal((await round()).cleaned.length, 0, 'the oldest dirty batch is exactly max.compaction.lag.ms old: not yet');
+    clock.now = 61_001;
+    const report = await round();
+    assert.equal(report.cleaned.length, 1);
+    assert.ok(cleaner.status().maxCompactionDelayMs > 0);
+    registry.closeAll();
+  });
+
+  it('marks a partition whose clean fails uncleanable until asked to clean it', async () => {
+    const clock = { now: 0 };
+    const { registry, cleaner } = setup(new Map([['t', SMALL]]), clock);
+    await fill(registry, 't', SMALL, 5, 30);
+    const store = registry.get('t', 0)!;
+    store.db.exec('DROP TABLE keys');
+    const report = await cleaner.compactNow('t');
+    assert.equal(report.failed.length, 1);
+    assert.deepEqual(cleaner.status().uncleanable, [{ topic: 't', partition: 0 }]);
+    assert.ok(errors.some((e) => /uncleanable/.test(e)));
+    store.db.exec('CREATE TABLE keys (partition INTEGER NOT NULL, key BLOB NOT NULL, offset INTEGER NOT NULL, PRIMARY KEY (partition, key)) WITHOUT ROWID');
+    const retry = await cleaner.compactNow('t');
+    assert.equal(retry.failed.length, 0);
+    assert.deepEqual(cleaner.status().uncleanable, []);
+    registry.closeAll();
+  });
+
+  it('retries a clean the disk refused next round instead of marking the partition uncleanable', async () => {
+    const clock = { now: 0 };
+    const policy = { ...SMALL, minCleanableDirtyRatio: 0.01 };
+    const { registry, cleaner, published } = setup(new Map([['full', policy]]), clock);
+    // Distinct keys: a first clean deletes nothing and must add every key to the keys table.
+    await fill(registry, 'full', policy, 500, 500);
+    const store = registry.get('full', 0)!;
+    store.db.pragma('wal_checkpoint(TRUNCATE)');
+    // The file may not grow: SQLite answers SQLITE_FULL, as on a full filesystem.
+    store.db.pragma(`max_page_count = ${store.db.pragma('page_count', { simple: true }) as number}`);
+    const before = { checkpoint: { ...store.checkpoint }, rows: store.rowCount };
+    published.length = 0;
+    errors.length = 0;
+    for (let i = 0; i < 2; i++) {
+      const report = await cleaner.compactNow('full');
+      assert.match(report.failed[0]?.error ?? '', /full/);
+    }
+    assert.deepEqual(cleaner.status().uncleanable, [], 'not uncleanable: the file is fine');
+    assert.deepEqual({ checkpoint: store.checkpoint, rows: store.rowCount }, before, 'nothing of the failed clean is taken for done');
+    assert.deepEqual(published, [], 'nor shown');
+    assert.equal(errors.filter((e) => /storage of a partition index failed/.test(e)).length, 1, 'said once');
+
+    store.db.pragma('max_page_count = 1000000');
+    cleaner.start();
+    const deadline = Date.now() + 5000;
+    while (published.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    await cleaner.close();
+    assert.ok(store.checkpoint.firstDirty > 0, 'the next round cleaned it');
+    registry.closeAll();
+  });
+
+  it('applies compact,delete retention: asks the upstream to delete and drops the records from the view', async () => {
+    const clock = { now: 100_000 };
+    const policy = { ...SMALL, delete: true, retentionMs: 50_000 };
+    const { registry, cleaner, deletes, published } = setup(new Map([['t', policy]]), clock);
+    const log = await fill(registry, 't', policy, 100, 20, 10_000);
+    for (let i = 0; i < 20; i++) await log.append([{ key: `new${i}`, value: 'v' }], 90_000);
+    await log.feed(registry.get('t', 0)!, rollPolicy(policy));
+    const store = registry.get('t', 0)!;
+    const firstYoung = store.segments.find((s) => s.maxTimestamp === 90_000)!.base;
+    const report = await cleaner.compactNow('t');
+    assert.deepEqual(report.retention, [{ topic: 't', partition: 0, logStartOffset: firstYoung, upstream: true }]);
+    assert.deepEqual(deletes, [['t', 0, firstYoung]]);
+    assert.equal(store.checkpoint.logStartOffset, firstYoung);
+    const last = published.at(-1)!.snapshot!;
+    assert.ok(last.cleanedUpTo >= firstYoung);
+    assert.equal(store.db.prepare('SELECT MIN(offset) FROM records').pluck().get(), firstYoung);
+    registry.closeAll();
+  });
+});
