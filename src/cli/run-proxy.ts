@@ -106,6 +106,7 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
   const adminServer = await listener('admin', 'adminListen', new Map(admin), adminGate(adminToken));
 
   const topicIds = new TopicIds();
+  topicIds.watch(upstream);
   const engine = await startCompaction({
     upstream: config.upstream,
     dataDir: config.dataDir,

@@ -90,10 +90,14 @@ export class ProxyServer {
     });
     // Nearest the client first. The proxy's address and topic-id filters sit nearest the
     // upstream, so every feature sees the addresses clients will see and the ids just learned.
-    this.chain = new FilterChain(
-      [apiVersionsFilter, saslHandshakeFilter, ...(opts.filters ?? []), fetchVersionFilter, topicIdFilter(this.topics), brokerAddressFilter(this.brokers)],
-      { upstream: { request: async (apiKey, version, body) => (await this.upstream.any()).request(apiKey, version, body) } },
-    );
+    this.chain = new FilterChain([
+      apiVersionsFilter,
+      saslHandshakeFilter,
+      ...(opts.filters ?? []),
+      fetchVersionFilter,
+      topicIdFilter(this.topics),
+      brokerAddressFilter(this.brokers),
+    ]);
   }
 
   /** Where the bootstrap listener is bound (the actual port when 0 was asked for). */

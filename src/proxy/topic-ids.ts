@@ -1,12 +1,37 @@
 /**
- * Topic id <-> name, learned from the Metadata and CreateTopics answers that pass through and
- * from the proxy's own lookups. Fetch v13+ and Produce v13 name topics only by id.
+ * Topic id <-> name, learned in one place from every answer that names both: the Metadata and
+ * CreateTopics answers clients get (topic-id-filter.ts), and every Metadata answer of the
+ * proxy's own upstream clients (watch). Fetch v13+ and Produce v13 name topics only by id.
  */
+/** A topic as Metadata and CreateTopics answers name it. */
+interface NamedTopic {
+  name: string | null;
+  topicId?: string;
+}
+
+/** What watch() needs of an upstream client (UpstreamClusterClient). */
+interface MetadataSource {
+  onMetadata(listener: (answer: { topics: readonly NamedTopic[] }) => void): void;
+}
+
 export const ZERO_UUID = 'AAAAAAAAAAAAAAAAAAAAAA';
 
 export class TopicIds {
   private readonly byId = new Map<string, string>();
   private readonly byName = new Map<string, string>();
+  private readonly watched = new WeakSet<MetadataSource>();
+
+  /** Learns the ids of every Metadata answer the client gets from now on (once per client). */
+  watch(client: MetadataSource): void {
+    if (this.watched.has(client)) return;
+    this.watched.add(client);
+    client.onMetadata((answer) => this.learnFrom(answer.topics));
+  }
+
+  /** Learns the ids an answer names (a topic with an error, one being created say, names its id too, or none). */
+  learnFrom(topics: readonly NamedTopic[]): void {
+    for (const t of topics) this.learn(t.name, t.topicId);
+  }
 
   learn(name: string | null | undefined, id: string | null | undefined): void {
     if (!name || !id || id === ZERO_UUID) return;

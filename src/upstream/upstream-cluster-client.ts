@@ -38,6 +38,8 @@ export class UpstreamClusterClient {
   private answered: HostPort | undefined;
   private closed = false;
 
+  private readonly metadataListeners: ((answer: MetadataResponse) => void)[] = [];
+
   constructor(private readonly opts: UpstreamClusterClientOptions) {
     this.connector = opts.connector ?? UpstreamConnector.plaintext;
     this.connections = new BrokerConnections({
@@ -96,8 +98,14 @@ export class UpstreamClusterClient {
         throw err;
       }
       this.cache.learn(answer);
+      for (const listener of this.metadataListeners) listener(answer);
       return answer;
     });
+  }
+
+  /** Hears every Metadata answer this client gets (the proxy's topic ids learn them: topic-ids.ts). */
+  onMetadata(listener: (answer: MetadataResponse) => void): void {
+    this.metadataListeners.push(listener);
   }
 
   /** A connection to the partition's leader, asking Metadata for the topic when the leader is not known. */

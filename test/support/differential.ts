@@ -16,6 +16,7 @@
  * after each clean, so what is appended after a pass sits later there than on Kafka: its
  * observation is moved into the reference's offsets before comparing (inReferenceOffsets).
  */
+import { ErrorCode } from '../../src/protocol/errors.js';
 import { ConfigResourceType } from '../../src/protocol/config-resource.js';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -456,7 +457,7 @@ export async function observe(target: DifferentialTarget, opts: ObserveOptions):
     const bad = await createTopic(target.bootstrap, badTopic, { ...DIFFERENTIAL_TOPIC_CONFIGS, 'cleanup.policy': 'foo' });
     const alter = await alterCleanupPolicy(target.bootstrap, topic, 'foo');
     const state = await topicState(target.bootstrap, badTopic);
-    return { create: { code: bad.errorCode, message: bad.errorMessage }, alter, partialTopic: state.errorCode !== 3 };
+    return { create: { code: bad.errorCode, message: bad.errorMessage }, alter, partialTopic: state.errorCode !== ErrorCode.UNKNOWN_TOPIC_OR_PARTITION };
   });
 
   const workload = await timed('write', () =>
@@ -815,7 +816,8 @@ export function compactionProblems(o: Observation): string[] {
     .filter(([, errs]) => errs.some((e) => e === null))
     .map(([codec]) => codec);
   if (accepted.length) problems.push(`a batch with a keyless record was accepted (${accepted.join(', ')})`);
-  if (o.keyless.raw?.errorCode !== 87) problems.push(`the raw keyless produce got ${JSON.stringify(o.keyless.raw)}, not INVALID_RECORD (87)`);
+  if (o.keyless.raw?.errorCode !== ErrorCode.INVALID_RECORD)
+    problems.push(`the raw keyless produce got ${JSON.stringify(o.keyless.raw)}, not INVALID_RECORD (87)`);
   if (o.keyless.endAfter !== o.keyless.endBefore) problems.push(`the keyless attempts moved the log end from ${o.keyless.endBefore} to ${o.keyless.endAfter}`);
   if (o.invalid.create.code !== 40 || o.invalid.alter.code !== 40)
     problems.push(`cleanup.policy=foo got ${JSON.stringify(o.invalid)}, not INVALID_CONFIG (40)`);

@@ -1,6 +1,6 @@
 /**
  * Drives one filter with typed requests and responses, as the proxy would, and reports what it
- * did: forwarded (and with which body), answered, closed, and which requests of its own it sent.
+ * did: forwarded (and with which body), answered or closed.
  * The filter runs in a real FilterChain of its own, over frames encoded and decoded by the real
  * codec, so what a test sees is what a client and an upstream would see.
  */
@@ -17,17 +17,7 @@ import {
   type ResponseBodies,
 } from '../../src/protocol/messages.js';
 import { Closing, FilterChain, type PendingContinuation } from '../../src/proxy/filter/filter-chain.js';
-import type { Filter, FilterUpstream } from '../../src/proxy/filter/filter.js';
-
-/** A request the filter sent through its context's upstream client. */
-export interface SentRequest {
-  apiKey: number;
-  version: number;
-  body: object;
-}
-
-/** Answers the filter's own requests: return a response body, or throw to fail the request. */
-export type UpstreamScript = (sent: SentRequest) => object | Promise<object>;
+import type { Filter } from '../../src/proxy/filter/filter.js';
 
 export interface RequestOptions {
   correlationId?: number;
@@ -68,30 +58,11 @@ export type RequestRun<K extends ApiKeyNumber> =
 
 export class FilterHarness {
   readonly chain: FilterChain;
-  /** Every request the filter sent of its own, in order. */
-  readonly sent: SentRequest[] = [];
   /** The connection requests come on unless one is given. */
   readonly connection: object = {};
-  private script: UpstreamScript;
 
-  constructor(
-    readonly filter: Filter,
-    opts: { upstream?: UpstreamScript } = {},
-  ) {
-    this.script = opts.upstream ?? ((s) => Promise.reject(new Error(`no upstream answer scripted for api ${s.apiKey} v${s.version}`)));
-    const upstream: FilterUpstream = {
-      request: async <K extends ApiKeyNumber>(apiKey: K, version: number, body: BodyInit<RequestBodies[K]>) => {
-        const sent = { apiKey, version, body: body as object };
-        this.sent.push(sent);
-        return (await this.script(sent)) as ResponseBodies[K];
-      },
-    };
-    this.chain = new FilterChain([filter], { upstream });
-  }
-
-  /** Replaces how the filter's own requests are answered. */
-  answerUpstream(script: UpstreamScript): void {
-    this.script = script;
+  constructor(readonly filter: Filter) {
+    this.chain = new FilterChain([filter]);
   }
 
   async request<K extends ApiKeyNumber>(apiKey: K, version: number, body: BodyInit<RequestBodies[K]>, opts: RequestOptions = {}): Promise<RequestRun<K>> {

@@ -5,7 +5,6 @@
  * topic and are applied locally as soon as the upstream acknowledges them.
  */
 import type { Logger } from '../../common/log.js';
-import { type TopicIds, ZERO_UUID } from '../../proxy/topic-ids.js';
 import type { ConfigCache, CachedChange } from './config-cache.js';
 import { ConfigsTopicUnavailable, OffsetOutOfRange, type ConfigsTopic } from './configs-topic.js';
 import { decodeStoredTopic, encodeStoredTopic, type StoredTopic } from './stored-topic.js';
@@ -41,7 +40,6 @@ export class ConfigSync {
     private readonly cache: ConfigCache,
     private readonly state: TopicConfigState,
     private readonly links: UpstreamClusterClient,
-    private readonly topicIds: TopicIds,
     checkpoint: { nextOffset: number; storeTopicId: string | null },
     private readonly opts: ConfigSyncOptions,
   ) {
@@ -174,8 +172,8 @@ export class ConfigSync {
     this.lastIdRefresh = Date.now();
     const names = this.state.topicsWithIds();
     for (let i = 0; i < names.length; i += METADATA_CHUNK) {
-      const answer = await this.links.metadata(names.slice(i, i + METADATA_CHUNK));
-      for (const t of answer.topics) if (t.errorCode === 0 && t.topicId !== ZERO_UUID) this.topicIds.learn(t.name, t.topicId);
+      // The proxy's topic ids learn the answer (they watch this client: topic-configs.ts).
+      await this.links.metadata(names.slice(i, i + METADATA_CHUNK));
     }
     this.state.recheckTopicIds();
   }

@@ -101,12 +101,12 @@ export async function createTopicConfigs(opts: TopicConfigsOptions): Promise<Top
       connector: opts.connector,
       log,
     });
+  opts.topicIds.watch(links);
   const sync = new ConfigSync(
     new ConfigsTopic(links, log, requestTimeoutMs),
     cache,
     state,
     links,
-    opts.topicIds,
     { nextOffset: cached.nextOffset ?? 0, storeTopicId: cached.storeTopicId },
     { pollIntervalMs: opts.pollIntervalMs ?? 500, log },
   );

@@ -13,12 +13,11 @@ import { RETENTION_BYTES, RETENTION_MS } from './definitions.js';
 
 /** The resource type of a topic in DescribeConfigs. */
 
-/** The topic's id in the upstream now (learned into the proxy's ids), or undefined when it has none. */
+/** The topic's id in the upstream now (the proxy's ids learn it: they watch ctx.links), or undefined when it has none. */
 async function currentTopicId(ctx: ConfigContext, topic: string): Promise<string | undefined> {
   const answer = await ctx.links.metadata([topic]);
   const t = answer.topics.find((x) => x.name === topic);
   if (!t || t.errorCode !== ErrorCode.NONE || t.topicId === ZERO_UUID) return undefined;
-  ctx.topicIds.learn(topic, t.topicId);
   return t.topicId;
 }
 

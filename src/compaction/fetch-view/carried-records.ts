@@ -15,6 +15,7 @@
  * batches are views of the reads of the copies, which it hands on with them (`held`), to be given
  * back once the answer has been put together (copies-ahead.ts begins answers early).
  */
+import { ErrorCode } from '../../protocol/errors.js';
 import { BATCH_HEADER_SIZE, batchPayload, iterateBatches, readBatchHeader, RecordScan } from '../../protocol/records/batch.js';
 import { LOG_OVERHEAD, Offsets } from '../../protocol/records/batch-header.js';
 import { CorruptRecordError } from '../../protocol/records/errors.js';
@@ -182,7 +183,7 @@ export async function carriedRecords(upstream: UpstreamReads, target: CopiesTarg
     const taken = answer.batches.length;
     try {
       // The pass's copies went (a newer pass this replica has not read yet): what was found stands.
-      if (read.errorCode !== 0 || !read.records) break;
+      if (read.errorCode !== ErrorCode.NONE || !read.records) break;
       const walked = iterateBatches(read.records).batches;
       if (walked.length === 0) break;
       bytesRead += read.records.length;

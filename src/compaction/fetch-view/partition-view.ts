@@ -8,6 +8,7 @@
  * offset stay what the upstream said; the aborted-transaction list loses the transactions whose
  * markers the cleaner removed.
  */
+import { ErrorCode } from '../../protocol/errors.js';
 import { encodeBatch, iterateBatches } from '../../protocol/records/batch.js';
 import type { IndexView, PartitionIndexView, CarriedSnapshot } from '../../engine/api/index-view.js';
 import { mergeAbortedTransactions, visibleAbortedTransactions } from './aborted-transactions.js';
@@ -118,7 +119,7 @@ export class PartitionAnswer {
     const answer = new PartitionAnswer(target, data, counters, cache);
     const begun = target.copiesBegun;
     target.copiesBegun = undefined;
-    if (data.errorCode !== 0) {
+    if (data.errorCode !== ErrorCode.NONE) {
       dropBegun(begun);
       return answer;
     }
@@ -139,7 +140,7 @@ export class PartitionAnswer {
   }
 
   get failed(): boolean {
-    return this.data.errorCode !== 0;
+    return this.data.errorCode !== ErrorCode.NONE;
   }
 
   /** Every byte the client gets for this partition. */
@@ -225,7 +226,7 @@ export class PartitionAnswer {
       });
       let seen: VisibleRecords;
       try {
-        if (read.errorCode !== 0) return;
+        if (read.errorCode !== ErrorCode.NONE) return;
         seen = await this.view(read.records, budget);
         // Beside other data, a first batch too big for the room waits for the client's next fetch.
         if (seen.end < 0 || (seen.full && seen.batches.length === 0)) return;
@@ -338,7 +339,7 @@ export class PartitionAnswer {
   private async records(answers: EmptyAnswers): Promise<Buffer | null> {
     // A carried partition's log start is the topic's own, not the store's.
     const carried = this.target.view.carried();
-    if (carried && this.data.errorCode === 0) this.data.logStartOffset = BigInt(carried.topicStart);
+    if (carried && this.data.errorCode === ErrorCode.NONE) this.data.logStartOffset = BigInt(carried.topicStart);
     if (this.failed) return this.data.records;
     if (this.corrupt === null) this.data.abortedTransactions = visibleAbortedTransactions(this.data.abortedTransactions, this.markers);
     const { plan, clientOffset, answerKey } = this.target;

@@ -17,6 +17,7 @@
  * its acknowledgements of them become those of the copies (copy-acks.ts). Nothing else of a
  * request changes: the broker keeps the share session and every other acknowledgement.
  */
+import { ErrorCode } from '../../protocol/errors.js';
 import type { Logger } from '../../common/log.js';
 import { ApiKey, type ApiKeyOf, type ShareAcknowledgeResponse, type ShareFetchResponse } from '../../protocol/messages.js';
 import { CopyAcks, type AckBatch } from './copy-acks.js';
@@ -179,7 +180,7 @@ export function createShareFetchView(opts: ShareFetchViewOptions): ShareFetchVie
       const before = t.partitions.length;
       t.partitions = t.partitions.filter((p) => {
         if (!hiddenOutcome(gaps, t.topicId, p.partitionIndex)) return true;
-        if (p.errorCode !== 0) gapsRefused(group, t.topicId, p.partitionIndex, p.errorCode, p.errorMessage);
+        if (p.errorCode !== ErrorCode.NONE) gapsRefused(group, t.topicId, p.partitionIndex, p.errorCode, p.errorMessage);
         return false;
       });
       if (t.partitions.length !== before) changed = true;
@@ -202,7 +203,7 @@ export function createShareFetchView(opts: ShareFetchViewOptions): ShareFetchVie
         p.acknowledgeErrorCode = 0;
         p.acknowledgeErrorMessage = null;
         // An entry the broker made for the acknowledgement alone: the member asked nothing of it.
-        return p.errorCode !== 0 || (p.records && p.records.length > 0) || p.acquiredRecords.length > 0;
+        return p.errorCode !== ErrorCode.NONE || (p.records && p.records.length > 0) || p.acquiredRecords.length > 0;
       });
       if (t.partitions.length !== before) changed = true;
     }

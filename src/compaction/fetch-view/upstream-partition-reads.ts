@@ -38,7 +38,9 @@ export class UpstreamPartitionReads implements UpstreamReads {
   private allTopicsAt = -Infinity;
   private readonly frames = new ReusedBuffers({ keepBytes: KEEP_READ_BYTES, idleMs: KEEP_READS_IDLE_MS });
 
-  constructor(private readonly opts: UpstreamPartitionReadsOptions) {}
+  constructor(private readonly opts: UpstreamPartitionReadsOptions) {
+    opts.topicIds.watch(opts.upstream);
+  }
 
   async readPartition(read: PartitionRead): Promise<UpstreamRead> {
     const { upstream } = this.opts;
@@ -143,9 +145,8 @@ export class UpstreamPartitionReads implements UpstreamReads {
     return this.opts.topicIds.id(topic);
   }
 
-  /** Asks Metadata about the topics (null: every topic) and teaches the proxy's topic ids what it says. */
+  /** Asks Metadata about the topics (null: every topic): the proxy's topic ids, watching the client, learn what it says. */
   private async learnTopicIds(topics: string[] | null): Promise<void> {
-    const answer = await this.opts.upstream.metadata(topics);
-    for (const t of answer.topics) if (t.errorCode === ErrorCode.NONE) this.opts.topicIds.learn(t.name, t.topicId);
+    await this.opts.upstream.metadata(topics);
   }
 }

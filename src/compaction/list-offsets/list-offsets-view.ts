@@ -90,7 +90,7 @@ export function createListOffsetsView(opts: ListOffsetsViewOptions): Filter {
         for (const t of res.body.topics) {
           for (const p of t.partitions) {
             const a = asked.get(partitionKey(t.name, p.partitionIndex));
-            if (!a || p.errorCode !== 0) continue;
+            if (!a || p.errorCode !== ErrorCode.NONE) continue;
             if (a.kind === 'start') p.offset = BigInt(a.start);
             else if (a.kind === 'latest') lookups.push(latest(t.name, p.partitionIndex, p));
             else if (a.kind === 'time') lookups.push(lookUp(t.name, p.partitionIndex, p, a.timestamp));

@@ -5,6 +5,7 @@
  * in Kafka, whose last offset always holds a record clients see; only after a pass wrote last
  * does the answer need the index.
  */
+import { ErrorCode } from '../../protocol/errors.js';
 import { iterateBatches } from '../../protocol/records/batch.js';
 import type { UpstreamReads } from '../fetch-view/upstream-reads.js';
 import { isCarried } from '../../protocol/carry/batch-view.js';
@@ -20,7 +21,7 @@ export async function endsWithOwnRecords(reads: UpstreamReads, topic: string, pa
   if (end <= 0) return undefined;
   const read = await reads.readPartition({ topic, partition, fetchOffset: end - 1, currentLeaderEpoch: -1, maxBytes: PROBE_BYTES, isolationLevel: 0 });
   try {
-    if (read.errorCode !== 0 || !read.records) return undefined;
+    if (read.errorCode !== ErrorCode.NONE || !read.records) return undefined;
     const last = end - 1;
     const holding = iterateBatches(read.records).batches.find((b) => Number(b.baseOffset) <= last && Number(b.baseOffset) + b.lastOffsetDelta >= last);
     return holding ? await isCarried(read.records, holding) : undefined;

@@ -118,8 +118,8 @@ export class CarrierGroup {
           }),
         )
         .then((res) => {
-          const code = res.errorCode || res.members?.[0]?.errorCode || 0;
-          if (code !== 0) throw new GroupError('LeaveGroup', code);
+          const code = res.errorCode || res.members?.[0]?.errorCode || ErrorCode.NONE;
+          if (code !== ErrorCode.NONE) throw new GroupError('LeaveGroup', code);
         })
         .catch((err: unknown) => this.opts.log.debug('leaving the carrier group failed; the coordinator drops this member after its session timeout', { err }));
       await Promise.race([leaving, new Promise((resolve) => setTimeout(resolve, LEAVE_TIMEOUT_MS).unref())]);
@@ -144,7 +144,7 @@ export class CarrierGroup {
         memberId: this.memberId,
         groupInstanceId: null,
       });
-      if (res.errorCode === 0) return true;
+      if (res.errorCode === ErrorCode.NONE) return true;
       // The loop's own next heartbeat meets the same answer and joins again.
       this.revoke();
       this.wake?.();
@@ -241,7 +241,7 @@ export class CarrierGroup {
     const { upstream, groupId } = this.opts;
     const [c] = await groupCoordinators(await upstream.any(), [groupId]);
     if (!c) throw new Error('FindCoordinator of the carrier group answered no coordinator');
-    if (c.errorCode !== 0) throw new GroupError('FindCoordinator', c.errorCode);
+    if (c.errorCode !== ErrorCode.NONE) throw new GroupError('FindCoordinator', c.errorCode);
     const client = await upstream.broker(c.nodeId, 'group');
     this.coordinatorId = c.nodeId;
     return client;
@@ -274,7 +274,7 @@ export class CarrierGroup {
       this.memberId = joined.memberId;
       joined = await join();
     }
-    if (joined.errorCode !== 0) throw new GroupError('JoinGroup', joined.errorCode);
+    if (joined.errorCode !== ErrorCode.NONE) throw new GroupError('JoinGroup', joined.errorCode);
     this.memberId = joined.memberId;
     const generation = joined.generationId;
     this.leader = joined.leader === this.memberId;
@@ -288,7 +288,7 @@ export class CarrierGroup {
       protocolName: CARRIER_PROTOCOL_NAME,
       assignments,
     });
-    if (synced.errorCode !== 0) throw new GroupError('SyncGroup', synced.errorCode);
+    if (synced.errorCode !== ErrorCode.NONE) throw new GroupError('SyncGroup', synced.errorCode);
     this.generation = generation;
     this.carried = decodeCarrierAssignment(synced.assignment);
     this.carriedKeys = new Set(this.carried.map((p) => partitionKey(p.topic, p.partition)));
@@ -325,7 +325,7 @@ export class CarrierGroup {
         memberId: this.memberId,
         groupInstanceId: null,
       });
-      if (res.errorCode !== 0) throw new GroupError('Heartbeat', res.errorCode);
+      if (res.errorCode !== ErrorCode.NONE) throw new GroupError('Heartbeat', res.errorCode);
       this.partitionsChanged();
     }
   }

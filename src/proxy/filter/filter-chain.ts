@@ -31,7 +31,6 @@ import type {
   Filter,
   FilterRequest,
   FilterResponse,
-  FilterUpstream,
   ForwardRequest,
   RequestContext,
   RequestOutcome,
@@ -100,15 +99,6 @@ const VERSION_OFFSET = 6;
 /** The connection of requests run without one (tests, benchmarks): all of them one client's. */
 const NO_CONNECTION: object = Object.freeze({});
 
-const noUpstream: FilterUpstream = {
-  request: () => Promise.reject(new Error('this proxy has no upstream client for filters; pass one to the FilterChain')),
-};
-
-export interface FilterChainOptions {
-  /** The upstream client filters send their own requests through. */
-  upstream?: FilterUpstream;
-}
-
 export class FilterChain {
   readonly filters: readonly Filter[];
   readonly decodedApis: ReadonlySet<number>;
@@ -118,7 +108,7 @@ export class FilterChain {
   private readonly requestCtx: RequestContext<ApiKeyNumber>;
   private readonly responseCtx: ResponseContext<ApiKeyNumber>;
 
-  constructor(filters: readonly Filter[], opts: FilterChainOptions = {}) {
+  constructor(filters: readonly Filter[]) {
     this.filters = filters;
     filters.forEach((filter, index) => {
       for (const [key, hooks] of Object.entries(filter.apis) as [string, ApiHooks<ApiKeyNumber>][]) {
@@ -130,11 +120,9 @@ export class FilterChain {
       }
     });
     this.decodedApis = new Set([...this.byApi].filter(([, list]) => list.some((h) => h.hooks.onRequest || h.hooks.onResponse)).map(([k]) => k));
-    const upstream = opts.upstream ?? noUpstream;
     const decodedApis = this.decodedApis;
     const close = (reason: string, error?: Error) => new Closing(reason, error);
     this.requestCtx = {
-      upstream,
       decodedApis,
       forward: (change) => ({ kind: 'forward', change }) satisfies Outcome as unknown as RequestOutcome<ApiKeyNumber>,
       respond: (body) => ({ kind: 'respond', body }) satisfies Outcome as unknown as RequestOutcome<ApiKeyNumber>,
@@ -142,7 +130,6 @@ export class FilterChain {
       close: (reason, error) => close(reason, error) as unknown as RequestOutcome<ApiKeyNumber>,
     };
     this.responseCtx = {
-      upstream,
       decodedApis,
       forward: (body) => ({ kind: 'forward-response', body }) satisfies Outcome as unknown as ResponseOutcome<ApiKeyNumber>,
       forwardFrame: (frame) => ({ kind: 'forward-response', frame }) satisfies Outcome as unknown as ResponseOutcome<ApiKeyNumber>,

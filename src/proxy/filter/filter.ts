@@ -51,12 +51,6 @@ export interface FilterResponse<K extends ApiKeyNumber> {
   readonly local: boolean;
 }
 
-/** A filter's own requests, through kcompact's upstream client. */
-export interface FilterUpstream {
-  /** Sends a request to any broker of the upstream and resolves with its decoded response. */
-  request<K extends ApiKeyNumber>(apiKey: K, version: number, body: BodyInit<RequestBodies[K]>): Promise<ResponseBodies[K]>;
-}
-
 export type Continuation<K extends ApiKeyNumber> = (res: FilterResponse<K>, ctx: ResponseContext<K>) => ResponseOutcome<K> | Promise<ResponseOutcome<K>>;
 
 declare const outcome: unique symbol;
@@ -83,8 +77,6 @@ export interface ForwardRequest<K extends ApiKeyNumber> {
 }
 
 export interface FilterContext {
-  /** Requests of the filter's own. Throws when the proxy was set up without an upstream client. */
-  readonly upstream: FilterUpstream;
   /** The APIs whose frames the chain decodes (the versions it can read are the only ones it may offer). */
   readonly decodedApis: ReadonlySet<number>;
 }

@@ -83,16 +83,22 @@ export function configFixture(opts: FixtureOptions = {}): ConfigFixture {
     },
   };
 
-  const metadata = async (topics: readonly string[]): Promise<MetadataResponse> => ({
-    brokers: [],
-    controllerId: -1,
-    topics: topics.map((name) => {
-      const topicId = opts.upstreamIds?.[name];
-      return topicId
-        ? { errorCode: ErrorCode.NONE, name, topicId, partitions: [] }
-        : { errorCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name, topicId: ZERO_UUID, partitions: [] };
-    }),
-  });
+  // As UpstreamClusterClient does, every answer goes to the listeners (the topic ids watch it).
+  const listeners: ((answer: MetadataResponse) => void)[] = [];
+  const metadata = async (topics: readonly string[]): Promise<MetadataResponse> => {
+    const answer: MetadataResponse = {
+      brokers: [],
+      controllerId: -1,
+      topics: topics.map((name) => {
+        const topicId = opts.upstreamIds?.[name];
+        return topicId
+          ? { errorCode: ErrorCode.NONE, name, topicId, partitions: [] }
+          : { errorCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name, topicId: ZERO_UUID, partitions: [] };
+      }),
+    };
+    for (const listener of listeners) listener(answer);
+    return answer;
+  };
   const client = {
     version: (apiKey: number) => (apiKey === ApiKey.DeleteTopics ? 6 : apiKey === ApiKey.CreateTopics ? 7 : 4),
     request: async (apiKey: number, _version: number, body: RequestBodies[keyof RequestBodies]) => {
@@ -101,6 +107,7 @@ export function configFixture(opts: FixtureOptions = {}): ConfigFixture {
     },
   };
   const links = { metadata, any: async () => client, controller: async () => client };
+  topicIds.watch({ onMetadata: (listener) => void listeners.push(listener) });
 
   const ctx: ConfigContext = {
     state,

@@ -40,7 +40,6 @@ test('the cache is written when the store moves on, not at every idle poll', asy
     cache,
     state,
     {} as UpstreamClusterClient,
-    ids,
     { nextOffset: 0, storeTopicId: 'STORE' },
     { pollIntervalMs: 500, log },
   );

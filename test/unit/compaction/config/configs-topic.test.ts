@@ -132,7 +132,6 @@ test('a stale copy read after the newer original does not bring the older config
     cache,
     state,
     {} as UpstreamClusterClient,
-    ids,
     { nextOffset: 0, storeTopicId: null },
     {
       pollIntervalMs: 500,

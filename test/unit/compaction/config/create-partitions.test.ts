@@ -18,5 +18,4 @@ test('CreatePartitions goes on unchanged, and its answer back as it came', async
     results: [{ name: 'orders', errorCode: ErrorCode.NONE, errorMessage: null }],
   });
   assert.ok(answer.kind === 'forward' && !answer.changed);
-  assert.deepEqual(harness.sent, []);
 });

@@ -97,7 +97,7 @@ export function emptyPartition() {
     carry: { pass: -1, passEnd: -1, passRelease: -1, passTime: -1, topicStart: -1, openPass: -1, openRelease: -1, openTime: -1 },
     topicStart: 0,
     knowsTopicStart: () => true,
-    db: { open: true },
+    isOpen: true,
     carriedRows: () => [],
     dropBelow: () => false,
   };

@@ -162,30 +162,3 @@ test('close and closeAfter reach the connection; decoding is derived from the ho
   const r2 = await run(new FilterChain([after]), []).routed;
   assert.ok(r2.kind === 'forward' && r2.closeAfter === 'done');
 });
-
-test('a filter sends requests of its own through the upstream client', async () => {
-  const asking: Filter = {
-    name: 'asking',
-    apis: {
-      [ApiKey.DescribeCluster]: {
-        onRequest: async (_req, ctx) => {
-          const meta = await ctx.upstream.request(ApiKey.Metadata, 12, { topics: [] });
-          return ctx.respond({ clusterId: meta.clusterId ?? 'none', controllerId: meta.controllerId ?? -1, brokers: [] });
-        },
-      },
-    },
-  };
-  const harness = new FilterHarness(asking, { upstream: () => ({ brokers: [], topics: [], clusterId: 'kc', controllerId: 3 }) });
-  const r = await harness.request(ApiKey.DescribeCluster, 0, {});
-  assert.ok(r.kind === 'respond' && r.body.clusterId === 'kc' && r.body.controllerId === 3);
-  assert.deepEqual(
-    harness.sent.map((s) => [s.apiKey, s.version]),
-    [[ApiKey.Metadata, 12]],
-  );
-  await assert.rejects(new FilterChain([asking]).request(...requestOf(ApiKey.DescribeCluster)) as Promise<unknown>, /no upstream client for filters/);
-});
-
-function requestOf(apiKey: number): [Buffer, ReturnType<typeof decodeRequestHeader>, boolean] {
-  const frame = encodeRequestFrame({ apiKey, apiVersion: 0, correlationId: 1, clientId: 'c' }, {});
-  return [frame, decodeRequestHeader(frame.subarray(4)), true];
-}
