@@ -11,7 +11,7 @@
  *       cleaner on is the reference);
  *   (c) the proxy stays under 300 MiB resident with every key indexed, once cleaned, and once
  *       idle after the reads (right after them is shown too: their dead Buffers are still there
- *       until V8 or the idle collection, src/ops/idle-collection.ts, takes them);
+ *       until V8 or the idle collection, src/common/idle-collection.ts, takes them);
  *
  * and a soak under mixed traffic keeps memory flat after a warm-up of the same traffic
  * (scale-soak.ts, soak-trend.ts's rule).
