@@ -10,7 +10,8 @@ import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import kafkajs from 'kafkajs';
 import type { TopicPolicy } from '../../src/engine/api/topic-policy.js';
-import { startCompactionEngine, type CompactionEngine } from '../../src/compaction/engine-client/compaction-engine.js';
+import type { CompactionEngine } from '../../src/engine/api/engine-handle.js';
+import { startCompactionEngine } from '../../src/compaction/engine-client/compaction-engine.js';
 import type { Logger } from '../../src/common/log.js';
 import { ckTxn, franzConsume, franzProduce, makeTempDir, pollUntil, requirePeers, startKafka, startKfake, type RecordView } from '../support/index.js';
 

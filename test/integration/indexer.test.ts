@@ -15,7 +15,8 @@ import kafkajs from 'kafkajs';
 import { keyDigest } from '../../src/engine/store/key-digest.js';
 import { topicIndexFile } from '../../src/engine/store/index-files.js';
 import { RecordFlag } from '../../src/engine/store/record-flags.js';
-import { startCompactionEngine, type CompactionEngine } from '../../src/compaction/engine-client/compaction-engine.js';
+import type { CompactionEngine } from '../../src/engine/api/engine-handle.js';
+import { startCompactionEngine } from '../../src/compaction/engine-client/compaction-engine.js';
 import type { Logger } from '../../src/common/log.js';
 import {
   ckTxn,

@@ -8,18 +8,18 @@
  * dies (a bug, not an upstream outage: those it rides out itself), it is started again after a
  * second with the last policies; the view keeps serving the last snapshots meanwhile.
  */
+import type { CompactionEngine } from '../../engine/api/engine-handle.js';
 import { Worker } from 'node:worker_threads';
 import type { HostPort } from '../../common/host-port.js';
 import type { Logger, LogLevel } from '../../common/log.js';
-import type { IndexView } from '../../engine/api/index-view.js';
+
 import type { TopicPolicy } from '../../engine/api/topic-policy.js';
-import type { CleanReport, EngineStatus, PartitionDetail, OffsetAtTime } from '../../engine/api/engine-reports.js';
 import type { IndexerOptions } from '../../engine/api/engine-options.js';
 import type { KeyIdentityRules } from '../../engine/api/key-identity-rules.js';
 import { SurvivorIndex } from './survivor-index.js';
 import type { UpstreamSecurity } from '../../upstream/upstream-connector.js';
 import { DemandNotes } from './demand-notes.js';
-import type { CarrierGroupSettings, FromWorker, RebuildingPartition, ToWorker, WorkerConfig } from '../../engine/api/engine-protocol.js';
+import type { CarrierGroupSettings, EngineReplies, EngineRequest, FromWorker, ToWorker, WorkerConfig } from '../../engine/api/engine-protocol.js';
 import { deserializeError, restoreFields } from '../../engine/api/worker-log.js';
 
 export interface CompactionEngineOptions {
@@ -49,30 +49,6 @@ export interface CompactionEngineOptions {
   upstreamSecurity?: UpstreamSecurity;
 }
 
-export interface CompactionEngine {
-  /** Survivors per compacted partition, for the fetch view. */
-  readonly index: IndexView;
-  /**
-   * The compacted topics and their policies, authoritative: indexes of topics not listed are
-   * deleted. Call it once the topic-config layer has loaded, and again on every change.
-   */
-  setPolicies(policies: ReadonlyMap<string, TopicPolicy>): void;
-  /** Cleans the topic's partitions (every compacted topic's when omitted) now. */
-  compactNow(topic?: string): Promise<CleanReport>;
-  status(): Promise<EngineStatus>;
-  /** The topic's indexed partitions in detail (survivors counted). */
-  inspect(topic: string): Promise<PartitionDetail[]>;
-  /** ListOffsets by timestamp from the partition's index (offsets-by-time.ts); null when it is not indexed. */
-  offsetForTime(topic: string, partition: number, timestamp: number): Promise<OffsetAtTime | null>;
-  /**
-   * Drops the indexes of a compacted topic (of every one when omitted) and indexes it again from
-   * the upstream; resolves once they are dropped, with how far each had reached.
-   */
-  rebuildIndex(topic?: string): Promise<RebuildingPartition[]>;
-  /** Stops indexing and cleaning, checkpoints and closes every index, ends the worker. */
-  close(): Promise<void>;
-}
-
 const RESTART_DELAY_MS = 1000;
 export const DEFAULT_INDEX_IDLE_MS = 600_000;
 const CLOSE_TIMEOUT_MS = 30_000;
@@ -98,7 +74,7 @@ export async function startCompactionEngine(opts: CompactionEngineOptions): Prom
   // Told again well within the idle time, so that a partition in use is never let go.
   const demand = new DemandNotes((partitions) => post({ type: 'demand', partitions }), Math.max(1_000, Math.floor(indexIdleMs / 4)));
   const index = new SurvivorIndex(
-    (topic, partition, timeoutMs) => call<boolean>((id) => ({ type: 'caughtUp', id, topic, partition, timeoutMs })),
+    (topic, partition, timeoutMs) => call('caughtUp', { topic, partition, timeoutMs }),
     (topic, partition) => demand.note(topic, partition),
   );
   const config: WorkerConfig = {
@@ -186,11 +162,12 @@ export async function startCompactionEngine(opts: CompactionEngineOptions): Prom
 
   const post = (m: ToWorker) => worker.postMessage(m);
 
-  const call = <T>(make: (id: number) => ToWorker): Promise<T> =>
-    new Promise<T>((resolve, reject) => {
+  /** A request of the contract (engine-protocol.ts), answered by the reply EngineReplies pairs with it. */
+  const call = <T extends EngineRequest['type']>(type: T, fields: Omit<Extract<EngineRequest, { type: T }>, 'type' | 'id'>): Promise<EngineReplies[T]> =>
+    new Promise<EngineReplies[T]>((resolve, reject) => {
       const id = nextId++;
       pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
-      post(make(id));
+      post({ ...fields, type, id } as EngineRequest);
     });
 
   ready = spawn();
@@ -202,11 +179,11 @@ export async function startCompactionEngine(opts: CompactionEngineOptions): Prom
       policies = [...next];
       post({ type: 'policies', policies });
     },
-    compactNow: (topic) => call<CleanReport>((id) => (topic === undefined ? { type: 'compact', id } : { type: 'compact', id, topic })),
-    status: () => call<EngineStatus>((id) => ({ type: 'status', id })),
-    inspect: (topic) => call<PartitionDetail[]>((id) => ({ type: 'inspect', id, topic })),
-    offsetForTime: (topic, partition, timestamp) => call<OffsetAtTime | null>((id) => ({ type: 'offsetForTime', id, topic, partition, timestamp })),
-    rebuildIndex: (topic) => call<RebuildingPartition[]>((id) => (topic === undefined ? { type: 'rebuild', id } : { type: 'rebuild', id, topic })),
+    compactNow: (topic) => call('compact', topic === undefined ? {} : { topic }),
+    status: () => call('status', {}),
+    inspect: (topic) => call('inspect', { topic }),
+    offsetForTime: (topic, partition, timestamp) => call('offsetForTime', { topic, partition, timestamp }),
+    rebuildIndex: (topic) => call('rebuild', topic === undefined ? {} : { topic }),
     async close() {
       if (closing) return;
       closing = true;
@@ -215,7 +192,7 @@ export async function startCompactionEngine(opts: CompactionEngineOptions): Prom
       const exited = new Promise<void>((resolve) => w.once('exit', () => resolve()));
       const timeout = setTimeout(() => void w.terminate(), CLOSE_TIMEOUT_MS);
       try {
-        await call<void>((id) => ({ type: 'close', id }));
+        await call('close', {});
       } catch (err) {
         opts.log.warn('compaction worker did not close cleanly', { err });
       } finally {

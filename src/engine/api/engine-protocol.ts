@@ -9,6 +9,7 @@ import type { LogEnd } from './index-view.js';
 import type { IndexerOptions } from './engine-options.js';
 import type { SurvivorSnapshot } from './survivor-set.js';
 import type { KeyIdentityRules } from './key-identity-rules.js';
+import type { CleanReport, EngineStatus, OffsetAtTime, PartitionDetail } from './engine-reports.js';
 import type { UpstreamSecurity } from '../../upstream/upstream-connector.js';
 
 export interface CarrierGroupSettings {
@@ -55,6 +56,22 @@ export type ToWorker =
   /** Drops the indexes of the topic (every compacted topic when omitted) and indexes it again from the upstream. */
   | { type: 'rebuild'; id: number; topic?: string }
   | { type: 'close'; id: number };
+
+/** The requests the main thread waits on: each has an id its reply carries back. */
+export type EngineRequest = Extract<ToWorker, { id: number }>;
+
+/** What the worker answers each request with: the one place that pairs a request with its reply. */
+export interface EngineReplies {
+  compact: CleanReport;
+  status: EngineStatus;
+  inspect: PartitionDetail[];
+  offsetForTime: OffsetAtTime | null;
+  caughtUp: boolean;
+  rebuild: RebuildingPartition[];
+  close: undefined;
+}
+
+export type EngineReply<R extends EngineRequest> = EngineReplies[R['type']];
 
 /** A partition whose index a rebuild dropped, and how far that index had reached. */
 export interface RebuildingPartition {
