@@ -98,27 +98,21 @@ describe('random mutations decode or throw CorruptRecordError, never anything el
       const batch = await encodeBatch(FIELDS, sampleRecords, codec);
       const blob = Buffer.concat([batch, batch]);
       const random = seededRng(7 + codec);
-      const deadline = Date.now() + 20_000;
-      let runs = 0;
-      for (; runs < 1500 && Date.now() < deadline; runs++) {
-        await readEverything(mutate(random() < 0.5 ? batch : blob, random), `codec ${codec} run ${runs}`);
+      for (let run = 0; run < 1500; run++) {
+        await readEverything(mutate(random() < 0.5 ? batch : blob, random), `codec ${codec} run ${run}`);
       }
-      assert.ok(runs >= 300, `only ${runs} runs before the deadline`);
     });
 
     test(`codec ${codec}: mutated records inside a valid (re-compressed, CRC-correct) batch`, async () => {
       const batch = await encodeBatch(FIELDS, sampleRecords, 0);
       const plainRecords = batch.subarray(61);
       const random = seededRng(1000 + codec);
-      const deadline = Date.now() + 20_000;
-      let runs = 0;
-      for (; runs < 600 && Date.now() < deadline; runs++) {
+      for (let run = 0; run < 600; run++) {
         const mutated = mutate(plainRecords, random);
         const count = random() < 0.8 ? sampleRecords.length : Math.floor(random() * 40);
         const rebuilt = await encodeBatch(FIELDS, { bytes: mutated, count }, codec);
-        await readEverything(rebuilt, `codec ${codec} record run ${runs}`);
+        await readEverything(rebuilt, `codec ${codec} record run ${run}`);
       }
-      assert.ok(runs >= 100, `only ${runs} runs before the deadline`);
     });
   }
 

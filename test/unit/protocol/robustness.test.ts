@@ -40,7 +40,19 @@ const SAMPLES: Sample[] = [
   sample(ApiKey.ConsumerGroupHeartbeat, 1, 'response', 11),
 ];
 
-/** Decodes; anything thrown must be a ProtocolError, and what decodes must re-encode. */
+/** Array elements in a decoded body, at any depth (a Buffer is one field, not elements). */
+function elements(value: unknown): number {
+  if (Array.isArray(value)) return value.reduce((n: number, v) => n + 1 + elements(v), 0);
+  if (value === null || typeof value !== 'object' || Buffer.isBuffer(value)) return 0;
+  return Object.values(value).reduce((n: number, v) => n + elements(v), 0);
+}
+
+/**
+ * Decodes; anything thrown must be a ProtocolError, and what decodes must re-encode. What
+ * decodes has no more array elements than the input has bytes: every element takes at least a
+ * byte, so a count is checked against the bytes left before anything is allocated, and the work
+ * of a decode is bounded by its input, whatever the bytes claim.
+ */
 function decodeOrProtocolError(s: Sample, bytes: Buffer, what: string): void {
   let body;
   try {
@@ -50,21 +62,20 @@ function decodeOrProtocolError(s: Sample, bytes: Buffer, what: string): void {
     assert.ok(e.message.startsWith(`${s.label}: `), `${s.label}, ${what}: message "${e.message}" does not name the message`);
     return;
   }
+  const n = elements(body);
+  assert.ok(n <= bytes.length, `${s.label}, ${what}: ${n} array elements out of ${bytes.length} bytes`);
   if (s.direction === 'request') encodeRequest(s.apiKey, s.version, body);
   else encodeResponse(s.apiKey, s.version, body);
 }
 
 test('every strict prefix of an encoded message decodes or throws ProtocolError', () => {
-  const started = Date.now();
   for (const s of SAMPLES) {
     for (let n = 0; n < s.bytes.length; n++) decodeOrProtocolError(s, s.bytes.subarray(0, n), `prefix of ${n} bytes`);
   }
-  assert.ok(Date.now() - started < 10_000, 'prefixes took too long');
 });
 
-test('random byte corruption decodes or throws ProtocolError, in bounded time', () => {
+test('random byte corruption decodes or throws ProtocolError, its work bounded by its input', () => {
   const rnd = seededRng(20240229);
-  const started = Date.now();
   for (let i = 0; i < 5000; i++) {
     const s = SAMPLES[i % SAMPLES.length]!;
     const bytes = Buffer.from(s.bytes);
@@ -72,7 +83,6 @@ test('random byte corruption decodes or throws ProtocolError, in bounded time', 
     for (let f = 0; f < flips; f++) bytes[Math.floor(rnd() * bytes.length)] = Math.floor(rnd() * 256);
     decodeOrProtocolError(s, bytes, `corruption #${i}`);
   }
-  assert.ok(Date.now() - started < 20_000, 'corrupted messages took too long');
 });
 
 test('random garbage for every api and version decodes or throws ProtocolError', () => {
@@ -92,7 +102,6 @@ test('random garbage for every api and version decodes or throws ProtocolError',
 test('a huge element count is rejected before allocating', () => {
   // Metadata v8 response: throttleTimeMs, then a brokers count of 2^31-1 with 10 bytes left.
   const bytes = Buffer.concat([Buffer.from('000000007fffffff', 'hex'), Buffer.alloc(10)]);
-  const started = Date.now();
   assert.throws(() => decodeResponse(ApiKey.Metadata, 8, bytes), {
     name: 'ProtocolError',
     message: 'Metadata v8 response: brokers: count 2147483647 exceeds remaining 10 bytes',
@@ -103,7 +112,6 @@ test('a huge element count is rejected before allocating', () => {
   // A string length beyond the input, and a tagged-field count beyond it.
   assert.throws(() => decodeRequest(ApiKey.ApiVersions, 3, Buffer.from('7f', 'hex')), /clientSoftwareName: length 126 exceeds remaining 0 bytes/);
   assert.throws(() => decodeRequest(ApiKey.ApiVersions, 3, Buffer.from('0101ff0100', 'hex')), /\(tagged fields\): count 255 exceeds remaining 1 bytes/);
-  assert.ok(Date.now() - started < 1000);
 });
 
 test('malformed calls are ProtocolErrors naming the problem', () => {

@@ -1,4 +1,4 @@
-import { test } from 'node:test';
+import { describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { backoffMs, sleep } from '../../../src/upstream/backoff.js';
 
@@ -28,6 +28,29 @@ test('jitter draws the upper half: a wait is never under half its ceiling', () =
   }
 });
 
+test('over many draws the wait spans the upper half of its ceiling, in the order of the draws, and never passes the cap', () => {
+  const DRAWS = 1_000;
+  // Evenly spread draws from [0, 1): what any random source gives over many calls.
+  const draws = Array.from({ length: DRAWS }, (_, i) => i / DRAWS);
+  for (let failures = 1; failures <= 8; failures++) {
+    const ceiling = Math.min(RULE.maxMs, RULE.baseMs * 2 ** (failures - 1));
+    const waits = draws.map((r) => backoffMs(failures, RULE, () => r));
+    assert.equal(waits[0], ceiling / 2, `${failures} failures: the smallest draw waits half the ceiling`);
+    assert.equal(Math.max(...waits), Math.round(ceiling / 2 + ((ceiling / 2) * (DRAWS - 1)) / DRAWS), `${failures} failures: the largest draw`);
+    assert.ok(
+      waits.every((w, i) => Number.isInteger(w) && w >= ceiling / 2 && w <= ceiling && (i === 0 || w >= waits[i - 1]!)),
+      `${failures} failures: whole milliseconds in [${ceiling / 2}, ${ceiling}], growing with the draw`,
+    );
+    // Jitter spreads the waits: the draws fill the half they may take, not one value.
+    assert.ok(new Set(waits).size >= Math.min(DRAWS, ceiling / 2), `${failures} failures: ${new Set(waits).size} distinct waits`);
+  }
+  assert.equal(
+    backoffMs(5, RULE, () => 1),
+    RULE.maxMs,
+    'the first ceiling past the cap is the cap',
+  );
+});
+
 test('no failure, no wait; very many failures stay finite and capped', () => {
   assert.equal(backoffMs(0, RULE), 0);
   assert.equal(backoffMs(-1, RULE), 0);
@@ -41,15 +64,56 @@ test('no failure, no wait; very many failures stay finite and capped', () => {
   );
 });
 
-test('sleep ends early when its signal aborts, and at once when already aborted', async () => {
-  const aborted = new AbortController();
-  aborted.abort();
-  let started = Date.now();
-  await sleep(10_000, aborted.signal);
-  assert.ok(Date.now() - started < 100);
-  const later = new AbortController();
-  started = Date.now();
-  setTimeout(() => later.abort(), 20);
-  await sleep(10_000, later.signal);
-  assert.ok(Date.now() - started < 1_000);
+/** Lets pending callbacks and promise reactions run; the mocked timers stay where they are. */
+const settle = () => new Promise((resolve) => setImmediate(resolve));
+
+/** Whether `promise` has settled, read after `settle()`. */
+function tracked(promise: Promise<void>): { done: () => boolean } {
+  let done = false;
+  void promise.then(() => (done = true));
+  return { done: () => done };
+}
+
+describe('sleep, on a mocked clock', () => {
+  const mockClock = (t: TestContext) => t.mock.timers.enable({ apis: ['setTimeout'] });
+
+  test('without a signal it ends when its time has passed, not before', async (t) => {
+    mockClock(t);
+    const s = tracked(sleep(10_000));
+    t.mock.timers.tick(9_999);
+    await settle();
+    assert.equal(s.done(), false, 'still waiting 1 ms before the end');
+    t.mock.timers.tick(1);
+    await settle();
+    assert.equal(s.done(), true);
+  });
+
+  test('an already aborted signal ends it at once: no time passes on the clock', async (t) => {
+    mockClock(t);
+    const aborted = new AbortController();
+    aborted.abort();
+    const s = tracked(sleep(10_000, aborted.signal));
+    await settle();
+    assert.equal(s.done(), true);
+  });
+
+  test('a signal aborted during the wait ends it then, long before its time', async (t) => {
+    mockClock(t);
+    const later = new AbortController();
+    const s = tracked(sleep(10_000, later.signal));
+    t.mock.timers.tick(20);
+    await settle();
+    assert.equal(s.done(), false, 'waiting until the abort');
+    later.abort();
+    await settle();
+    assert.equal(s.done(), true, 'ended by the abort, 9,980 ms before its time');
+  });
+
+  test('no wait, or a negative one, ends at once', async (t) => {
+    mockClock(t);
+    const none = tracked(sleep(0));
+    const negative = tracked(sleep(-5));
+    await settle();
+    assert.deepEqual([none.done(), negative.done()], [true, true]);
+  });
 });

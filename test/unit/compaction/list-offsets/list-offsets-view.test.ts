@@ -30,7 +30,8 @@ async function ask(
   opts: {
     store: Store;
     index?: FakeIndex;
-    caughtUp?: (index: FakeIndex | undefined) => boolean | Promise<boolean>;
+    /** The index catching up, given the wait the view bounds it by. */
+    caughtUp?: (index: FakeIndex | undefined, waitMs: number) => boolean | Promise<boolean>;
     indexAnswer?: OffsetAtTime | null | (() => OffsetAtTime | null);
     /** What the store's last batch is, when asked (store-tail.ts); not asked when omitted. */
     endsWithOwn?: boolean;
@@ -40,7 +41,7 @@ async function ask(
   const waits: number[] = [];
   const view = createListOffsetsView({
     config: configView(['c']),
-    index: indexView(opts.index ? { 'c-0': opts.index } : {}, async (_t, _p, ms) => (waits.push(ms), (await opts.caughtUp?.(opts.index)) ?? true)),
+    index: indexView(opts.index ? { 'c-0': opts.index } : {}, async (_t, _p, ms) => (waits.push(ms), (await opts.caughtUp?.(opts.index, ms)) ?? true)),
     offsetForTime: async () => (typeof opts.indexAnswer === 'function' ? opts.indexAnswer() : (opts.indexAnswer ?? null)),
     logStartOffset: async () => opts.store.logStart,
     ...(opts.endsWithOwn !== undefined && { endsWithOwnRecords: async (_t: string, _p: number, end: number) => (probes.push(end), opts.endsWithOwn) }),
@@ -60,6 +61,11 @@ async function ask(
     : null;
   if (answer && answer.kind !== 'forward') throw new Error('closed');
   return { p: answer ? answer.body.topics[0]!.partitions[0]! : { errorCode: 0, offset, leaderEpoch: 3 }, waits, probes };
+}
+
+/** Lets promise reactions and I/O callbacks run, a few turns of the event loop, until `done()`; mocked timers stay put. */
+async function turns(done: () => boolean): Promise<void> {
+  for (let i = 0; i < 20 && !done(); i++) await new Promise((resolve) => setImmediate(resolve));
 }
 
 describe('ListOffsets of compacted partitions', () => {
@@ -157,18 +163,41 @@ describe('ListOffsets of compacted partitions', () => {
     });
   }
 
-  test('EARLIEST past 0: a pass the new index finds in the store answers before the index catches up', async () => {
+  test('EARLIEST past 0: a pass the new index finds in the store answers before the index catches up', async (t) => {
+    // On a mocked clock: the view looks for a pass found in the store every few ms (caught-up.ts)
+    // until the wait it set (unsettledWaitMs, 40 ms) is over.
+    t.mock.timers.enable({ apis: ['setTimeout', 'Date'] });
     const index = new FakeIndex([], 0);
-    // The index finds the store's last pass at once and reads the rest for longer than the wait.
-    setTimeout(() => (index.carry = CARRIED), 5);
-    let timer: NodeJS.Timeout | undefined;
-    const slow = () => new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), 1_000)));
-    const started = Date.now();
-    const { p } = await ask(EARLIEST, { store: { logStart: 300n, end: 400n, byTime: 0n }, index, caughtUp: slow });
-    clearTimeout(timer);
-    assert.equal(p.errorCode, 0);
-    assert.equal(p.offset, 0n);
-    assert.ok(Date.now() - started < 1_000, 'answered before the catch-up wait ended');
+    let [asked, indexDone] = [false, false];
+    const answering = ask(EARLIEST, {
+      store: { logStart: 300n, end: 400n, byTime: 0n },
+      index,
+      // Asked to catch up, the index finds the store's last pass at once, but reads the rest for
+      // longer than the view waits: it gives up, not caught up, at the bound the view set.
+      caughtUp: (i, waitMs) => {
+        asked = true;
+        i!.carry = CARRIED;
+        return new Promise<boolean>((resolve) => setTimeout(() => ((indexDone = true), resolve(false)), waitMs));
+      },
+    });
+    let answered = false;
+    void answering.then(() => (answered = true));
+    await turns(() => asked);
+    await turns(() => answered);
+    assert.equal(asked, true, 'the view waits for the index');
+    assert.equal(answered, false, 'no answer before the view looks for a pass again');
+    // A millisecond at a time, up to the index's bound: the answer comes at the look that finds the pass.
+    for (let ms = 0; ms < 40 && !answered; ms++) {
+      t.mock.timers.tick(1);
+      await turns(() => answered);
+    }
+    assert.equal(answered, true, 'answered within the wait');
+    assert.equal(indexDone, false, 'while the index was still catching up');
+    t.mock.timers.tick(40);
+    const { p, waits } = await answering;
+    assert.deepEqual(waits, [40], 'one wait, bounded by unsettledWaitMs');
+    assert.equal(p.errorCode, 0, 'not OFFSET_NOT_AVAILABLE, which an index that does not catch up gets');
+    assert.equal(p.offset, 0n, "the pass's topic start");
   });
 
   for (const caughtUp of [true, false]) {
@@ -201,6 +230,31 @@ describe('ListOffsets of compacted partitions', () => {
       assert.equal(p.errorCode, OFFSET_NOT_AVAILABLE);
       assert.equal(p.offset, -1n);
     }
+  });
+
+  test('the wait is bounded: an index still reading at the bound, with no pass found, gets OFFSET_NOT_AVAILABLE then', async (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout', 'Date'] });
+    let [asked, givenUp] = [0, 0];
+    const answering = ask(EARLIEST, {
+      store: { logStart: 300n, end: 400n, byTime: 0n },
+      index: new FakeIndex([], 0),
+      // An index gives up, not caught up, at the timeout it is given (IndexView.caughtUp).
+      caughtUp: (_i, waitMs) => (asked++, new Promise<boolean>((resolve) => setTimeout(() => (givenUp++, resolve(false)), waitMs))),
+    });
+    let answered = false;
+    void answering.then(() => (answered = true));
+    await turns(() => asked > 0);
+    assert.equal(asked, 1, 'the view waits for the index');
+    t.mock.timers.tick(39);
+    await turns(() => answered);
+    assert.equal(answered, false, 'still waiting 1 ms before the bound');
+    t.mock.timers.tick(1);
+    await turns(() => answered);
+    assert.equal(answered, true, 'answered at the bound');
+    const { p, waits } = await answering;
+    assert.deepEqual(waits, [40]);
+    assert.equal(givenUp, 1);
+    assert.deepEqual([p.errorCode, p.offset], [OFFSET_NOT_AVAILABLE, -1n]);
   });
 
   test('by timestamp past a moved log start: the index answers once it has read the pass', async () => {

@@ -213,16 +213,30 @@ describe('CarryPacing: carryBytesPerSecond', () => {
   });
 
   it('close ends every wait at once, so a stopping replica is not held up by its budget', async () => {
+    // A clock on which time stands still: a sleep ends only when its signal aborts.
+    class StoppedClock extends FakeClock {
+      override async sleep(ms: number, signal: AbortSignal): Promise<void> {
+        this.slept.push(ms);
+        if (!signal.aborted) await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+      }
+    }
+    const clock = new StoppedClock();
     const sent: Sent[] = [];
-    const pacing = new CarryPacing({ bytesPerSecond: 1 });
-    const clock = new FakeClock();
+    const pacing = new CarryPacing({ bytesPerSecond: 1, clock });
     const b = pacing.over(fakeBroker(1, clock, sent));
     await produceBatch(b, 't', 0, Buffer.alloc(1));
-    const started = Date.now();
-    const waiting = produceBatch(b, 't', 0, Buffer.alloc(1));
-    setTimeout(() => pacing.close(), 20);
+    let done = false;
+    const waiting = produceBatch(b, 't', 0, Buffer.alloc(1)).finally(() => (done = true));
+    for (let i = 0; i < 20 && clock.slept.length === 0; i++) await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(clock.slept.length, 1, 'the second produce waits for the rate');
+    assert.ok(clock.slept[0]! > 0);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(done, false, 'and keeps waiting while time stands still');
+    pacing.close();
     await waiting;
-    assert.ok(Date.now() - started < 900, 'not the second the rate asks');
+    assert.equal(clock.slept.length, 1, 'close() ended the wait, not time passing');
+    assert.equal(clock.now(), 1_000, 'no time passed');
+    assert.equal(sent.length, 2);
   });
 });
 
