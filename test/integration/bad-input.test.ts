@@ -10,11 +10,11 @@ import { encodeBatch } from '../../src/protocol/records/batch.js';
 import { setLogLevel, setLogSink, type LogSink } from '../../src/common/log.js';
 import { startCompactingProxy, type RunningCompactingProxy } from '../support/kcompact.js';
 import { askOnce, RawConnection } from '../support/raw-client.js';
-import { missingPeers, pollUntil, startKafka, type RunningKafka } from '../support/index.js';
+import { pollUntil, requirePeers, startKafka, type RunningKafka } from '../support/index.js';
 
 const DIRECT = 'bad-input-direct';
 const PROXIED = 'bad-input-proxied';
-const skip = missingPeers().length > 0 && !process.env.CI ? 'test peers not installed: run bash test/peers/install.sh' : false;
+const skip = requirePeers();
 
 let kafka: RunningKafka;
 let proxy: RunningCompactingProxy;

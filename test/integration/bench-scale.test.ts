@@ -9,19 +9,16 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { kbenchMissing } from '../../bench/kbench.js';
 import type { Invariants } from '../../bench/scale-check.js';
 import type { ReadResult } from '../../bench/compaction-read.js';
 import type { SoakResult } from '../../bench/scale-soak.js';
-import { makeTempDir, missingPeers, runProcess, tail } from '../support/index.js';
+import { makeTempDir, requirePeers, runProcess, tail } from '../support/index.js';
 
 const benchPath = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bench/scale.js');
 
-const missing = [...missingPeers().filter((m) => m === 'Kafka jars' || m === 'java'), ...(kbenchMissing() ? ['kbench'] : [])];
-const peersReason = missing.length ? `test peers not installed (${missing.join(', ')}): run bash test/peers/install.sh` : undefined;
-if (peersReason && process.env.CI) throw new Error(peersReason);
+const skip = requirePeers(['Kafka jars', 'java', 'kbench']);
 
-test('the scale benchmark runs at a tiny size and its invariants hold', { skip: peersReason, timeout: 240_000 }, async () => {
+test('the scale benchmark runs at a tiny size and its invariants hold', { skip, timeout: 240_000 }, async () => {
   const dir = makeTempDir('kcompact-bench-scale-');
   try {
     const json = path.join(dir.path, 'scale.json');

@@ -12,9 +12,9 @@ import { ErrorCode } from '../../src/protocol/errors.js';
 import { ApiKey } from '../../src/protocol/messages.js';
 import { ZERO_UUID } from '../../src/proxy/topic-ids.js';
 import { askOnce as ask } from '../support/raw-client.js';
-import { kafkajsProduce, missingPeers, pollUntil, startKafka, type RunningKafka } from '../support/index.js';
+import { kafkajsProduce, pollUntil, requirePeers, startKafka, type RunningKafka } from '../support/index.js';
 
-const skip = missingPeers().length > 0 && !process.env.CI ? 'test peers not installed: run bash test/peers/install.sh' : false;
+const skip = requirePeers();
 
 /** Short, so the file can watch records expire; the broker starts once for all of it. */
 const CAP_MS = 3000;

@@ -17,7 +17,7 @@ import { Harness } from '../support/client-matrix/harness.js';
 import { OPERATIONS, type OperationCheck } from '../support/client-matrix/operations/index.js';
 import type { ClientDriver, Operation } from '../support/client-matrix/types.js';
 import { KAFKA_VERSION, peersSourceDir } from '../support/paths.js';
-import { kcatAvailable, requirePeers } from '../support/peers.js';
+import { requirePeers, TEST_BED } from '../support/peers.js';
 import type { UpstreamKind } from '../support/uncompacted-upstream.js';
 
 const PAGE = path.resolve(peersSourceDir, '../../docs/client-matrix.md');
@@ -72,12 +72,7 @@ async function eachLimited<T>(items: readonly T[], limit: number, work: (item: T
 }
 
 test('client matrix: every client family through kcompact, in front of Kafka 4.4 and kfake', { timeout: 600_000 }, async (t) => {
-  if (!requirePeers(t)) return;
-  if (!kcatAvailable()) {
-    if (process.env.CI) throw new Error('kcat is not installed: run bash test/peers/install.sh');
-    t.skip('kcat not installed');
-    return;
-  }
+  if (!requirePeers(t, [...TEST_BED, 'kcat'])) return;
   for (const c of CLIENTS) {
     for (const o of OPERATIONS) {
       assert.equal(c[o.op] === undefined, c.unsupported[o.op] !== undefined, `${c.name}: ${o.op} is either implemented or unsupported with a reason`);

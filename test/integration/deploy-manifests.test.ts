@@ -16,11 +16,11 @@ import { scrape } from '../support/prometheus.js';
 import { NODE_FLAGS } from '../../src/cli/node-flags.js';
 import { isLoopbackHost } from '../../src/common/host-port.js';
 import { envOf } from '../../src/config/setting.js';
-import { makeTempDir, missingPeers, startKfake, type RunningKfake } from '../support/index.js';
+import { makeTempDir, requirePeers, startKfake, type RunningKfake } from '../support/index.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const k8s = path.join(root, 'deploy', 'kubernetes');
-const skip = missingPeers().length > 0 && !process.env.CI ? 'test peers not installed: run bash test/peers/install.sh' : false;
+const skip = requirePeers();
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Doc = any;

@@ -15,20 +15,17 @@ import {
   compareObservations,
   describeLayout,
   kafkaReferenceTarget,
-  kworkloadMissing,
   observe,
   startKcompactTargets,
   type DifferentialTarget,
   type Observation,
 } from '../support/differential.js';
-import { missingPeers, startKafka, type RunningKafka } from '../support/index.js';
+import { requirePeers, startKafka, TEST_BED, type RunningKafka } from '../support/index.js';
 
 const SEEDS = [1, 2, 3];
 const SEED_TIMEOUT_MS = 120_000;
 
-const missing = [...missingPeers(), ...(kworkloadMissing() ? ['kworkload'] : [])];
-const peersReason = missing.length ? `test peers not installed (${missing.join(', ')}): run bash test/peers/install.sh` : undefined;
-if (peersReason && process.env.CI) throw new Error(peersReason);
+const skip = requirePeers([...TEST_BED, 'kworkload']);
 
 let reference: RunningKafka | undefined;
 let stopTargets: (() => Promise<void>) | undefined;
@@ -36,7 +33,7 @@ const candidates: DifferentialTarget[] = [];
 const references = new Map<number, Promise<Observation>>();
 
 before(async () => {
-  if (peersReason) return;
+  if (skip) return;
   reference = await startKafka({ compaction: 'reference' });
   const kcompact = await startKcompactTargets();
   stopTargets = kcompact.stop;
@@ -59,23 +56,19 @@ function referenceFor(seed: number, t: TestContext): Promise<Observation> {
 }
 
 for (const seed of SEEDS) {
-  test(
-    `seed ${seed}: Kafka 4.4 compacts the workload down to the latest committed value of each key`,
-    { skip: peersReason, timeout: SEED_TIMEOUT_MS },
-    async (t) => {
-      const o = await referenceFor(seed, t);
-      for (const line of describeLayout(o).split('\n')) t.diagnostic(line);
-      const w = o.workload.counts;
-      // The workload must exercise what it claims to, or an agreement would prove little.
-      assert.ok(w.tombstones! > 0 && w.emptyKeys! > 0 && w.emptyValues! > 0 && w.nullHeaderValues! > 0, `workload lacks a feature: ${JSON.stringify(w)}`);
-      assert.ok(w.committedTransactions! > 0 && w.abortedTransactions! > 0, `workload lacks transactions: ${JSON.stringify(w)}`);
-      assert.deepEqual(new Set(o.workload.steps.map((s) => s.codec)), new Set(['none', 'gzip', 'snappy', 'lz4', 'zstd']));
-      assert.ok(o.read.uncommitted.records.length < w.records!, 'nothing was compacted away');
-      assert.deepEqual(compactionProblems(o), []);
-    },
-  );
+  test(`seed ${seed}: Kafka 4.4 compacts the workload down to the latest committed value of each key`, { skip, timeout: SEED_TIMEOUT_MS }, async (t) => {
+    const o = await referenceFor(seed, t);
+    for (const line of describeLayout(o).split('\n')) t.diagnostic(line);
+    const w = o.workload.counts;
+    // The workload must exercise what it claims to, or an agreement would prove little.
+    assert.ok(w.tombstones! > 0 && w.emptyKeys! > 0 && w.emptyValues! > 0 && w.nullHeaderValues! > 0, `workload lacks a feature: ${JSON.stringify(w)}`);
+    assert.ok(w.committedTransactions! > 0 && w.abortedTransactions! > 0, `workload lacks transactions: ${JSON.stringify(w)}`);
+    assert.deepEqual(new Set(o.workload.steps.map((s) => s.codec)), new Set(['none', 'gzip', 'snappy', 'lz4', 'zstd']));
+    assert.ok(o.read.uncommitted.records.length < w.records!, 'nothing was compacted away');
+    assert.deepEqual(compactionProblems(o), []);
+  });
 
-  test(`seed ${seed}: kcompact leaves clients the same log and answers as Kafka`, { skip: peersReason, timeout: 4 * SEED_TIMEOUT_MS }, async (t) => {
+  test(`seed ${seed}: kcompact leaves clients the same log and answers as Kafka`, { skip, timeout: 4 * SEED_TIMEOUT_MS }, async (t) => {
     const ref = await referenceFor(seed, t);
     // Every target has a store of its own, and most of an observation is waiting for segments to
     // roll and cleans to run, so the targets are observed side by side.

@@ -30,10 +30,9 @@ import {
   franzProduce,
   genRecord,
   javaToolOk,
-  kcatAvailable,
   makeTempDir,
-  missingPeers,
   pollUntil,
+  requirePeers,
   runProcess,
   startKafka,
   type RunningKafka,
@@ -77,7 +76,7 @@ const ENGINE_POLICY: TopicPolicy = {
   carryAfterMs: -1,
 };
 
-const skip = missingPeers().length > 0 && !process.env.CI ? 'test peers not installed: run bash test/peers/install.sh' : false;
+const skip = requirePeers();
 const log = createLogger({ component: 'fetch-view-test' });
 
 let kafka: RunningKafka;
@@ -394,7 +393,8 @@ test('librdkafka (confluent-kafka, CRC checked): exactly the survivors, its posi
   assertBoundedBySurvivors(t, 'librdkafka', run, extraReads);
 });
 
-test('kcat -e (librdkafka end-of-partition): exits at the end', { skip: skip || (!kcatAvailable() && 'kcat not installed'), timeout: 60_000 }, async () => {
+test('kcat -e (librdkafka end-of-partition): exits at the end', { skip, timeout: 60_000 }, async (t) => {
+  if (!requirePeers(t, ['kcat'])) return;
   const r = await runProcess('kcat', ['-C', '-q', '-b', bootstrap, '-t', TOPIC, '-o', 'beginning', '-e', '-f', '%o\n', '-X', 'check.crcs=true'], {
     timeoutMs: 30_000,
   });

@@ -10,12 +10,12 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { kafkajsConsume, kafkajsProduce, missingPeers, pollUntil, startKfake } from '../support/index.js';
+import { kafkajsConsume, kafkajsProduce, pollUntil, requirePeers, startKfake } from '../support/index.js';
 import { startCliProxy, type LogLine } from '../support/kcompact-cli.js';
 import { IDLE_BUSY_SHARE } from '../../src/common/idle-collection.js';
 import { DEFAULT_VIEW_CACHE_BYTES } from '../../src/compaction/fetch-view/view-cache.js';
 
-const skip = missingPeers().length > 0 && !process.env.CI ? 'test peers not installed: run bash test/peers/install.sh' : false;
+const skip = requirePeers();
 
 const KEYS = 24_000;
 const LIVE_SLACK_BYTES = 4 << 20;

@@ -9,10 +9,10 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { freePortRun } from '../support/kcompact.js';
-import { freePort, kcatAvailable, makeTempDir, missingPeers, pollUntil, runProcess, startBackground, tail } from '../support/index.js';
+import { freePort, makeTempDir, pollUntil, requirePeers, runProcess, startBackground, tail, TEST_BED } from '../support/index.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
-const skip = (missingPeers().length > 0 || !kcatAvailable()) && !process.env.CI ? 'test peers not installed: run bash test/peers/install.sh' : false;
+const skip = requirePeers([...TEST_BED, 'kcat']);
 
 /** The README's kcat walkthrough: its commands, and the output lines its comments promise. */
 function walkthrough(): { commands: string; expected: string[] } {

@@ -9,11 +9,11 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import kafkajs, { type Kafka } from 'kafkajs';
 import type { EngineStatus } from '../../src/engine/api/engine-reports.js';
-import { missingPeers, pollUntil, startKfake } from '../support/index.js';
+import { pollUntil, requirePeers, startKfake } from '../support/index.js';
 import { startCliProxy, type CliProxy } from '../support/kcompact-cli.js';
 import { scrape, type Exposition } from '../support/prometheus.js';
 
-const skip = missingPeers().length > 0 && !process.env.CI ? 'test peers not installed: run bash test/peers/install.sh' : false;
+const skip = requirePeers();
 
 const TOPICS = ['keep-a', 'keep-out', 'other'];
 /** The compacted partitions: the topics' and kcompact's own configs topic's. */

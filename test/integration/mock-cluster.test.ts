@@ -15,11 +15,12 @@ import { parseHostPortList } from '../../src/common/host-port.js';
 import { ApiKey } from '../../src/protocol/messages.js';
 import { UpstreamClient } from '../../src/upstream/client.js';
 import { startCliProxy, type CliProxy } from '../support/kcompact-cli.js';
+import { requirePeers } from '../support/peers.js';
 import { pythonScriptsDir, venvPython } from '../support/paths.js';
 import { makeTempDir, pollUntil, startBackground, tail, type BackgroundProcess, type TempDir } from '../support/processes.js';
 import { ckConsume, ckProduce, python } from '../support/runners.js';
 
-const skip = !fs.existsSync(venvPython) && !process.env.CI ? 'test peers not installed (python venv): run bash test/peers/install.sh' : false;
+const skip = requirePeers(['python venv']);
 const COMPACTED = 'mock-compacted';
 const OPTIONS = { clientId: 'mock-cluster-test', maxFrameBytes: 1 << 24, requestTimeoutMs: 10_000 };
 

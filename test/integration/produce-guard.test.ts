@@ -16,12 +16,12 @@ import { createLogger, isLogLevel, setLogLevel } from '../../src/common/log.js';
 import { parseHostPortList } from '../../src/common/host-port.js';
 import { startProxy, type RunningProxy } from '../support/kcompact.js';
 import { askOnce, RawConnection } from '../support/raw-client.js';
-import { missingPeers, pollUntil, startKafka, type RunningKafka } from '../support/index.js';
+import { pollUntil, requirePeers, startKafka, type RunningKafka } from '../support/index.js';
 import type { TopicConfigView } from '../../src/engine/api/topic-policy.js';
 
 const DIRECT = 'guard-direct';
 const PROXIED = 'guard-proxied';
-const skip = missingPeers().length > 0 && !process.env.CI ? 'test peers not installed: run bash test/peers/install.sh' : false;
+const skip = requirePeers();
 const log = createLogger({ component: 'produce-guard-test' });
 
 let kafka: RunningKafka;

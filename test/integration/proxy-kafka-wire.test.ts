@@ -9,11 +9,11 @@ import { ApiKey } from '../../src/protocol/messages.js';
 import { encodeBatch } from '../../src/protocol/records/batch.js';
 import { startProxy, type RunningProxy } from '../support/kcompact.js';
 import { RawConnection, askOnce as ask } from '../support/raw-client.js';
-import { missingPeers, startKafka, type RunningKafka } from '../support/index.js';
+import { requirePeers, startKafka, type RunningKafka } from '../support/index.js';
 
 let kafka: RunningKafka;
 let proxy: RunningProxy;
-const skip = missingPeers().length > 0 && !process.env.CI ? `test peers not installed: run bash test/peers/install.sh` : false;
+const skip = requirePeers();
 
 before(async () => {
   if (skip) return;

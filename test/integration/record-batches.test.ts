@@ -19,8 +19,8 @@ import {
   javaToolOk,
   kafkajsConsume,
   kafkajsProduce,
-  missingPeers,
   pollUntil,
+  requirePeers,
   startKafka,
   type Compression,
   type RunningKafka,
@@ -29,7 +29,7 @@ import {
 const CODECS: Compression[] = ['none', 'gzip', 'snappy', 'lz4', 'zstd'];
 const CODEC_ID: Record<Compression, number> = { none: 0, gzip: 1, snappy: 2, lz4: 3, zstd: 4 };
 const COUNT = 400;
-const skip = missingPeers().length > 0 && !process.env.CI ? 'test peers not installed: run bash test/peers/install.sh' : false;
+const skip = requirePeers();
 
 let kafka: RunningKafka;
 let client: UpstreamClient;

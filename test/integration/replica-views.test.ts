@@ -19,7 +19,7 @@ import type { StatusReport } from '../../src/ops/admin-reports.js';
 import { CLIENTS } from '../support/client-matrix/drivers/index.js';
 import { comparableRecords } from '../support/client-matrix/records.js';
 import { carrierArgs, startCliProxy, type CliProxy } from '../support/kcompact-cli.js';
-import { kcatAvailable, pollUntil, requirePeers, startKafka, startKfake } from '../support/index.js';
+import { pollUntil, requirePeers, startKafka, startKfake, TEST_BED } from '../support/index.js';
 import { readPartitionRaw } from '../support/raw-reader.js';
 import type { RecordView } from '../support/summary.js';
 import { createCompactedTopic } from '../support/topics.js';
@@ -147,18 +147,10 @@ async function scenario(t: TestContext, store: string, firstReaders: readonly nu
   }
 }
 
-function peersReady(t: TestContext): boolean {
-  if (!requirePeers(t)) return false;
-  if (kcatAvailable()) return true;
-  if (process.env.CI) throw new Error('kcat is not installed: run bash test/peers/install.sh');
-  t.skip('kcat not installed');
-  return false;
-}
-
 test.after(() => Promise.all(CLIENTS.map((c) => c.close?.())));
 
 test('every client family reads the same carried topic through each of three replicas, on Kafka 4.4', { timeout: 300_000 }, async (t) => {
-  if (!peersReady(t)) return;
+  if (!requirePeers(t, [...TEST_BED, 'kcat'])) return;
   const kafka = await startKafka({ compaction: 'off' });
   try {
     // Java's consumer and librdkafka make the first reads of the two replicas that do not carry.
@@ -169,7 +161,7 @@ test('every client family reads the same carried topic through each of three rep
 });
 
 test('every client family reads the same carried topic through each of three replicas, on kfake', { timeout: 300_000 }, async (t) => {
-  if (!peersReady(t)) return;
+  if (!requirePeers(t, [...TEST_BED, 'kcat'])) return;
   // One broker: the bare-protocol reader asks the bootstrap broker, which must lead the partition.
   const kfake = await startKfake({ brokers: 1 });
   try {

@@ -10,7 +10,7 @@
  * partition's indexing back until the registry has it; a change of mode rebuilds the index.
  */
 import assert from 'node:assert/strict';
-import { test, type TestContext } from 'node:test';
+import { test } from 'node:test';
 import kafkajs from 'kafkajs';
 import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
 import { KEY_DIGEST_BYTES } from '../../src/engine/store/key-digest.js';
@@ -25,10 +25,10 @@ import {
   freePort,
   makeTempDir,
   pollUntil,
-  registryMissing,
   requirePeers,
   startKfake,
   startSchemaRegistry,
+  TEST_BED,
   type RecordView,
   type RunningKfake,
   type RunningSchemaRegistry,
@@ -58,15 +58,6 @@ const keyV1 = {
 const keyV2 = { ...keyV1, doc: 'The key of an order, now documented.' };
 /** Other bytes, the same value: Avro writes fields in schema order, canonical JSON sorts them. */
 const keyV3 = { ...keyV1, fields: [...keyV1.fields].reverse() };
-
-/** Skips without the registry, except under CI, where a missing peer means a broken install. */
-function requireRegistry(t: TestContext): boolean {
-  const missing = registryMissing();
-  if (!missing) return true;
-  if (process.env.CI) throw new Error(missing);
-  t.skip(missing);
-  return false;
-}
 
 const quiet: Logger = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {}, child: () => quiet, enabled: () => false };
 
@@ -108,7 +99,7 @@ async function cleanedTo(proxy: RunningCompactingProxy, topic: string, expected:
 }
 
 test('schema-aware key identity', { timeout: 300_000 }, async (t) => {
-  if (!requirePeers(t) || !requireRegistry(t)) return;
+  if (!requirePeers(t, [...TEST_BED, 'schema registry'])) return;
   const lines: Record<string, unknown>[] = [];
   const previousSink = setLogSink((line) => lines.push(JSON.parse(line) as Record<string, unknown>));
   let registry: RunningSchemaRegistry | undefined;

@@ -3,18 +3,9 @@
  * project uses: register, evolve, encode and decode, read schemas back by id.
  */
 import assert from 'node:assert/strict';
-import { test, type TestContext } from 'node:test';
+import { test } from 'node:test';
 import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
-import { registryMissing, startSchemaRegistry } from '../support/index.js';
-
-/** Skips without the registry, except under CI, where a missing peer means a broken install. */
-function requireRegistry(t: TestContext): boolean {
-  const missing = registryMissing();
-  if (!missing) return true;
-  if (process.env.CI) throw new Error(missing);
-  t.skip(missing);
-  return false;
-}
+import { requirePeers, startSchemaRegistry } from '../support/index.js';
 
 const keyV1 = {
   type: 'record',
@@ -36,7 +27,7 @@ async function getJson(url: string): Promise<unknown> {
 }
 
 test('schema registry peer: register, encode/decode, evolve, read by id', { timeout: 120_000 }, async (t) => {
-  if (!requireRegistry(t)) return;
+  if (!requirePeers(t, ['schema registry', 'java'])) return;
   const registry = await startSchemaRegistry();
   try {
     const client = new SchemaRegistry({ host: registry.url });

@@ -16,7 +16,7 @@ import Database from 'better-sqlite3';
 import kafkajs, { type Kafka } from 'kafkajs';
 import { ApiKey } from '../../src/protocol/messages.js';
 import type { EngineStatus } from '../../src/engine/api/engine-reports.js';
-import { makeTempDir, missingPeers, pollUntil, startKfake } from '../support/index.js';
+import { makeTempDir, pollUntil, requirePeers, startKfake } from '../support/index.js';
 import { carrierArgs, startCliProxy, type CliProxy, type LogLine } from '../support/kcompact-cli.js';
 import { startFakeBroker } from '../support/fake-broker.js';
 import { startFailingUpstream, type FailingUpstream } from '../support/failing-upstream.js';
@@ -24,7 +24,7 @@ import { holdNext } from '../support/held-request.js';
 import { refused } from '../support/refused.js';
 import { RawConnection } from '../support/raw-client.js';
 
-const skip = missingPeers().length > 0 && !process.env.CI ? 'test peers not installed: run bash test/peers/install.sh' : false;
+const skip = requirePeers();
 
 const TOPIC = 'orders';
 const STATIC_TOPICS = JSON.stringify([{ topic: TOPIC, configs: { 'cleanup.policy': 'compact' } }]);

@@ -17,7 +17,7 @@ import { ApiKey } from '../../src/protocol/messages.js';
 import { partitionSize } from '../../bench/kafka-logs.js';
 import { startCompactingProxy, type RunningCompactingProxy } from '../support/kcompact.js';
 import { askOnce as ask } from '../support/raw-client.js';
-import { missingPeers, pollUntil, startKafka, type RunningKafka } from '../support/index.js';
+import { pollUntil, requirePeers, startKafka, type RunningKafka } from '../support/index.js';
 import { createCompactedTopic } from '../support/topics.js';
 
 const KEYS = 400;
@@ -25,7 +25,7 @@ const ROUNDS = 16;
 const VALUE_BYTES = 1024;
 const { SET, DELETE, APPEND } = { SET: 0, DELETE: 1, APPEND: 2 };
 
-const skip = missingPeers().length > 0 && !process.env.CI ? 'test peers not installed: run bash test/peers/install.sh' : false;
+const skip = requirePeers();
 
 let kafka: RunningKafka | undefined;
 

@@ -19,8 +19,8 @@ import { askOnce as ask } from '../support/raw-client.js';
 import {
   javaTool,
   makeTempDir,
-  missingPeers,
   pollUntil,
+  requirePeers,
   startKafka,
   startKfake,
   type RunningKafka,
@@ -28,7 +28,7 @@ import {
   type TempDir,
 } from '../support/index.js';
 
-const skip = missingPeers().length > 0 && !process.env.CI ? 'test peers not installed: run bash test/peers/install.sh' : false;
+const skip = requirePeers();
 
 /** The reference broker's cleaner settings that are synonyms of owned configs (see test/support/kafka.ts). */
 const REFERENCE_BROKER_CONFIGS = referenceBrokerDefaults();

@@ -15,9 +15,9 @@ import { ApiKey } from '../../src/protocol/messages.js';
 import { TopicIds } from '../../src/proxy/topic-ids.js';
 import { NoBrokerAnswered, UpstreamError } from '../../src/upstream/error-class.js';
 import { UpstreamClusterClient } from '../../src/upstream/upstream-cluster-client.js';
-import { missingPeers, startKfake, type RunningKfake } from '../support/index.js';
+import { requirePeers, startKfake, type RunningKfake } from '../support/index.js';
 
-const skip = missingPeers().length > 0 && !process.env.CI ? 'test peers not installed: run bash test/peers/install.sh' : false;
+const skip = requirePeers();
 const log = createLogger({ component: 'upstream-client-test' });
 const TOPIC = 'shared-client';
 

@@ -34,7 +34,7 @@ export { startUncompactedUpstream, ecosystemUpstreams, type UpstreamKind, type U
 export { startConnectWorker, type ConnectWorkerOptions, type RunningConnectWorker, type RestAnswer } from './connect.js';
 export { startStreamsApp, type StreamsAppOptions, type StreamsEvent, type RunningStreamsApp } from './streams-app.js';
 export { readTopics, readToEnd, allRecords, compactedView, type TopicRecord, type TopicContents } from './read-to-end.js';
-export { peersAvailable, missingPeers, requirePeers, kcatAvailable } from './peers.js';
+export { missingPeers, requirePeers, TEST_BED, type Peer } from './peers.js';
 export {
   runProcess,
   startBackground,

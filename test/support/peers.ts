@@ -1,14 +1,27 @@
 /**
- * Whether test/peers/install.sh has run here, so unit-only runs skip integration tests with a
- * reason. Under CI (CI set) a missing peer is an error instead: CI always installs the bed, and a
- * silent skip there would hide a broken install.
+ * Whether test/peers/install.sh has run here: the one check integration tests make before they
+ * use a peer, so unit-only runs skip them with a reason. Under CI (CI set) a missing peer is an
+ * error instead: CI always installs the bed, and a silent skip there would hide a broken install.
+ *
+ * requirePeers has two forms, with that one policy:
+ *   if (!requirePeers(t)) return;      in a test: skips it (or throws under CI)
+ *   const skip = requirePeers();       in a file whose hooks start peers: `{ skip }` for its tests,
+ *                                      and `if (skip) return;` in its hooks (throws under CI)
+ * Both check the whole bed (TEST_BED) unless given the peers a test needs.
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { TestContext } from 'node:test';
-import { binDir, javaClassesDir, kafkaCompleteMarker, venvPython } from './paths.js';
+import { apicurioCompleteMarker, binDir, javaClassesDir, kafkaCompleteMarker, venvPython } from './paths.js';
 import { javaBin } from './java.js';
+
+/** Something a test can need: the parts install.sh builds, and the Debian tools it installs. */
+export type Peer =
+  'Kafka jars' | 'java programs' | 'java' | 'kfake' | 'franzclient' | 'kbench' | 'kworkload' | 'python venv' | 'schema registry' | 'kcat' | 'openssl';
+
+/** What most integration tests use, and what requirePeers checks unless told otherwise. */
+export const TEST_BED: readonly Peer[] = ['Kafka jars', 'java programs', 'java', 'kfake', 'franzclient', 'python venv'];
 
 function onPath(command: string, versionFlag: string): boolean {
   try {
@@ -19,35 +32,52 @@ function onPath(command: string, versionFlag: string): boolean {
   }
 }
 
-/** What the bed lacks here (empty when complete); kcat is optional and listed by kcatAvailable. */
-export function missingPeers(): string[] {
-  const missing: string[] = [];
-  if (!fs.existsSync(kafkaCompleteMarker)) missing.push('Kafka jars');
-  if (!fs.existsSync(path.join(javaClassesDir, '.complete'))) missing.push('java programs');
-  if (!onPath(javaBin(), '-version')) missing.push('java');
-  for (const b of ['kfake', 'franzclient']) if (!fs.existsSync(path.join(binDir, b))) missing.push(b);
-  if (!fs.existsSync(venvPython)) missing.push('python venv');
-  return missing;
+const CHECKS: Record<Peer, () => boolean> = {
+  'Kafka jars': () => fs.existsSync(kafkaCompleteMarker),
+  'java programs': () => fs.existsSync(path.join(javaClassesDir, '.complete')),
+  java: () => onPath(javaBin(), '-version'),
+  kfake: () => fs.existsSync(path.join(binDir, 'kfake')),
+  franzclient: () => fs.existsSync(path.join(binDir, 'franzclient')),
+  kbench: () => fs.existsSync(path.join(binDir, 'kbench')),
+  kworkload: () => fs.existsSync(path.join(binDir, 'kworkload')),
+  'python venv': () => fs.existsSync(venvPython),
+  'schema registry': () => fs.existsSync(apicurioCompleteMarker),
+  kcat: () => onPath('kcat', '-V'),
+  openssl: () => onPath('openssl', 'version'),
+};
+
+/** Each peer is looked for once a process: the bed does not change while tests run. */
+const present = new Map<Peer, boolean>();
+
+function has(peer: Peer): boolean {
+  let found = present.get(peer);
+  if (found === undefined) present.set(peer, (found = CHECKS[peer]()));
+  return found;
 }
 
-export function peersAvailable(): boolean {
-  return missingPeers().length === 0;
+/** Which of `needs` are missing here (empty when all are there). */
+export function missingPeers(needs: readonly Peer[] = TEST_BED): Peer[] {
+  return needs.filter((peer) => !has(peer));
 }
 
-let kcatPresent: boolean | undefined;
-
-/** kcat comes from Debian and may be unavailable; tests that need it skip. */
-export function kcatAvailable(): boolean {
-  kcatPresent ??= onPath('kcat', '-V');
-  return kcatPresent;
-}
-
-/** Skips `t` (and returns false) when the bed is not installed; throws under CI. */
-export function requirePeers(t: TestContext): boolean {
-  const missing = missingPeers();
-  if (missing.length === 0) return true;
+/**
+ * In a test: whether `needs` are installed; when not, skips `t` with the reason and returns false.
+ * Throws instead under CI.
+ */
+export function requirePeers(t: TestContext, needs?: readonly Peer[]): boolean;
+/**
+ * At a file's top level: false when `needs` are installed, else the reason, for `{ skip }` and
+ * for hooks to return early on. Throws instead under CI, failing the file.
+ */
+export function requirePeers(needs?: readonly Peer[]): string | false;
+export function requirePeers(first?: TestContext | readonly Peer[], second?: readonly Peer[]): boolean | string | false {
+  const t = first === undefined || Array.isArray(first) ? undefined : (first as TestContext);
+  const needs = t ? second : (first as readonly Peer[] | undefined);
+  const missing = missingPeers(needs);
+  if (missing.length === 0) return t ? true : false;
   const reason = `test peers not installed (${missing.join(', ')}): run bash test/peers/install.sh`;
   if (process.env.CI) throw new Error(reason);
+  if (!t) return reason;
   t.skip(reason);
   return false;
 }
