@@ -60,9 +60,12 @@ export function missingPeers(needs: readonly Peer[] = TEST_BED): Peer[] {
   return needs.filter((peer) => !has(peer));
 }
 
+/** Peers install.sh may fail to install without failing: their tests skip even under CI. */
+const OPTIONAL: ReadonlySet<Peer> = new Set(['kcat']);
+
 /**
  * In a test: whether `needs` are installed; when not, skips `t` with the reason and returns false.
- * Throws instead under CI.
+ * Throws instead under CI (but for OPTIONAL peers).
  */
 export function requirePeers(t: TestContext, needs?: readonly Peer[]): boolean;
 /**
@@ -76,7 +79,8 @@ export function requirePeers(first?: TestContext | readonly Peer[], second?: rea
   const missing = missingPeers(needs);
   if (missing.length === 0) return t ? true : false;
   const reason = `test peers not installed (${missing.join(', ')}): run bash test/peers/install.sh`;
-  if (process.env.CI) throw new Error(reason);
+  // kcat comes from Debian's packages, which install.sh may not reach: its tests skip, as it warns.
+  if (process.env.CI && missing.some((peer) => !OPTIONAL.has(peer))) throw new Error(reason);
   if (!t) return reason;
   t.skip(reason);
   return false;
