@@ -27,12 +27,11 @@ import {
   type Setting,
   type ValueOf,
 } from './setting.js';
-import { createLogger, isLogLevel } from '../common/log.js';
+import { isLogLevel } from '../common/log.js';
 import type { StaticTopic } from '../compaction/config/topic-configs.js';
-import { BrokerDefaults } from '../compaction/config/broker-defaults.js';
-import { TopicConfigState } from '../compaction/config/topic-config-state.js';
+import { validateBrokerConfigs } from '../compaction/config/broker-defaults.js';
+import { validateStaticTopics } from '../compaction/config/topic-config-state.js';
 import { TopicConfigError } from '../compaction/config/config-error.js';
-import { TopicIds } from '../proxy/topic-ids.js';
 import { checkKeyIdentityRules, registryPatterns } from '../engine/api/key-identity-rules.js';
 import { checkRegistryUrl } from '../engine/api/registry-url.js';
 import { DEFAULT_VIEW_CACHE_BYTES } from '../compaction/fetch-view/view-cache.js';
@@ -430,19 +429,16 @@ export function resolveSettings<K extends SettingKey>(
  * one stops the start with the key named rather than after the data directory and upstream.
  */
 function checkTopicSettings(topics: readonly StaticTopic[], brokerConfigs: Readonly<Record<string, string>>): void {
-  let defaults: BrokerDefaults;
-  try {
-    defaults = new BrokerDefaults(brokerConfigs);
-  } catch (err) {
-    if (err instanceof TopicConfigError) throw new ConfigError(`invalid ${describeKey('brokerConfigs')}: ${err.message}`);
-    throw err;
-  }
-  try {
-    new TopicConfigState(defaults, new TopicIds(), topics, createLogger());
-  } catch (err) {
-    if (err instanceof TopicConfigError) throw new ConfigError(`invalid ${describeKey('topics')}: ${err.message}`);
-    throw err;
-  }
+  const asSetting = (key: 'brokerConfigs' | 'topics', check: () => void) => {
+    try {
+      check();
+    } catch (err) {
+      if (err instanceof TopicConfigError) throw new ConfigError(`invalid ${describeKey(key)}: ${err.message}`);
+      throw err;
+    }
+  };
+  asSetting('brokerConfigs', () => validateBrokerConfigs(brokerConfigs));
+  asSetting('topics', () => validateStaticTopics(topics, brokerConfigs));
 }
 
 /** The files' contents, read for a check; an unreadable file is a ConfigError naming its key. */

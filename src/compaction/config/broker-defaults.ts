@@ -31,25 +31,51 @@ interface StaticDefault {
 
 const SYNONYM_OWNER = new Map<string, TopicConfigDef>(TOPIC_CONFIGS.flatMap((d) => d.synonyms.map((s) => [s.name, d] as const)));
 
-export class BrokerDefaults {
+/** A topic config's value where the topic has no override: what validation and policies read. */
+export interface DefaultValues {
+  value(def: TopicConfigDef): ConfigValue;
+}
+
+/** Throws TopicConfigError for a name that is no synonym of an owned topic config, or a bad value. */
+function staticDefaults(configs: Readonly<Record<string, string>>): Map<string, StaticDefault> {
+  for (const name of Object.keys(configs)) {
+    if (!SYNONYM_OWNER.has(name)) {
+      const known = [...SYNONYM_OWNER.keys()].join(', ');
+      throw new TopicConfigError(`broker config ${name} is not one kcompact knows; it takes: ${known}`);
+    }
+  }
+  const statics = new Map<string, StaticDefault>();
+  for (const def of TOPIC_CONFIGS) {
+    const synonym = def.synonyms.find((s) => Object.hasOwn(configs, s.name));
+    if (!synonym) continue;
+    const raw = configs[synonym.name]!;
+    statics.set(def.name, { synonym, raw, value: topicValue(def, synonym, raw) });
+  }
+  return statics;
+}
+
+/**
+ * The topic configs' values under these broker configs (the brokerConfigs setting), for checking
+ * static topics against them. Throws TopicConfigError as validateBrokerConfigs does.
+ */
+export function brokerDefaultValues(configs: Readonly<Record<string, string>>): DefaultValues {
+  const statics = staticDefaults(configs);
+  return { value: (def) => statics.get(def.name)?.value ?? def.defaultValue };
+}
+
+/** Throws TopicConfigError naming the first broker config that is not one kcompact knows, or has a bad value. */
+export function validateBrokerConfigs(configs: Readonly<Record<string, string>>): void {
+  staticDefaults(configs);
+}
+
+export class BrokerDefaults implements DefaultValues {
   private readonly raw: ReadonlyMap<string, string>;
-  private readonly statics = new Map<string, StaticDefault>();
+  private readonly statics: ReadonlyMap<string, StaticDefault>;
 
   /** Throws TopicConfigError for a name that is no synonym of an owned topic config, or a bad value. */
   constructor(configs: Readonly<Record<string, string>> = {}) {
-    for (const name of Object.keys(configs)) {
-      if (!SYNONYM_OWNER.has(name)) {
-        const known = [...SYNONYM_OWNER.keys()].join(', ');
-        throw new TopicConfigError(`broker config ${name} is not one kcompact knows; it takes: ${known}`);
-      }
-    }
+    this.statics = staticDefaults(configs);
     this.raw = new Map(Object.entries(configs));
-    for (const def of TOPIC_CONFIGS) {
-      const synonym = def.synonyms.find((s) => this.raw.has(s.name));
-      if (!synonym) continue;
-      const raw = this.raw.get(synonym.name)!;
-      this.statics.set(def.name, { synonym, raw, value: this.convert(def, synonym, raw) });
-    }
   }
 
   /** The value of def for a topic without an override. */
@@ -88,19 +114,20 @@ export class BrokerDefaults {
     const value = s.synonym.msPerUnit === undefined ? s.raw : String((parseTyped(s.synonym.type, s.raw) as number) * Number(s.synonym.msPerUnit));
     return { value, source: ConfigSource.STATIC_BROKER_CONFIG };
   }
+}
 
-  private convert(def: TopicConfigDef, synonym: BrokerSynonym, raw: string): ConfigValue {
-    const typed = parseTyped(synonym.type, raw);
-    if (typed === null) throw new TopicConfigError(`broker config ${synonym.name}=${raw} is not a valid ${synonym.type}`);
-    let asTopicValue = raw;
-    if (synonym.msPerUnit !== undefined) {
-      let ms = BigInt(typed as number) * synonym.msPerUnit;
-      // KafkaConfig.logRetentionTimeMillis: any negative retention means unlimited.
-      if (def.name === RETENTION_MS && ms < 0n) ms = -1n;
-      asTopicValue = String(ms);
-    }
-    const parsed = parseConfigValue(def, asTopicValue);
-    if (!parsed.ok) throw new TopicConfigError(`broker config ${synonym.name}=${raw}: ${parsed.message}`);
-    return parsed.value;
+/** The broker config's value as the topic config's: hours and minutes become milliseconds. */
+function topicValue(def: TopicConfigDef, synonym: BrokerSynonym, raw: string): ConfigValue {
+  const typed = parseTyped(synonym.type, raw);
+  if (typed === null) throw new TopicConfigError(`broker config ${synonym.name}=${raw} is not a valid ${synonym.type}`);
+  let asTopicValue = raw;
+  if (synonym.msPerUnit !== undefined) {
+    let ms = BigInt(typed as number) * synonym.msPerUnit;
+    // KafkaConfig.logRetentionTimeMillis: any negative retention means unlimited.
+    if (def.name === RETENTION_MS && ms < 0n) ms = -1n;
+    asTopicValue = String(ms);
   }
+  const parsed = parseConfigValue(def, asTopicValue);
+  if (!parsed.ok) throw new TopicConfigError(`broker config ${synonym.name}=${raw}: ${parsed.message}`);
+  return parsed.value;
 }

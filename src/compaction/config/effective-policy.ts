@@ -3,7 +3,7 @@
  * and kcompact's broker defaults, and the retention the upstream must hold for it.
  */
 import type { TopicPolicy } from '../../engine/api/topic-policy.js';
-import type { BrokerDefaults } from './broker-defaults.js';
+import type { BrokerDefaults, DefaultValues } from './broker-defaults.js';
 import {
   CLEANUP_POLICY,
   DELETE_RETENTION_MS,
@@ -26,7 +26,7 @@ import {
 export type TopicOverrides = Readonly<Record<string, string>>;
 
 /** The override's value when it parses, else the broker default (stored values were validated when written). */
-export function effectiveValue(name: string, overrides: TopicOverrides, defaults: BrokerDefaults): ConfigValue {
+export function effectiveValue(name: string, overrides: TopicOverrides, defaults: DefaultValues): ConfigValue {
   const def = TOPIC_CONFIG.get(name)!;
   const raw = overrides[name];
   if (raw !== undefined) {

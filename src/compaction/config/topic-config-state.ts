@@ -6,7 +6,7 @@
 import type { Logger } from '../../common/log.js';
 import type { TopicIds } from '../../proxy/topic-ids.js';
 import type { TopicConfigView, TopicPolicy } from '../../engine/api/topic-policy.js';
-import type { BrokerDefaults } from './broker-defaults.js';
+import { brokerDefaultValues, type BrokerDefaults, type DefaultValues } from './broker-defaults.js';
 import { TopicConfigError } from './config-error.js';
 import { isOwnedConfig } from './definitions.js';
 import { topicPolicy, type TopicOverrides } from './effective-policy.js';
@@ -31,6 +31,28 @@ interface Resolved {
   policy: TopicPolicy;
 }
 
+/** Throws TopicConfigError naming the first static topic listed twice, or with a config kcompact does not handle or cannot use. */
+function checkStaticTopics(staticTopics: readonly StaticTopic[], defaults: DefaultValues): void {
+  const seen = new Set<string>();
+  for (const { topic, configs } of staticTopics) {
+    if (seen.has(topic)) throw new TopicConfigError(`static topic ${topic} is listed twice`);
+    seen.add(topic);
+    for (const name of Object.keys(configs)) {
+      if (!isOwnedConfig(name)) throw new TopicConfigError(`static topic ${topic}: ${name} is not a config kcompact handles; set it on the upstream`);
+    }
+    const problem = validateOverrides(configs, defaults);
+    if (problem !== null) throw new TopicConfigError(`static topic ${topic}: ${problem}`);
+  }
+}
+
+/**
+ * The static topics (the topics setting) as TopicConfigState will take them, under these broker
+ * configs: throws TopicConfigError as its constructor would, for the broker configs first.
+ */
+export function validateStaticTopics(staticTopics: readonly StaticTopic[], brokerConfigs: Readonly<Record<string, string>>): void {
+  checkStaticTopics(staticTopics, brokerDefaultValues(brokerConfigs));
+}
+
 export class TopicConfigState implements TopicConfigView {
   private readonly statics = new Map<string, Resolved>();
   private readonly stored = new Map<string, StoredEntry & { resolved: Resolved | null; applies: boolean }>();
@@ -42,15 +64,8 @@ export class TopicConfigState implements TopicConfigView {
     staticTopics: readonly StaticTopic[],
     private readonly log: Logger,
   ) {
-    for (const { topic, configs } of staticTopics) {
-      if (this.statics.has(topic)) throw new TopicConfigError(`static topic ${topic} is listed twice`);
-      for (const name of Object.keys(configs)) {
-        if (!isOwnedConfig(name)) throw new TopicConfigError(`static topic ${topic}: ${name} is not a config kcompact handles; set it on the upstream`);
-      }
-      const problem = validateOverrides(configs, defaults);
-      if (problem !== null) throw new TopicConfigError(`static topic ${topic}: ${problem}`);
-      this.statics.set(topic, this.resolve(configs));
-    }
+    checkStaticTopics(staticTopics, defaults);
+    for (const { topic, configs } of staticTopics) this.statics.set(topic, this.resolve(configs));
   }
 
   compacted(topic: string): TopicPolicy | undefined {

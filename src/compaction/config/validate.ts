@@ -2,12 +2,12 @@
  * Kafka's validation of a topic's owned configs, applied to the complete set a topic would have
  * (a create's configs, or the state after an alter), with the message Kafka reports first.
  */
-import type { BrokerDefaults } from './broker-defaults.js';
+import type { DefaultValues } from './broker-defaults.js';
 import { MAX_COMPACTION_LAG_MS, MIN_COMPACTION_LAG_MS, parseConfigValue, TOPIC_CONFIGS } from './definitions.js';
 import { effectiveValue, type TopicOverrides } from './effective-policy.js';
 
 /** The INVALID_CONFIG message for the overrides, or null when Kafka would accept them. */
-export function validateOverrides(overrides: TopicOverrides, defaults: BrokerDefaults): string | null {
+export function validateOverrides(overrides: TopicOverrides, defaults: DefaultValues): string | null {
   // LogConfig parses in definition order and stops at the first bad value.
   for (const def of TOPIC_CONFIGS) {
     const raw = overrides[def.name];

@@ -91,6 +91,24 @@ test('each kind of invalid value names the setting and what it allows', () => {
     [
       { upstream: 'a:1' },
       {},
+      {
+        topics: [
+          { topic: 't', configs: {} },
+          { topic: 't', configs: {} },
+        ],
+      },
+      /config key "topics": static topic t is listed twice/,
+    ],
+    [
+      { upstream: 'a:1' },
+      {},
+      // Fine alone; against the broker default of max.compaction.lag.ms it is not.
+      { topics: [{ topic: 't', configs: { 'min.compaction.lag.ms': '5000' } }], brokerConfigs: { 'log.cleaner.max.compaction.lag.ms': '1000' } },
+      /config key "topics": static topic t: conflict topic config setting min.compaction.lag.ms \(5000\) > max.compaction.lag.ms \(1000\)/,
+    ],
+    [
+      { upstream: 'a:1' },
+      {},
       { brokerConfigs: { 'log.cleaner.threads': '2' } },
       /config key "brokerConfigs": broker config log.cleaner.threads is not one kcompact knows; it takes: .*log.cleanup.policy/,
     ],
