@@ -18,6 +18,7 @@ import { collectRows } from '../src/engine/indexer/fetched-rows.js';
 import { PartitionStore } from '../src/engine/store/partition-store.js';
 import { RowBuffer } from '../src/engine/store/row-buffer.js';
 import { startCompactionEngine } from '../src/compaction/engine-client/compaction-engine.js';
+import { engineOptions } from '../src/engine/api/engine-options.js';
 import { encodeBatch, type RecordInput } from '../src/protocol/records/batch.js';
 import { Compression } from '../src/protocol/records/compression.js';
 import { createLogger } from '../src/common/log.js';
@@ -134,16 +135,16 @@ async function inProcess(codec: number, name: string): Promise<void> {
 async function endToEnd(upstream: string, topic: string): Promise<void> {
   const [host, port] = upstream.split(':');
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kcompact-ingest-e2e-'));
-  const engine = await startCompactionEngine({
-    upstream: [{ host: host!, port: Number(port) }],
-    dataDir,
-    log: createLogger({ component: 'bench' }),
-    maxFrameBytes: 100 * 2 ** 20,
-    requestTimeoutMs: 30_000,
-    // Every compacted partition, not only those a client uses: the records are written around the engine.
-    indexOnDemand: false,
-    cleanerBackoffMs: 3_600_000,
-  });
+  const engine = await startCompactionEngine(
+    engineOptions({
+      connection: { upstream: [{ host: host!, port: Number(port) }] },
+      dataDir,
+      // Every compacted partition, not only those a client uses: the records are written around the engine.
+      indexing: { onDemand: false },
+      cleaner: { backoffMs: 3_600_000 },
+    }),
+    createLogger({ component: 'bench' }),
+  );
   try {
     const started = performance.now();
     engine.setPolicies(new Map([[topic, DEFAULT_POLICY]]));

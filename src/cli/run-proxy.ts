@@ -11,10 +11,10 @@ import { UpstreamReachability } from '../ops/health/upstream-reachability.js';
 import { ProxyServer } from '../proxy/server.js';
 import { TopicIds } from '../proxy/topic-ids.js';
 import { startCompaction, type Compaction } from '../compaction/compaction.js';
-import { flagOf, listenerTlsSettings, NO_CARRIER_GROUP, upstreamSecuritySettings, type ProxyConfig } from '../config/settings.js';
+import { compactionSettings, flagOf, listenerTlsSettings, type ProxyConfig } from '../config/settings.js';
 import { reloadWatchedFiles } from '../common/watched-files.js';
 import { UpstreamConnector } from '../upstream/upstream-connector.js';
-import { UpstreamClusterClient } from '../upstream/upstream-cluster-client.js';
+import { connectCluster } from '../upstream/connection-options.js';
 
 /**
  * After the drain, how long checkpointing and closing the key index may take before the process
@@ -42,18 +42,13 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
   });
   let server: ProxyServer | undefined;
   let compaction: Compaction | undefined;
+  const options = compactionSettings(config);
+  const { connection } = options.engine;
   // One connector for every upstream connection of this thread; the worker builds its own.
-  const connector = new UpstreamConnector(upstreamSecuritySettings(config), log);
+  const connector = new UpstreamConnector(connection.security, log);
   // One client of the upstream for everything this thread asks it itself (config store, fetch
   // view reads, produce guard, broker discovery, readiness, admin routes); the worker has its own.
-  const upstream = new UpstreamClusterClient({
-    bootstrap: config.upstream,
-    clientId: 'kcompact',
-    maxFrameBytes: config.maxFrameBytes,
-    requestTimeoutMs: config.requestTimeoutMs,
-    connector,
-    log,
-  });
+  const upstream = connectCluster(connection, { clientId: 'kcompact', connector, log });
   // From the start: SIGHUP's default action would end the process. The worker thread gets no
   // signals; it sees changed files through its own file checks.
   process.on('SIGHUP', () => {
@@ -107,28 +102,7 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
 
   const topicIds = new TopicIds();
   topicIds.watch(upstream);
-  const engine = await startCompaction({
-    upstream: config.upstream,
-    dataDir: config.dataDir,
-    topicIds,
-    log,
-    maxFrameBytes: config.maxFrameBytes,
-    requestTimeoutMs: config.requestTimeoutMs,
-    cleanerBackoffMs: config.cleanerBackoffMs,
-    indexIdleMs: config.indexIdleMs,
-    indexOnDemand: config.indexOnDemand,
-    ...(config.carrierGroup !== NO_CARRIER_GROUP && { carrierGroup: { groupId: config.carrierGroup, sessionTimeoutMs: config.carrierSessionTimeoutMs } }),
-    carryRetentionShare: config.carryRetentionShare,
-    carryBytesPerSecond: config.carryBytesPerSecond,
-    ...(config.storeRetentionMs !== undefined && { storeRetentionMs: config.storeRetentionMs }),
-    staticTopics: config.topics,
-    brokerConfigs: config.brokerConfigs,
-    keyIdentity: config.keyIdentity,
-    schemaRegistryUrl: config.schemaRegistryUrl,
-    upstreamConnector: connector,
-    upstreamClient: upstream,
-    viewCacheBytes: config.viewCacheBytes,
-  }).catch((err: unknown) =>
+  const engine = await startCompaction(options, { topicIds, log, upstreamConnector: connector, upstreamClient: upstream }).catch((err: unknown) =>
     fail('cannot start compaction', { err, dataDir: config.dataDir, fix: 'check that the data directory is writable and the upstream reachable' }),
   );
   compaction = engine;

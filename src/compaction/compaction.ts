@@ -4,70 +4,46 @@
  * filters clients meet (configs, produce guard, fetch view).
  */
 import type { Logger } from '../common/log.js';
-import type { HostPort } from '../common/host-port.js';
 import type { Filter } from '../proxy/filter/filter.js';
 import type { TopicIds } from '../proxy/topic-ids.js';
-import { createTopicConfigs, type StaticTopic, type TopicConfigs } from './config/topic-configs.js';
+import { createTopicConfigs, type ConfigLayerOptions, type TopicConfigs } from './config/topic-configs.js';
 import type { CompactionEngine } from '../engine/api/engine-handle.js';
 import { startCompactionEngine } from './engine-client/compaction-engine.js';
-import type { IndexerOptions } from '../engine/api/engine-options.js';
-import type { KeyIdentityRules } from '../engine/api/key-identity-rules.js';
+import type { EngineOptions } from '../engine/api/engine-options.js';
 import { createProduceGuard } from './produce-guard/produce-guard.js';
-import { createFetchView, type FetchView } from './fetch-view/fetch-view.js';
+import { createFetchView, type FetchView, type FetchViewOptions } from './fetch-view/fetch-view.js';
 import { createListOffsetsView } from './list-offsets/list-offsets-view.js';
 import { endsWithOwnRecords } from './list-offsets/store-tail.js';
 import { createShareFetchView, type ShareFetchView } from './fetch-view/share-fetch-view.js';
 import { UpstreamPartitionReads } from './fetch-view/upstream-partition-reads.js';
 import type { TopicPolicy } from '../engine/api/topic-policy.js';
-import type { UpstreamConnector } from '../upstream/upstream-connector.js';
-import { UpstreamClusterClient } from '../upstream/upstream-cluster-client.js';
-import type { CarrierGroupSettings } from '../engine/api/engine-protocol.js';
+import { UpstreamConnector } from '../upstream/upstream-connector.js';
+import type { UpstreamClusterClient } from '../upstream/upstream-cluster-client.js';
+import { connectCluster } from '../upstream/connection-options.js';
 import { StoreRetention } from './config/store-retention.js';
 
-/** Carry again at half the store's retention: a whole half for a pass to go wrong and be retried. */
-export const DEFAULT_CARRY_SHARE = 0.5;
-
+/** Compaction's settings, one object per component, as the settings build them (config/settings.ts). */
 export interface CompactionOptions {
-  upstream: HostPort[];
-  dataDir: string;
+  /** Goes to the worker thread whole; its connection, data directory, cleaner and carry settings serve the main thread too. */
+  engine: EngineOptions;
+  configLayer: ConfigLayerOptions;
+  fetchView: FetchViewOptions;
+}
+
+/** What compaction works with besides its settings. */
+export interface CompactionDeps {
   topicIds: TopicIds;
   log: Logger;
-  maxFrameBytes: number;
-  requestTimeoutMs: number;
-  /** Pause between cleaner rounds (Kafka's log.cleaner.backoff.ms). */
-  cleanerBackoffMs: number;
-  /** The group in which replicas elect each partition's carrier (docs/carrying.md); without one, this replica never carries. */
-  carrierGroup?: CarrierGroupSettings;
-  /** Whether only the partitions this replica carries or its clients use are indexed (default true); false indexes every one. */
-  indexOnDemand?: boolean;
-  /** How long a partition this replica does not carry stays indexed after its clients' last use. */
-  indexIdleMs?: number;
-  /** Share of a store's capped retention at which records are carried again (default 0.5). */
-  carryRetentionShare?: number;
-  /** The store's retention where it cannot describe configs (unset: it keeps everything). */
-  storeRetentionMs?: number;
-  /** What this replica's carry passes may write (and read) per second, all partitions together; 0 or unset: unbounded. */
-  carryBytesPerSecond?: number;
-  /** Topics compacted by kcompact's own configuration (for stores without admin APIs). */
-  staticTopics?: readonly StaticTopic[];
-  /** Broker-level defaults by Kafka's broker config names (log.cleanup.policy, log.cleaner.delete.retention.ms, ...). */
-  brokerConfigs?: Readonly<Record<string, string>>;
-  /** How often configs changed through other replicas are picked up. */
-  configPollIntervalMs?: number;
-  /** Indexer fetch tuning (tests shorten waits). */
-  indexer?: IndexerOptions;
-  /** How keys compare per topic (the keyIdentity setting) and the schema registry "registry" decodes with. */
-  keyIdentity?: KeyIdentityRules;
-  schemaRegistryUrl?: string;
-  /** TLS and SASL of every upstream connection compaction makes (the worker builds its own from its settings). */
+  /**
+   * The proxy's connector (TLS and SASL, its files watched) for every upstream connection this
+   * thread makes; without it compaction builds its own from the connection's security settings.
+   */
   upstreamConnector?: UpstreamConnector;
   /**
    * The proxy's upstream client, shared by the config layer and the fetch view's and produce
    * guard's reads; without it compaction opens its own (the worker thread always does).
    */
   upstreamClient?: UpstreamClusterClient;
-  /** Memory for compacted reads served again (the viewCacheBytes setting). */
-  viewCacheBytes?: number;
 }
 
 export interface Compaction {
@@ -81,59 +57,35 @@ export interface Compaction {
   close(): Promise<void>;
 }
 
-export async function startCompaction(opts: CompactionOptions): Promise<Compaction> {
+export async function startCompaction(opts: CompactionOptions, deps: CompactionDeps): Promise<Compaction> {
+  const { engine: engineOptions, configLayer } = opts;
+  const { log, topicIds } = deps;
+  const ownConnector = deps.upstreamClient || deps.upstreamConnector ? undefined : new UpstreamConnector(engineOptions.connection.security, log);
   const upstream =
-    opts.upstreamClient ??
-    new UpstreamClusterClient({
-      bootstrap: opts.upstream,
-      clientId: 'kcompact',
-      maxFrameBytes: opts.maxFrameBytes,
-      requestTimeoutMs: opts.requestTimeoutMs,
-      connector: opts.upstreamConnector,
-      log: opts.log,
-    });
+    deps.upstreamClient ?? connectCluster(engineOptions.connection, { clientId: 'kcompact', connector: deps.upstreamConnector ?? ownConnector, log });
   const closeUpstream = () => {
-    if (upstream !== opts.upstreamClient) upstream.close();
+    if (upstream !== deps.upstreamClient) upstream.close();
+    ownConnector?.close();
   };
   // The config layer reads the store while the worker thread starts: neither waits for the other.
   const [configsStarted, engineStarted] = await Promise.allSettled([
     createTopicConfigs({
-      upstream: opts.upstream,
-      dataDir: opts.dataDir,
-      staticTopics: opts.staticTopics,
-      brokerConfigs: opts.brokerConfigs,
-      topicIds: opts.topicIds,
-      log: opts.log,
-      pollIntervalMs: opts.configPollIntervalMs,
-      requestTimeoutMs: opts.requestTimeoutMs,
-      maxFrameBytes: opts.maxFrameBytes,
-      connector: opts.upstreamConnector,
+      layer: configLayer,
+      connection: engineOptions.connection,
+      dataDir: engineOptions.dataDir,
+      topicIds,
+      log,
       client: upstream,
       carrying: {
-        share: opts.carryRetentionShare ?? DEFAULT_CARRY_SHARE,
-        backoffMs: opts.cleanerBackoffMs,
+        share: configLayer.carryRetentionShare,
+        backoffMs: engineOptions.cleaner.backoffMs,
         // A replica that never carries leaves the rate to the ones that do.
-        bytesPerSecond: opts.carrierGroup ? (opts.carryBytesPerSecond ?? 0) : 0,
+        bytesPerSecond: engineOptions.election ? engineOptions.carry.bytesPerSecond : 0,
       },
       // A replica that carries sets the store's segments, so that what its passes let go is freed.
-      storeSegments: opts.carrierGroup !== undefined,
+      storeSegments: engineOptions.election !== undefined,
     }),
-    startCompactionEngine({
-      upstream: opts.upstream,
-      dataDir: opts.dataDir,
-      log: opts.log,
-      cleanerBackoffMs: opts.cleanerBackoffMs,
-      ...(opts.carrierGroup && { carrierGroup: opts.carrierGroup }),
-      ...(opts.carryBytesPerSecond !== undefined && { carryBytesPerSecond: opts.carryBytesPerSecond }),
-      ...(opts.indexIdleMs !== undefined && { indexIdleMs: opts.indexIdleMs }),
-      ...(opts.indexOnDemand !== undefined && { indexOnDemand: opts.indexOnDemand }),
-      maxFrameBytes: opts.maxFrameBytes,
-      requestTimeoutMs: opts.requestTimeoutMs,
-      indexer: opts.indexer,
-      keyIdentity: opts.keyIdentity,
-      schemaRegistryUrl: opts.schemaRegistryUrl,
-      upstreamSecurity: opts.upstreamConnector?.settings,
-    }),
+    startCompactionEngine(engineOptions, log),
   ]);
   if (configsStarted.status === 'rejected' || engineStarted.status === 'rejected') {
     if (engineStarted.status === 'fulfilled') await engineStarted.value.close();
@@ -145,9 +97,9 @@ export async function startCompaction(opts: CompactionOptions): Promise<Compacti
   const engine = engineStarted.value;
   const retention = new StoreRetention({
     links: upstream,
-    log: opts.log,
-    share: opts.carryRetentionShare ?? DEFAULT_CARRY_SHARE,
-    ...(opts.storeRetentionMs !== undefined && { fallbackMs: opts.storeRetentionMs }),
+    log,
+    share: configLayer.carryRetentionShare,
+    ...(configLayer.storeRetentionMs !== undefined && { fallbackMs: configLayer.storeRetentionMs }),
   });
   // The engine drops the index of any topic missing from the map, so it always gets the whole set.
   const pushPolicies = () => {
@@ -164,7 +116,7 @@ export async function startCompaction(opts: CompactionOptions): Promise<Compacti
     learning ??= retention
       .refresh(configs.view.compactedTopics())
       .then((changed) => changed && pushPolicies())
-      .catch((err: unknown) => opts.log.debug("learning the store's retention failed", { err }))
+      .catch((err: unknown) => log.debug("learning the store's retention failed", { err }))
       .finally(() => (learning = undefined));
   };
   // Not awaited: an upstream slow to answer must not hold the proxy's start; policies follow when learned.
@@ -174,14 +126,14 @@ export async function startCompaction(opts: CompactionOptions): Promise<Compacti
     pushPolicies();
     void learnRetention();
   });
-  const retentionTimer = setInterval(learnRetention, Math.min(60_000, Math.max(1_000, opts.cleanerBackoffMs)));
+  const retentionTimer = setInterval(learnRetention, Math.min(60_000, Math.max(1_000, engineOptions.cleaner.backoffMs)));
   retentionTimer.unref();
 
-  const pool = new UpstreamPartitionReads({ upstream, topicIds: opts.topicIds });
+  const pool = new UpstreamPartitionReads({ upstream, topicIds });
   const produceGuard = createProduceGuard({
     config: configs.view,
-    topicIds: opts.topicIds,
-    log: opts.log,
+    topicIds,
+    log,
     resolveTopicIds: (ids) => pool.resolveTopicIds(ids),
     logStartOffset: (topic, partition) => pool.logStartOffset(topic, partition),
     used: (topic, partition) => engine.index.used(topic, partition),
@@ -189,10 +141,10 @@ export async function startCompaction(opts: CompactionOptions): Promise<Compacti
   const fetchView = createFetchView({
     config: configs.view,
     index: engine.index,
-    topicIds: opts.topicIds,
+    topicIds,
     upstream: pool,
-    log: opts.log,
-    cacheBytes: opts.viewCacheBytes,
+    log,
+    ...opts.fetchView,
   });
 
   const listOffsetsView = createListOffsetsView({
@@ -205,10 +157,10 @@ export async function startCompaction(opts: CompactionOptions): Promise<Compacti
   const shareFetchView = createShareFetchView({
     config: configs.view,
     index: engine.index,
-    topicIds: opts.topicIds,
+    topicIds,
     resolveTopicIds: (ids) => pool.resolveTopicIds(ids),
     logStartOffset: (topic, partition) => pool.logStartOffset(topic, partition),
-    log: opts.log,
+    log,
   });
   const filters = [...configs.filters, produceGuard, fetchView, shareFetchView, listOffsetsView];
   return {

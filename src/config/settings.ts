@@ -28,13 +28,16 @@ import {
   type ValueOf,
 } from './setting.js';
 import { isLogLevel } from '../common/log.js';
-import type { StaticTopic } from '../compaction/config/topic-configs.js';
+import { DEFAULT_CONFIG_LAYER, type StaticTopic } from '../compaction/config/topic-configs.js';
 import { validateBrokerConfigs } from '../compaction/config/broker-defaults.js';
 import { validateStaticTopics } from '../compaction/config/topic-config-state.js';
 import { TopicConfigError } from '../compaction/config/config-error.js';
+import type { CompactionOptions } from '../compaction/compaction.js';
+import { DEFAULT_FETCH_VIEW } from '../compaction/fetch-view/fetch-view.js';
 import { checkKeyIdentityRules, registryPatterns } from '../engine/api/key-identity-rules.js';
 import { checkRegistryUrl } from '../engine/api/registry-url.js';
-import { DEFAULT_VIEW_CACHE_BYTES } from '../compaction/fetch-view/view-cache.js';
+import { DEFAULT_CARRY, DEFAULT_CLEANER, DEFAULT_ELECTION, DEFAULT_INDEXING, DEFAULT_KEY_IDENTITY } from '../engine/api/engine-options.js';
+import { DEFAULT_CONNECTION, type ConnectionOptions } from '../upstream/connection-options.js';
 import { listenerContextOptions, type ListenerTlsSettings } from '../proxy/listener-tls.js';
 import { passwordOf, upstreamContext, type UpstreamSecurity, type UpstreamTlsSettings } from '../upstream/upstream-connector.js';
 import { SASL_MECHANISMS } from '../upstream/sasl-client.js';
@@ -68,13 +71,10 @@ function parseBrokerConfigs(raw: unknown): Record<string, string> {
   return stringValues(obj, (k, v) => `${k} must be a string, got ${JSON.stringify(v)}`);
 }
 
-/** 0.0.0.0 and ::, every interface. */
-/** The carrier group replicas join unless told otherwise: every kcompact in front of a store shares it. */
-export const DEFAULT_CARRIER_GROUP = 'kcompact-carriers';
-
 /** The carrierGroup value that keeps a replica out of carrying. */
 export const NO_CARRIER_GROUP = 'none';
 
+/** 0.0.0.0 and ::, every interface. */
 function wildcard(host: string): boolean {
   return host === '0.0.0.0' || host === '::';
 }
@@ -121,48 +121,49 @@ const DECLARATIONS = {
     arg: 'BYTES',
     description: 'largest request or response frame accepted; a larger one closes the connection',
     parse: integer(1024, 2 ** 31 - 1),
-    default: 100 * 1024 * 1024,
+    default: DEFAULT_CONNECTION.maxFrameBytes,
     note: '100 MiB',
   }),
   requestTimeoutMs: setting({
     arg: 'MS',
     description: "timeout of the proxy's own requests to the upstream",
     parse: integer(100, 3_600_000),
-    default: 30_000,
+    default: DEFAULT_CONNECTION.requestTimeoutMs,
   }),
   cleanerBackoffMs: setting({
     arg: 'MS',
     description: "pause between cleaner rounds (Kafka's log.cleaner.backoff.ms)",
     parse: integer(10, 86_400_000),
-    default: 15_000,
+    default: DEFAULT_CLEANER.backoffMs,
   }),
   carrierGroup: setting({
     arg: 'GROUP',
     description:
       "group on the upstream in which the replicas in front of one store elect each compacted partition's carrier, the replica that carries its survivors forward and lets the old range go (physical compaction); none: this replica never carries",
     parse: text,
-    default: DEFAULT_CARRIER_GROUP,
+    // Every kcompact in front of a store shares it unless told otherwise.
+    default: DEFAULT_ELECTION.groupId,
   }),
   carrierSessionTimeoutMs: setting({
     arg: 'MS',
     description:
       "how long the carrier group waits for a replica that stopped heartbeating (killed, paused, cut off) before giving its partitions to the others; within the store's group.min/max.session.timeout.ms",
     parse: integer(1_000, 1_800_000),
-    default: 30_000,
+    default: DEFAULT_ELECTION.sessionTimeoutMs,
   }),
   indexOnDemand: setting({
     arg: 'true|false',
     description:
       'index only the compacted partitions this replica carries or its clients use (true), or every compacted partition of the store (false: a replica that serves tools reading around it, or one whose first reads must not wait)',
     parse: boolean,
-    default: true,
+    default: DEFAULT_INDEXING.onDemand,
   }),
   indexIdleMs: setting({
     arg: 'MS',
     description:
       'how long this replica keeps the index of a compacted partition it does not carry after its clients last read or wrote it; a partition nobody here uses is not indexed at all (its carrier indexes it)',
     parse: integer(1_000, 2 ** 31 - 1),
-    default: 600_000,
+    default: DEFAULT_INDEXING.idleMs,
     note: '10 minutes',
   }),
   carryRetentionShare: setting({
@@ -170,14 +171,14 @@ const DECLARATIONS = {
     description:
       "where the store caps retention, the share of it (0-1) at which the carrying replica writes survivors again, so they never reach the store's limit",
     parse: ratio(0.05, 0.9),
-    default: 0.5,
+    default: DEFAULT_CONFIG_LAYER.carryRetentionShare,
   }),
   carryBytesPerSecond: setting({
     arg: 'BYTES',
     description:
       "most bytes per second this replica's carry passes write to the store, and most they read, all the partitions it carries together; the store's throttle_time_ms is honored either way; 0: no bound of kcompact's own",
     parse: integer(0, 2 ** 40),
-    default: 0,
+    default: DEFAULT_CARRY.bytesPerSecond,
     note: 'unbounded',
   }),
   storeRetentionMs: setting({
@@ -190,7 +191,7 @@ const DECLARATIONS = {
     arg: 'BYTES',
     description: 'memory for compacted batches already read, so reading a compacted topic again skips its superseded records upstream; 0 turns it off',
     parse: integer(0, 2 ** 40),
-    default: DEFAULT_VIEW_CACHE_BYTES,
+    default: DEFAULT_FETCH_VIEW.cacheBytes,
     note: '16 MiB',
   }),
   metricsListen: setting({
@@ -217,13 +218,13 @@ const DECLARATIONS = {
     arg: 'JSON',
     description: 'topics compacted by this configuration, for stores without admin APIs: [{"topic":"t","configs":{"cleanup.policy":"compact"}}]',
     parse: parseStaticTopics,
-    default: [],
+    default: [...DEFAULT_CONFIG_LAYER.staticTopics],
   }),
   brokerConfigs: setting({
     arg: 'JSON',
     description: 'broker-level defaults of the compaction configs, by Kafka broker config name: {"log.cleaner.delete.retention.ms":"3600000"}',
     parse: parseBrokerConfigs,
-    default: {},
+    default: { ...DEFAULT_CONFIG_LAYER.brokerConfigs },
     note: "Kafka's defaults",
   }),
   drainTimeoutMs: setting({
@@ -262,7 +263,7 @@ const DECLARATIONS = {
     description:
       'how keys compare per topic name or glob: {"orders-*":"registry"}; bytes (exact bytes, as Kafka), payload (framed keys without the schema id), registry (decoded and canonicalised)',
     parse: (raw) => checkKeyIdentityRules(json(raw, 'a JSON object of topic names or globs to bytes, payload or registry')),
-    default: {},
+    default: { ...DEFAULT_KEY_IDENTITY.rules },
     note: 'exact bytes for every topic',
   }),
   tlsCertFile: setting({
@@ -571,6 +572,36 @@ export function upstreamSecuritySettings(c: ProxyConfig): UpstreamSecurity {
         })
       : undefined;
   return { ...(tls ? { tls } : {}), ...(sasl ? { sasl } : {}) };
+}
+
+/** How both threads reach the upstream. */
+export function upstreamConnectionSettings(c: ProxyConfig): ConnectionOptions {
+  return { upstream: c.upstream, maxFrameBytes: c.maxFrameBytes, requestTimeoutMs: c.requestTimeoutMs, security: upstreamSecuritySettings(c) };
+}
+
+/** Compaction's options, each component's from its settings: the one place they are read for it. */
+export function compactionSettings(c: ProxyConfig): CompactionOptions {
+  return {
+    engine: {
+      connection: upstreamConnectionSettings(c),
+      dataDir: c.dataDir,
+      cleaner: { backoffMs: c.cleanerBackoffMs },
+      carry: { bytesPerSecond: c.carryBytesPerSecond },
+      ...(c.carrierGroup !== NO_CARRIER_GROUP && { election: { groupId: c.carrierGroup, sessionTimeoutMs: c.carrierSessionTimeoutMs } }),
+      indexing: { onDemand: c.indexOnDemand, idleMs: c.indexIdleMs },
+      // Fetch tuning has no setting.
+      indexer: {},
+      keyIdentity: { rules: c.keyIdentity, ...(c.schemaRegistryUrl !== undefined && { schemaRegistryUrl: c.schemaRegistryUrl }) },
+    },
+    configLayer: {
+      staticTopics: c.topics,
+      brokerConfigs: c.brokerConfigs,
+      pollIntervalMs: DEFAULT_CONFIG_LAYER.pollIntervalMs,
+      carryRetentionShare: c.carryRetentionShare,
+      ...(c.storeRetentionMs !== undefined && { storeRetentionMs: c.storeRetentionMs }),
+    },
+    fetchView: { cacheBytes: c.viewCacheBytes },
+  };
 }
 
 /**

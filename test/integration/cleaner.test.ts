@@ -12,6 +12,7 @@ import kafkajs from 'kafkajs';
 import type { TopicPolicy } from '../../src/engine/api/topic-policy.js';
 import type { CompactionEngine } from '../../src/engine/api/engine-handle.js';
 import { startCompactionEngine } from '../../src/compaction/engine-client/compaction-engine.js';
+import { engineOptions } from '../../src/engine/api/engine-options.js';
 import type { Logger } from '../../src/common/log.js';
 import { ckTxn, franzConsume, franzProduce, makeTempDir, pollUntil, requirePeers, startKafka, startKfake, type RecordView } from '../support/index.js';
 
@@ -37,17 +38,17 @@ const POLICY: TopicPolicy = {
 const silent: Logger = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {}, child: () => silent, enabled: () => false };
 
 function startEngine(bootstrap: string, dataDir: string, cleanerBackoffMs: number): Promise<CompactionEngine> {
-  return startCompactionEngine({
-    upstream: bootstrap.split(',').map((hp) => ({ host: hp.split(':')[0]!, port: Number(hp.split(':')[1]) })),
-    dataDir,
-    log: silent,
-    maxFrameBytes: 100 * 1024 * 1024,
-    requestTimeoutMs: 30_000,
-    // Every compacted partition, not only those a client uses: the records are written around the engine.
-    indexOnDemand: false,
-    cleanerBackoffMs,
-    indexer: { maxWaitMs: 200, metadataIntervalMs: 500 },
-  });
+  return startCompactionEngine(
+    engineOptions({
+      connection: { upstream: bootstrap.split(',').map((hp) => ({ host: hp.split(':')[0]!, port: Number(hp.split(':')[1]) })) },
+      dataDir,
+      // Every compacted partition, not only those a client uses: the records are written around the engine.
+      indexing: { onDemand: false },
+      cleaner: { backoffMs: cleanerBackoffMs },
+      indexer: { maxWaitMs: 200, metadataIntervalMs: 500 },
+    }),
+    silent,
+  );
 }
 
 async function caughtUp(engine: CompactionEngine, topic: string, partitions: number): Promise<void> {

@@ -17,6 +17,7 @@ import type { Filter } from '../../src/proxy/filter/filter.js';
 import { createFetchView, type FetchView } from '../../src/compaction/fetch-view/fetch-view.js';
 import type { CompactionEngine } from '../../src/engine/api/engine-handle.js';
 import { startCompactionEngine } from '../../src/compaction/engine-client/compaction-engine.js';
+import { engineOptions } from '../../src/engine/api/engine-options.js';
 import { UpstreamPartitionReads } from '../../src/compaction/fetch-view/upstream-partition-reads.js';
 import { UpstreamClusterClient } from '../../src/upstream/upstream-cluster-client.js';
 import type { TopicConfigView, TopicPolicy } from '../../src/engine/api/topic-policy.js';
@@ -134,17 +135,17 @@ before(async () => {
   });
   await produceLog(kafka.bootstrap);
   engineDir = makeTempDir('kcompact-view-engine-');
-  engine = await startCompactionEngine({
-    upstream: parseHostPortList(kafka.bootstrap),
-    dataDir: engineDir.path,
+  engine = await startCompactionEngine(
+    engineOptions({
+      connection: { upstream: parseHostPortList(kafka.bootstrap), requestTimeoutMs: 10_000 },
+      dataDir: engineDir.path,
+      // Every compacted partition, not only those a client uses: the records are written around the engine.
+      indexing: { onDemand: false },
+      cleaner: { backoffMs: 200 },
+      indexer: { maxWaitMs: 100 },
+    }),
     log,
-    // Every compacted partition, not only those a client uses: the records are written around the engine.
-    indexOnDemand: false,
-    cleanerBackoffMs: 200,
-    maxFrameBytes: 100 << 20,
-    requestTimeoutMs: 10_000,
-    indexer: { maxWaitMs: 100 },
-  });
+  );
   engine.setPolicies(new Map([[ENGINE_TOPIC, ENGINE_POLICY]]));
   await produceAndClean();
 

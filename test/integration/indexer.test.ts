@@ -17,6 +17,7 @@ import { topicIndexFile } from '../../src/engine/store/index-files.js';
 import { RecordFlag } from '../../src/engine/store/record-flags.js';
 import type { CompactionEngine } from '../../src/engine/api/engine-handle.js';
 import { startCompactionEngine } from '../../src/compaction/engine-client/compaction-engine.js';
+import { engineOptions } from '../../src/engine/api/engine-options.js';
 import type { Logger } from '../../src/common/log.js';
 import {
   ckTxn,
@@ -38,17 +39,17 @@ interface IndexRow {
 }
 
 function startEngine(bootstrap: string, dataDir: string, log: Logger): Promise<CompactionEngine> {
-  return startCompactionEngine({
-    upstream: bootstrap.split(',').map((hp) => ({ host: hp.split(':')[0]!, port: Number(hp.split(':')[1]) })),
-    dataDir,
+  return startCompactionEngine(
+    engineOptions({
+      connection: { upstream: bootstrap.split(',').map((hp) => ({ host: hp.split(':')[0]!, port: Number(hp.split(':')[1]) })) },
+      dataDir,
+      // Every compacted partition, not only those a client uses: the records are written around the engine.
+      indexing: { onDemand: false },
+      cleaner: { backoffMs: 3_600_000 },
+      indexer: { maxWaitMs: 200, metadataIntervalMs: 500 },
+    }),
     log,
-    maxFrameBytes: 100 * 1024 * 1024,
-    requestTimeoutMs: 30_000,
-    // Every compacted partition, not only those a client uses: the records are written around the engine.
-    indexOnDemand: false,
-    cleanerBackoffMs: 3_600_000,
-    indexer: { maxWaitMs: 200, metadataIntervalMs: 500 },
-  });
+  );
 }
 
 function indexedPartitions(dataDir: string, topic: string): number[] {

@@ -8,7 +8,8 @@ import { OWNED_TOPIC_CONFIGS, referenceBrokerDefaults } from '../support/differe
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import kafkajs from 'kafkajs';
-import { createTopicConfigs, CONFIGS_TOPIC, type StaticTopic, type TopicConfigs } from '../../src/compaction/config/topic-configs.js';
+import { configLayerOptions, createTopicConfigs, CONFIGS_TOPIC, type StaticTopic, type TopicConfigs } from '../../src/compaction/config/topic-configs.js';
+import { connectionOptions } from '../../src/upstream/connection-options.js';
 import { parseHostPortList } from '../../src/common/host-port.js';
 import { createLogger, isLogLevel, setLogLevel, type Logger } from '../../src/common/log.js';
 import { ApiKey } from '../../src/protocol/messages.js';
@@ -50,13 +51,11 @@ async function startConfigProxy(upstream: string, opts: { dataDir?: TempDir; sta
   const topics = new TopicIds();
   const dataDir = opts.dataDir ?? makeTempDir('kcompact-topic-configs-');
   const configs = await createTopicConfigs({
-    upstream: parseHostPortList(upstream),
+    layer: configLayerOptions({ brokerConfigs: REFERENCE_BROKER_CONFIGS, staticTopics: opts.staticTopics, pollIntervalMs: 100 }),
+    connection: connectionOptions({ upstream: parseHostPortList(upstream) }),
     dataDir: dataDir.path,
     topicIds: topics,
     log,
-    brokerConfigs: REFERENCE_BROKER_CONFIGS,
-    staticTopics: opts.staticTopics,
-    pollIntervalMs: 100,
   });
   const server = new ProxyServer({
     listen: { host: '127.0.0.1', port },
@@ -521,11 +520,11 @@ for (const upstream of upstreams) {
         await first.stop();
         const quiet: Logger = { debug() {}, info() {}, warn() {}, error() {}, child: () => quiet, enabled: () => false };
         const restarted = await createTopicConfigs({
-          upstream: [{ host: '127.0.0.1', port: await freePortRun(1) }],
+          layer: configLayerOptions({ brokerConfigs: REFERENCE_BROKER_CONFIGS }),
+          connection: connectionOptions({ upstream: [{ host: '127.0.0.1', port: await freePortRun(1) }] }),
           dataDir: dataDir.path,
           topicIds: new TopicIds(),
           log: quiet,
-          brokerConfigs: REFERENCE_BROKER_CONFIGS,
         });
         try {
           assert.ok(restarted.view.compacted(topic), 'served from the cache with no upstream at all');

@@ -11,7 +11,9 @@ import { createLogger, setLogLevel, isLogLevel } from '../../src/common/log.js';
 import { parseHostPortList } from '../../src/common/host-port.js';
 import { TopicIds } from '../../src/proxy/topic-ids.js';
 import { startCompaction, type Compaction } from '../../src/compaction/compaction.js';
-import type { StaticTopic } from '../../src/compaction/config/topic-configs.js';
+import { configLayerOptions, type StaticTopic } from '../../src/compaction/config/topic-configs.js';
+import { DEFAULT_FETCH_VIEW } from '../../src/compaction/fetch-view/fetch-view.js';
+import { engineOptions } from '../../src/engine/api/engine-options.js';
 import type { Filter } from '../../src/proxy/filter/filter.js';
 import type { KeyIdentityRules } from '../../src/engine/api/key-identity-rules.js';
 
@@ -115,30 +117,28 @@ export async function startCompactingProxy(
   const log = createLogger({ component: 'kcompact-test' });
   const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'kcompact-data-'));
   const topicIds = new TopicIds();
-  const compaction = await startCompaction({
-    upstream: parseHostPortList(upstream),
-    dataDir,
-    topicIds,
-    log,
-    maxFrameBytes: opts.maxFrameBytes ?? 100 * 1024 * 1024,
-    requestTimeoutMs: 10_000,
-    cleanerBackoffMs: opts.cleanerBackoffMs ?? 3_600_000,
-    ...(opts.carry !== undefined &&
-      opts.carry !== false && {
-        carrierGroup: {
-          groupId: opts.carry === true ? `kcompact-test-${randomUUID()}` : opts.carry,
-          sessionTimeoutMs: opts.carrierSessionTimeoutMs ?? 6_000,
-        },
+  const compaction = await startCompaction(
+    {
+      engine: engineOptions({
+        connection: { upstream: parseHostPortList(upstream), maxFrameBytes: opts.maxFrameBytes, requestTimeoutMs: 10_000 },
+        dataDir,
+        cleaner: { backoffMs: opts.cleanerBackoffMs ?? 3_600_000 },
+        ...(opts.carry !== undefined &&
+          opts.carry !== false && {
+            election: {
+              groupId: opts.carry === true ? `kcompact-test-${randomUUID()}` : opts.carry,
+              sessionTimeoutMs: opts.carrierSessionTimeoutMs ?? 6_000,
+            },
+          }),
+        carry: { bytesPerSecond: opts.carryBytesPerSecond },
+        indexing: { onDemand: opts.indexOnDemand ?? false, idleMs: opts.indexIdleMs },
+        keyIdentity: { rules: opts.keyIdentity, schemaRegistryUrl: opts.schemaRegistryUrl },
       }),
-    ...(opts.carryBytesPerSecond !== undefined && { carryBytesPerSecond: opts.carryBytesPerSecond }),
-    indexOnDemand: opts.indexOnDemand ?? false,
-    ...(opts.indexIdleMs !== undefined && { indexIdleMs: opts.indexIdleMs }),
-    staticTopics: opts.staticTopics,
-    brokerConfigs: opts.brokerDefaults,
-    configPollIntervalMs: 200,
-    keyIdentity: opts.keyIdentity,
-    schemaRegistryUrl: opts.schemaRegistryUrl,
-  });
+      configLayer: configLayerOptions({ staticTopics: opts.staticTopics, brokerConfigs: opts.brokerDefaults, pollIntervalMs: 200 }),
+      fetchView: DEFAULT_FETCH_VIEW,
+    },
+    { topicIds, log },
+  );
   const port = await freePortRun(5);
   const server = new ProxyServer({
     listen: { host: '127.0.0.1', port },

@@ -10,47 +10,16 @@
  */
 import type { CompactionEngine } from '../../engine/api/engine-handle.js';
 import { Worker } from 'node:worker_threads';
-import type { HostPort } from '../../common/host-port.js';
 import type { Logger, LogLevel } from '../../common/log.js';
 
 import type { TopicPolicy } from '../../engine/api/topic-policy.js';
-import type { IndexerOptions } from '../../engine/api/engine-options.js';
-import type { KeyIdentityRules } from '../../engine/api/key-identity-rules.js';
+import type { EngineOptions } from '../../engine/api/engine-options.js';
 import { SurvivorIndex } from './survivor-index.js';
-import type { UpstreamSecurity } from '../../upstream/upstream-connector.js';
 import { DemandNotes } from './demand-notes.js';
-import type { CarrierGroupSettings, EngineReplies, EngineRequest, FromWorker, ToWorker, WorkerConfig } from '../../engine/api/engine-protocol.js';
+import type { EngineReplies, EngineRequest, FromWorker, ToWorker, WorkerConfig } from '../../engine/api/engine-protocol.js';
 import { deserializeError, restoreFields } from '../../engine/api/worker-log.js';
 
-export interface CompactionEngineOptions {
-  upstream: HostPort[];
-  /** The proxy's data directory; indexes go to <dataDir>/index. */
-  dataDir: string;
-  log: Logger;
-  /** Pause between cleaner rounds (log.cleaner.backoff.ms); default 15000. */
-  cleanerBackoffMs?: number;
-  /** The carrier group this replica joins (docs/carrying.md); without one, it never carries. */
-  carrierGroup?: CarrierGroupSettings;
-  /** What this replica's carry passes may write (and read) per second, all partitions together; 0 or unset: unbounded. */
-  carryBytesPerSecond?: number;
-  /** Whether only the partitions this replica carries or its clients use are indexed (default true); false indexes every one. */
-  indexOnDemand?: boolean;
-  /** How long a partition this replica does not carry stays indexed after its clients' last use (default 10 minutes). */
-  indexIdleMs?: number;
-  maxFrameBytes: number;
-  requestTimeoutMs: number;
-  clientId?: string;
-  /** Fetch tuning of the indexer (tests shorten waits). */
-  indexer?: IndexerOptions;
-  /** Key identity per topic (default: exact bytes everywhere) and the registry "registry" needs. */
-  keyIdentity?: KeyIdentityRules;
-  schemaRegistryUrl?: string;
-  /** TLS and SASL of the worker's upstream connections (plain TCP when omitted). */
-  upstreamSecurity?: UpstreamSecurity;
-}
-
 const RESTART_DELAY_MS = 1000;
-export const DEFAULT_INDEX_IDLE_MS = 600_000;
 const CLOSE_TIMEOUT_MS = 30_000;
 /**
  * The worker's young generation: V8 lets it grow to 32 MiB, which the worker keeps reserved
@@ -68,32 +37,16 @@ interface Pending {
   reject: (err: Error) => void;
 }
 
-export async function startCompactionEngine(opts: CompactionEngineOptions): Promise<CompactionEngine> {
-  // The worker answers after posting what its index published on the way: the snapshot is applied first.
-  const indexIdleMs = opts.indexIdleMs ?? DEFAULT_INDEX_IDLE_MS;
+/** `options` go to the worker whole (engine-options.ts); its log lines come back through `log`. */
+export async function startCompactionEngine(options: EngineOptions, log: Logger): Promise<CompactionEngine> {
   // Told again well within the idle time, so that a partition in use is never let go.
-  const demand = new DemandNotes((partitions) => post({ type: 'demand', partitions }), Math.max(1_000, Math.floor(indexIdleMs / 4)));
+  const demand = new DemandNotes((partitions) => post({ type: 'demand', partitions }), Math.max(1_000, Math.floor(options.indexing.idleMs / 4)));
+  // The worker answers after posting what its index published on the way: the snapshot is applied first.
   const index = new SurvivorIndex(
     (topic, partition, timeoutMs) => call('caughtUp', { topic, partition, timeoutMs }),
     (topic, partition) => demand.note(topic, partition),
   );
-  const config: WorkerConfig = {
-    upstream: opts.upstream,
-    dataDir: opts.dataDir,
-    cleanerBackoffMs: opts.cleanerBackoffMs ?? 15_000,
-    ...(opts.carrierGroup && { carrierGroup: opts.carrierGroup }),
-    carryBytesPerSecond: opts.carryBytesPerSecond ?? 0,
-    indexIdleMs,
-    indexOnDemand: opts.indexOnDemand ?? true,
-    maxFrameBytes: opts.maxFrameBytes,
-    requestTimeoutMs: opts.requestTimeoutMs,
-    clientId: opts.clientId ?? 'kcompact-indexer',
-    logLevel: levelOf(opts.log),
-    indexer: opts.indexer ?? {},
-    keyIdentity: opts.keyIdentity ?? {},
-    upstreamSecurity: opts.upstreamSecurity ?? {},
-    ...(opts.schemaRegistryUrl ? { schemaRegistryUrl: opts.schemaRegistryUrl } : {}),
-  };
+  const config: WorkerConfig = { ...options, logLevel: levelOf(log) };
   const pending = new Map<number, Pending>();
   let nextId = 1;
   let policies: [string, TopicPolicy][] | undefined;
@@ -115,7 +68,7 @@ export async function startCompactionEngine(opts: CompactionEngineOptions): Prom
         index.applyEnd(m.topic, m.partition, m.end);
         break;
       case 'log':
-        opts.log[m.level](m.msg, m.fields ? restoreFields(m.fields) : undefined);
+        log[m.level](m.msg, m.fields ? restoreFields(m.fields) : undefined);
         break;
       case 'reply': {
         const call = pending.get(m.id);
@@ -142,19 +95,19 @@ export async function startCompactionEngine(opts: CompactionEngineOptions): Prom
           resolve();
         }),
       );
-      w.on('error', (err) => opts.log.error('compaction worker failed', { err }));
+      w.on('error', (err) => log.error('compaction worker failed', { err }));
       w.on('exit', (code) => {
         workerGone = true;
         for (const call of pending.values()) call.reject(new Error(`compaction worker exited (code ${code})`));
         pending.clear();
         if (!isReady) reject(new Error(`compaction worker exited (code ${code}) before it was ready`));
         if (closing) return;
-        opts.log.error('compaction worker exited; restarting it', { code, restartInMs: RESTART_DELAY_MS });
+        log.error('compaction worker exited; restarting it', { code, restartInMs: RESTART_DELAY_MS });
         setTimeout(() => {
           if (closing) return;
           demand.forget();
           ready = spawn();
-          ready.catch((err) => opts.log.error('compaction worker did not restart', { err }));
+          ready.catch((err) => log.error('compaction worker did not restart', { err }));
           if (policies) post({ type: 'policies', policies });
         }, RESTART_DELAY_MS).unref();
       });
@@ -194,7 +147,7 @@ export async function startCompactionEngine(opts: CompactionEngineOptions): Prom
       try {
         await call('close', {});
       } catch (err) {
-        opts.log.warn('compaction worker did not close cleanly', { err });
+        log.warn('compaction worker did not close cleanly', { err });
       } finally {
         clearTimeout(timeout);
         await w.terminate();

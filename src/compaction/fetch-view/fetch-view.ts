@@ -31,14 +31,21 @@ import { DEFAULT_VIEW_CACHE_BYTES, ViewCache, type ViewCacheStats } from './view
 
 type Fetch = ApiKeyOf<'Fetch'>;
 
+/** The fetch view's settings. */
 export interface FetchViewOptions {
+  /** Memory for the view's batches below the horizon (view-cache.ts; the viewCacheBytes setting); 0 turns the cache off. */
+  cacheBytes: number;
+}
+
+export const DEFAULT_FETCH_VIEW: Readonly<FetchViewOptions> = { cacheBytes: DEFAULT_VIEW_CACHE_BYTES };
+
+/** What the view works with, and any of its options (the defaults above for the rest). */
+export interface FetchViewDeps extends Partial<FetchViewOptions> {
   config: TopicConfigView;
   index: IndexView;
   topicIds: TopicIds;
   upstream: UpstreamReads;
   log: Logger;
-  /** Memory for the view's batches below the horizon (view-cache.ts); 0 turns the cache off. */
-  cacheBytes?: number;
   /** Answers from carried copies begun for clients' next fetches (copies-ahead.ts). */
   copiesAhead?: CopiesAheadOptions;
   clock?: () => number;
@@ -91,11 +98,11 @@ function cachedBytesUpTo(batches: readonly ViewedBatch[], limit: number): number
   return Math.min(bytes, limit);
 }
 
-export function createFetchView(opts: FetchViewOptions): FetchView {
+export function createFetchView(opts: FetchViewDeps): FetchView {
   const clock = opts.clock ?? Date.now;
   const log = opts.log.child({ component: 'fetch-view' });
   const answers = new EmptyAnswers({ clock });
-  const cache = new ViewCache(opts.cacheBytes ?? DEFAULT_VIEW_CACHE_BYTES);
+  const cache = new ViewCache(opts.cacheBytes ?? DEFAULT_FETCH_VIEW.cacheBytes);
   const ahead = new CopiesAhead(opts.copiesAhead ?? DEFAULT_COPIES_AHEAD);
   const stats: FetchViewStats = {
     requests: 0,

@@ -2,44 +2,17 @@
  * The messages between the proxy's main thread and the compaction worker. Survivor snapshots
  * travel with their buffers transferred, not copied.
  */
-import type { HostPort } from '../../common/host-port.js';
 import type { LogLevel } from '../../common/log.js';
 import type { TopicPolicy } from './topic-policy.js';
 import type { LogEnd } from './index-view.js';
-import type { IndexerOptions } from './engine-options.js';
+import type { EngineOptions } from './engine-options.js';
 import type { SurvivorSnapshot } from './survivor-set.js';
-import type { KeyIdentityRules } from './key-identity-rules.js';
 import type { CleanReport, EngineStatus, OffsetAtTime, PartitionDetail } from './engine-reports.js';
-import type { UpstreamSecurity } from '../../upstream/upstream-connector.js';
 
-export interface CarrierGroupSettings {
-  groupId: string;
-  sessionTimeoutMs: number;
-}
-
-export interface WorkerConfig {
-  upstream: HostPort[];
-  dataDir: string;
-  cleanerBackoffMs: number;
-  /** The carrier group this replica joins (docs/carrying.md); none: it never carries. */
-  carrierGroup?: CarrierGroupSettings;
-  /** What the carrier's passes may write (and read) per second, all partitions together (carry/carry-pacing.ts); 0: unbounded. */
-  carryBytesPerSecond: number;
-  /** Whether only the partitions this replica carries or its clients use are indexed; false: every one. */
-  indexOnDemand: boolean;
-  /** How long a partition this replica does not carry stays indexed after its clients' last use. */
-  indexIdleMs: number;
-  maxFrameBytes: number;
-  requestTimeoutMs: number;
-  clientId: string;
+/** The worker's workerData: the engine's options as the settings built them, whole. */
+export interface WorkerConfig extends EngineOptions {
   /** The lowest level the main thread's logger writes; the worker does not send lower ones. */
   logLevel: LogLevel;
-  indexer: IndexerOptions;
-  /** How each topic's keys are compared (the keyIdentity setting) and the registry that "registry" needs. */
-  keyIdentity: KeyIdentityRules;
-  schemaRegistryUrl?: string;
-  /** TLS and SASL settings; the worker builds its own connector (and watches the files) from them. */
-  upstreamSecurity: UpstreamSecurity;
 }
 
 export type ToWorker =

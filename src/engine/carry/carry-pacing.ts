@@ -15,6 +15,7 @@
  *   the next request of any pass to that broker waits it out.
  */
 import type { PacingStats } from '../api/engine-reports.js';
+import type { CarryOptions } from '../api/engine-options.js';
 import { setTimeout as sleepFor } from 'node:timers/promises';
 import { ApiKey, type ApiKeyNumber, type BodyInit, type RequestBodies, type ResponseBodies } from '../../protocol/messages.js';
 import type { UpstreamClient } from '../../upstream/client.js';
@@ -110,9 +111,8 @@ const CLIENT_THROTTLED_FROM: ReadonlyMap<number, number> = new Map([
   [ApiKey.DeleteRecords, 1],
 ]);
 
-export interface CarryPacingOptions {
-  /** carryBytesPerSecond: 0 (or less) for no bound of kcompact's own. */
-  bytesPerSecond: number;
+/** bytesPerSecond (carryBytesPerSecond): 0 (or less) for no bound of kcompact's own. */
+export interface CarryPacingOptions extends CarryOptions {
   clock?: PacingClock;
 }
 

@@ -16,6 +16,7 @@ import type { CleanerStats, CleanReport, CarryMargin } from '../api/engine-repor
 import type { Logger } from '../../common/log.js';
 import type { Carrier } from '../carry/carrier.js';
 import type { TopicPolicy } from '../api/topic-policy.js';
+import type { CleanerOptions } from '../api/engine-options.js';
 import type { PartitionStore } from '../store/partition-store.js';
 import type { Segment } from '../store/segment-roller.js';
 import type { StoreRegistry } from '../store/store-registry.js';
@@ -26,13 +27,12 @@ import { cleanPartition } from './clean-partition.js';
 import { retentionStart } from './retention.js';
 import { carryMarginMs } from '../carry/carry-age.js';
 
-export interface CleanerDeps {
+export interface CleanerDeps extends CleanerOptions {
   registry: StoreRegistry;
   policies: () => ReadonlyMap<string, TopicPolicy>;
   /** Asks the upstream to move the log start; resolves false when it cannot (logged by the caller). */
   deleteRecords: (topic: string, partition: number, offset: number) => Promise<boolean>;
   log: Logger;
-  backoffMs: number;
   clock?: () => number;
   /** Carries each cleaned partition's survivors forward in the store (docs/carrying.md), when this replica does. */
   carrier?: Carrier;

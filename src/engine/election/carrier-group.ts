@@ -30,11 +30,10 @@ import {
   encodeCarrierMetadata,
 } from './carrier-protocol.js';
 import { partitionKey } from '../api/partition-key.js';
+import type { ElectionOptions } from '../api/engine-options.js';
 
-export interface CarrierGroupOptions {
+export interface CarrierGroupOptions extends ElectionOptions {
   upstream: UpstreamClusterClient;
-  groupId: string;
-  sessionTimeoutMs: number;
   rebalanceTimeoutMs: number;
   /** The partitions that need a carrier now (the leader assigns these). */
   partitions(): CarriedPartition[];

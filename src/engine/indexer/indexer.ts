@@ -12,7 +12,7 @@
  * upstream moving its log start (retention, DeleteRecords) drops what went below it; an index
  * that is ahead of the upstream (a re-created topic, a truncated log) is started over.
  */
-import type { IndexerOptions } from '../api/engine-options.js';
+import { indexerOptions, type IndexerOptions } from '../api/engine-options.js';
 import { ErrorCode, errorName } from '../../protocol/errors.js';
 import { ApiKey, type FetchResponsePartitionData } from '../../protocol/messages.js';
 import { ZERO_UUID } from '../../protocol/wire/uuid.js';
@@ -119,14 +119,7 @@ export class Indexer {
     identities?: KeyIdentities,
   ) {
     this.identities = identities ?? KeyIdentities.exactBytes(log);
-    this.opts = {
-      maxWaitMs: options.maxWaitMs ?? 500,
-      minBytes: options.minBytes ?? 1024 * 1024,
-      maxBytes: options.maxBytes ?? 32 * 1024 * 1024,
-      partitionMaxBytes: options.partitionMaxBytes ?? 8 * 1024 * 1024,
-      metadataIntervalMs: options.metadataIntervalMs ?? 10_000,
-      maxBackoffMs: options.maxBackoffMs ?? 10_000,
-    };
+    this.opts = indexerOptions(options);
     this.progress = new CatchUpProgress(log);
   }
 

@@ -19,7 +19,8 @@ import { engineStatus, inspectTopic } from './engine-status.js';
 import { offsetForTime } from '../store/offsets-by-time.js';
 import { serializeError, workerLogger } from '../api/worker-log.js';
 import { UpstreamConnector } from '../../upstream/upstream-connector.js';
-import { UpstreamClusterClient } from '../../upstream/upstream-cluster-client.js';
+import { connectCluster } from '../../upstream/connection-options.js';
+import { DEFAULT_INDEXER } from '../api/engine-options.js';
 import { collectWhenIdle } from '../../common/idle-collection.js';
 
 if (!parentPort) throw new Error('engine-worker.js must run as a worker thread');
@@ -37,21 +38,15 @@ const registry = new StoreRegistry(
   (id, snapshot, transfer) => send({ type: 'snapshot', topic: id.topic, partition: id.partition, snapshot }, transfer),
   (id, end) => send({ type: 'end', topic: id.topic, partition: id.partition, end }),
 );
-const connector = new UpstreamConnector(config.upstreamSecurity, log);
+const connector = new UpstreamConnector(config.connection.security, log);
 // The worker's own instance of the proxy's upstream client: a thread cannot share the main thread's sockets.
-const cluster = new UpstreamClusterClient({
-  bootstrap: config.upstream,
-  clientId: config.clientId,
-  maxFrameBytes: config.maxFrameBytes,
-  requestTimeoutMs: config.requestTimeoutMs,
-  connector,
-  log,
-});
+const cluster = connectCluster(config.connection, { clientId: 'kcompact-indexer', connector, log });
 // Fetch answers must fit the frame limit with room to spare (Kafka may exceed max_bytes by a batch).
-const fetchBytes = Math.min(32 * 1024 * 1024, Math.floor(config.maxFrameBytes / 2));
+const fetchBytes = Math.min(DEFAULT_INDEXER.maxBytes, Math.floor(config.connection.maxFrameBytes / 2));
 // The registry's client library is large: only a replica whose keys are framed by a registry loads it.
-const schemas = config.schemaRegistryUrl
-  ? new (await import('../key-identity/registry-schemas.js')).RegistrySchemas(config.schemaRegistryUrl, config.requestTimeoutMs, log)
+const registryUrl = config.keyIdentity.schemaRegistryUrl;
+const schemas = registryUrl
+  ? new (await import('../key-identity/registry-schemas.js')).RegistrySchemas(registryUrl, config.connection.requestTimeoutMs, log)
   : undefined;
 const indexer = new Indexer(
   cluster,
@@ -59,33 +54,33 @@ const indexer = new Indexer(
   log,
   {
     maxBytes: fetchBytes,
-    partitionMaxBytes: Math.min(8 * 1024 * 1024, fetchBytes),
+    partitionMaxBytes: Math.min(DEFAULT_INDEXER.partitionMaxBytes, fetchBytes),
     ...config.indexer,
   },
-  new KeyIdentities(config.keyIdentity, schemas, log),
+  new KeyIdentities(config.keyIdentity.rules, schemas, log),
 );
 let policies: ReadonlyMap<string, TopicPolicy> = new Map();
 // The replicas in front of the store elect one carrier per compacted partition.
-const group = config.carrierGroup
+const election = config.election;
+const group = election
   ? new CarrierGroup({
+      ...election,
       upstream: cluster,
-      groupId: config.carrierGroup.groupId,
-      sessionTimeoutMs: config.carrierGroup.sessionTimeoutMs,
       // A member told to join again stops carrying at once: it needs no more time than a session.
-      rebalanceTimeoutMs: config.carrierGroup.sessionTimeoutMs,
+      rebalanceTimeoutMs: election.sessionTimeoutMs,
       partitions: () => indexer.partitions(),
       onAssigned: (generation, carried) => {
-        log.info('carrier group assignment', { groupId: config.carrierGroup!.groupId, generation, carried: carried.length });
+        log.info('carrier group assignment', { groupId: election.groupId, generation, carried: carried.length });
         for (const p of carried) indexer.want(p.topic, p.partition);
         // Partitions taken over are carried at the next round, not a whole backoff later.
         cleaner.wakeUp();
       },
-      onRevoked: () => log.debug('carrier group assignment revoked', { groupId: config.carrierGroup!.groupId }),
+      onRevoked: () => log.debug('carrier group assignment revoked', { groupId: election.groupId }),
       log,
     })
   : undefined;
 // One budget for every partition this replica carries: its passes take turns at one rate.
-const pacing = new CarryPacing({ bytesPerSecond: config.carryBytesPerSecond });
+const pacing = new CarryPacing(config.carry);
 const carrier = group
   ? new Carrier({
       registry,
@@ -97,21 +92,21 @@ const carrier = group
     })
   : undefined;
 const cleaner = new Cleaner({
+  ...config.cleaner,
   registry,
   policies: () => policies,
   // Where a carrier is elected, it alone moves the store's log start; the others drop from their index.
   deleteRecords: (topic, partition, offset) =>
     group && !group.holds(topic, partition) ? Promise.resolve(false) : indexer.deleteRecords(topic, partition, offset),
   log,
-  backoffMs: config.cleanerBackoffMs,
   ...(carrier && { carrier }),
 });
 indexer.onPartitionsChanged(() => group?.partitionsChanged());
 // A replica indexes the partitions it carries and the ones its clients use (partition-demand.ts).
-const demand = new PartitionDemand(config.indexIdleMs);
-if (config.indexOnDemand) indexer.setWanted((topic, partition) => demand.wanted(topic, partition) || (group?.holds(topic, partition) ?? false));
+const demand = new PartitionDemand(config.indexing.idleMs);
+if (config.indexing.onDemand) indexer.setWanted((topic, partition) => demand.wanted(topic, partition) || (group?.holds(topic, partition) ?? false));
 
-const parts = { indexer, cleaner, demand, ...(group && { group }), policies: () => policies, carryBytesPerSecond: config.carryBytesPerSecond };
+const parts = { indexer, cleaner, demand, ...(group && { group }), policies: () => policies, carryBytesPerSecond: config.carry.bytesPerSecond };
 
 /** Asks for every partition of the topic (of every compacted topic when omitted): an operator's clean covers them. */
 function askFor(topic: string | undefined): void {

@@ -13,7 +13,8 @@ import { ConfigSync } from '../../../../src/compaction/config/config-sync.js';
 import { CONFIGS_TOPIC, ConfigsTopic } from '../../../../src/compaction/config/configs-topic.js';
 import { encodeStoredTopic } from '../../../../src/compaction/config/stored-topic.js';
 import { TopicConfigState } from '../../../../src/compaction/config/topic-config-state.js';
-import { createTopicConfigs } from '../../../../src/compaction/config/topic-configs.js';
+import { configLayerOptions, createTopicConfigs } from '../../../../src/compaction/config/topic-configs.js';
+import { connectionOptions } from '../../../../src/upstream/connection-options.js';
 import { createLogger } from '../../../../src/common/log.js';
 import { TopicIds } from '../../../../src/proxy/topic-ids.js';
 import { encodeBatch } from '../../../../src/protocol/records/batch.js';
@@ -149,11 +150,11 @@ test('a stale copy read after the newer original does not bring the older config
 test('the configs topic is compacted by kcompact itself, not by a static topic entry', async () => {
   await assert.rejects(
     createTopicConfigs({
-      upstream: [],
+      layer: configLayerOptions({ staticTopics: [{ topic: CONFIGS_TOPIC, configs: {} }] }),
+      connection: connectionOptions({ upstream: [] }),
       dataDir: '/nonexistent',
       topicIds: new TopicIds(),
       log: createLogger(),
-      staticTopics: [{ topic: CONFIGS_TOPIC, configs: {} }],
     }),
     /__kcompact_configs is kcompact's own configs topic and compacted by kcompact itself: remove it from the static topics/,
   );
