@@ -1,225 +1,38 @@
 /**
  * The compaction worker thread: the indexer, the cleaner and every SQLite write run here, so
  * that decoding the upstream log and cleaning never hold up the proxy's event loop. It talks to
- * the main thread only through messages (engine-protocol.ts).
+ * the main thread only through messages (engine-protocol.ts); the engine itself is built by
+ * engine-factory.ts, and this file only wires the thread's port to it.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import type { TopicPolicy } from '../api/topic-policy.js';
-import { Carrier } from '../carry/carrier.js';
-import { CarryPacing } from '../carry/carry-pacing.js';
-import { shareGroupStarts } from '../carry/share-group-starts.js';
-import { CarrierGroup } from '../election/carrier-group.js';
-import { Cleaner } from '../cleaner/cleaner.js';
-import { Indexer } from '../indexer/indexer.js';
-import { PartitionDemand } from '../indexer/partition-demand.js';
-import { StoreRegistry } from '../store/store-registry.js';
-import { KeyIdentities } from '../key-identity/key-identities.js';
-import type { FromWorker, RebuildingPartition, ToWorker, WorkerConfig } from '../api/engine-protocol.js';
-import { engineStatus, inspectTopic } from './engine-status.js';
-import { offsetForTime } from '../store/offsets-by-time.js';
-import { serializeError, workerLogger } from '../api/worker-log.js';
-import { UpstreamConnector } from '../../upstream/upstream-connector.js';
-import { connectCluster } from '../../upstream/connection-options.js';
-import { DEFAULT_INDEXER } from '../api/engine-options.js';
+import type { FromWorker, ToWorker, WorkerConfig } from '../api/engine-protocol.js';
+import { workerLogger } from '../api/worker-log.js';
 import { collectWhenIdle } from '../../common/idle-collection.js';
+import { createEngine } from './engine-factory.js';
 
 if (!parentPort) throw new Error('engine-worker.js must run as a worker thread');
 const port = parentPort;
 const config = workerData as WorkerConfig;
 const log = workerLogger(port, config.logLevel, { component: 'compaction' });
 
-function send(message: FromWorker, transfer: ArrayBuffer[] = []): void {
-  port.postMessage(message, transfer);
-}
-
-const registry = new StoreRegistry(
-  config.dataDir,
+const engine = await createEngine(config, {
   log,
-  (id, snapshot, transfer) => send({ type: 'snapshot', topic: id.topic, partition: id.partition, snapshot }, transfer),
-  (id, end) => send({ type: 'end', topic: id.topic, partition: id.partition, end }),
-);
-const connector = new UpstreamConnector(config.connection.security, log);
-// The worker's own instance of the proxy's upstream client: a thread cannot share the main thread's sockets.
-const cluster = connectCluster(config.connection, { clientId: 'kcompact-indexer', connector, log });
-// Fetch answers must fit the frame limit with room to spare (Kafka may exceed max_bytes by a batch).
-const fetchBytes = Math.min(DEFAULT_INDEXER.maxBytes, Math.floor(config.connection.maxFrameBytes / 2));
-// The registry's client library is large: only a replica whose keys are framed by a registry loads it.
-const registryUrl = config.keyIdentity.schemaRegistryUrl;
-const schemas = registryUrl
-  ? new (await import('../key-identity/registry-schemas.js')).RegistrySchemas(registryUrl, config.connection.requestTimeoutMs, log)
-  : undefined;
-const indexer = new Indexer(
-  cluster,
-  registry,
-  log,
-  {
-    maxBytes: fetchBytes,
-    partitionMaxBytes: Math.min(DEFAULT_INDEXER.partitionMaxBytes, fetchBytes),
-    ...config.indexer,
-  },
-  new KeyIdentities(config.keyIdentity.rules, schemas, log),
-);
-let policies: ReadonlyMap<string, TopicPolicy> = new Map();
-// The replicas in front of the store elect one carrier per compacted partition.
-const election = config.election;
-const group = election
-  ? new CarrierGroup({
-      ...election,
-      upstream: cluster,
-      // A member told to join again stops carrying at once: it needs no more time than a session.
-      rebalanceTimeoutMs: election.sessionTimeoutMs,
-      partitions: () => indexer.partitions(),
-      onAssigned: (generation, carried) => {
-        log.info('carrier group assignment', { groupId: election.groupId, generation, carried: carried.length });
-        for (const p of carried) indexer.want(p.topic, p.partition);
-        // Partitions taken over are carried at the next round, not a whole backoff later.
-        cleaner.wakeUp();
-      },
-      onRevoked: () => log.debug('carrier group assignment revoked', { groupId: election.groupId }),
-      log,
-    })
-  : undefined;
-// One budget for every partition this replica carries: its passes take turns at one rate.
-const pacing = new CarryPacing(config.carry);
-const carrier = group
-  ? new Carrier({
-      registry,
-      leader: (topic, partition) => indexer.leader(topic, partition),
-      log,
-      mandate: group,
-      shareGroupStarts: (topic, partition) => shareGroupStarts(cluster, topic, partition),
-      pacing,
-    })
-  : undefined;
-const cleaner = new Cleaner({
-  ...config.cleaner,
-  registry,
-  policies: () => policies,
-  // Where a carrier is elected, it alone moves the store's log start; the others drop from their index.
-  deleteRecords: (topic, partition, offset) =>
-    group && !group.holds(topic, partition) ? Promise.resolve(false) : indexer.deleteRecords(topic, partition, offset),
-  log,
-  ...(carrier && { carrier }),
+  send: (message: FromWorker, transfer: ArrayBuffer[] = []) => port.postMessage(message, transfer),
 });
-indexer.onPartitionsChanged(() => group?.partitionsChanged());
-// A replica indexes the partitions it carries and the ones its clients use (partition-demand.ts).
-const demand = new PartitionDemand(config.indexing.idleMs);
-if (config.indexing.onDemand) indexer.setWanted((topic, partition) => demand.wanted(topic, partition) || (group?.holds(topic, partition) ?? false));
+const idleCollection = collectWhenIdle(log);
 
-const parts = { indexer, cleaner, demand, ...(group && { group }), policies: () => policies, carryBytesPerSecond: config.carry.bytesPerSecond };
-
-/** Asks for every partition of the topic (of every compacted topic when omitted): an operator's clean covers them. */
-function askFor(topic: string | undefined): void {
-  for (const p of indexer.partitions()) {
-    if (topic !== undefined && p.topic !== topic) continue;
-    demand.ask(p.topic, p.partition);
-    indexer.want(p.topic, p.partition);
-  }
-}
-
-async function reply(id: number, work: () => unknown): Promise<void> {
-  try {
-    send({ type: 'reply', id, ok: true, value: await work() });
-  } catch (err) {
-    send({ type: 'reply', id, ok: false, error: serializeError(err) });
-  }
-}
-
-async function shutdown(): Promise<void> {
+function onMessage(message: ToWorker): void {
+  engine.handle(message);
+  if (message.type !== 'close') return;
   idleCollection.stop();
-  // First, so that the others take this replica's partitions at once.
-  await group?.stop();
-  // A pass waiting for its budget stops there (it no longer carries), rather than holding up the close.
-  pacing.close();
-  const indexerDone = indexer.close();
-  cluster.close();
-  schemas?.close();
-  connector.close();
-  await indexerDone;
-  await cleaner.close();
-  registry.closeAll();
+  // The engine answers the close itself; once it is closed the port is let go, and with nothing
+  // left to wait for, the thread ends.
+  void engine.close().then(detach, detach);
+}
+
+function detach(): void {
   port.off('message', onMessage);
 }
 
-/** How long an on-demand clean waits for the index to reach what the upstream holds. */
-const CATCH_UP_DEADLINE_MS = 10_000;
-/** How long an on-demand clean waits for the carrier group to divide partitions the catch-up found. */
-const GROUP_SETTLE_DEADLINE_MS = 10_000;
-
-/**
- * Drops the indexes and lets the indexer read the topics again from the upstream. The dropped
- * partitions' survivor snapshots are withdrawn first (the fetch view then hides nothing) and the
- * new indexes start uncleaned, so nothing is hidden that should be seen while they fill.
- */
-function rebuild(topic: string | undefined): RebuildingPartition[] {
-  if (topic !== undefined && !policies.has(topic)) throw new Error(`topic ${topic} is not compacted; only compacted topics have an index`);
-  const topics = topic === undefined ? [...policies.keys()] : [topic];
-  const dropped: RebuildingPartition[] = [];
-  for (const store of registry.all()) {
-    if (topics.includes(store.id.topic)) dropped.push({ topic: store.id.topic, partition: store.id.partition, indexedUpTo: store.checkpoint.nextOffset });
-  }
-  for (const t of topics) {
-    indexer.rebuild(t);
-    cleaner.indexRebuilt(t);
-  }
-  log.info('rebuilding partition indexes from the upstream', { topics, partitions: dropped.length });
-  return dropped;
-}
-
-function onMessage(message: ToWorker): void {
-  switch (message.type) {
-    case 'policies':
-      policies = new Map(message.policies);
-      indexer.setPolicies(new Map(policies));
-      break;
-    case 'demand':
-      for (const [topic, partition] of message.partitions) {
-        demand.ask(topic, partition);
-        indexer.want(topic, partition);
-      }
-      break;
-    case 'compact':
-      void reply(message.id, async () => {
-        askFor(message.topic);
-        await indexer.catchUp(message.topic, CATCH_UP_DEADLINE_MS);
-        // Partitions the metadata round of the catch-up found for the first time.
-        askFor(message.topic);
-        await indexer.catchUp(message.topic, CATCH_UP_DEADLINE_MS);
-        // Partitions the catch-up found are divided anew first: the clean's pass is the new carrier's.
-        await group?.settled(GROUP_SETTLE_DEADLINE_MS);
-        return cleaner.compactNow(message.topic);
-      });
-      break;
-    case 'status':
-      void reply(message.id, () => engineStatus(registry, parts));
-      break;
-    case 'inspect':
-      void reply(message.id, () => inspectTopic(registry, parts, message.topic));
-      break;
-    case 'offsetForTime':
-      void reply(message.id, () => {
-        const store = registry.get(message.topic, message.partition);
-        return store ? offsetForTime(store, message.timestamp) : null;
-      });
-      break;
-    case 'caughtUp':
-      void reply(message.id, () => indexer.caughtUp(message.topic, message.partition, message.timeoutMs));
-      break;
-    case 'rebuild':
-      void reply(message.id, () => rebuild(message.topic));
-      break;
-    case 'close':
-      void reply(message.id, shutdown);
-      break;
-  }
-}
-
-registry.openExisting();
-// What a restart finds on disk is kept for the idle time, as if its clients had just used it.
-for (const store of registry.all()) demand.ask(store.id.topic, store.id.partition);
-indexer.start();
-cleaner.start();
-group?.start();
-const idleCollection = collectWhenIdle(log);
 port.on('message', onMessage);
-send({ type: 'ready' });
+port.postMessage({ type: 'ready' } satisfies FromWorker);
