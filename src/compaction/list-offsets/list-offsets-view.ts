@@ -3,8 +3,8 @@
  * the history go, not the compacted topic's own log start, which is what Kafka answers for the
  * earliest offset (0 for a compact-only topic). And the store sees the copies with the time of
  * carrying, so its answers by timestamp could name a copy's offset: those come from the index,
- * which holds the original timestamps (offsets-by-time.ts), and the store answers only for the
- * records past the index. The latest offset is where the log ends for clients: the store's,
+ * which holds the original timestamps (the engine's PartitionStore.offsetForTime), and the store
+ * answers only for the records past the index. The latest offset is where the log ends for clients: the store's,
  * unless only kcompact's own records lie before it (latest()).
  *
  * A replica whose index has not read a pass (just started, or behind the replica that carries)

@@ -20,7 +20,7 @@ export interface CompactionEngine {
   status(): Promise<EngineStatus>;
   /** The topic's indexed partitions in detail (survivors counted). */
   inspect(topic: string): Promise<PartitionDetail[]>;
-  /** ListOffsets by timestamp from the partition's index (offsets-by-time.ts); null when it is not indexed. */
+  /** ListOffsets by timestamp from the partition's index (PartitionStore.offsetForTime); null when it is not indexed. */
   offsetForTime(topic: string, partition: number, timestamp: number): Promise<OffsetAtTime | null>;
   /**
    * Drops the indexes of a compacted topic (of every one when omitted) and indexes it again from

@@ -22,7 +22,7 @@ export type ToWorker =
   | { type: 'compact'; id: number; topic?: string }
   | { type: 'status'; id: number }
   | { type: 'inspect'; id: number; topic: string }
-  /** ListOffsets by timestamp of an indexed partition, answered from its rows (offsets-by-time.ts). */
+  /** ListOffsets by timestamp of an indexed partition, answered from its rows (PartitionStore.offsetForTime). */
   | { type: 'offsetForTime'; id: number; topic: string; partition: number; timestamp: number }
   /** Whether the partition's index reads what the upstream holds as stable now, within timeoutMs (Indexer.caughtUp). */
   | { type: 'caughtUp'; id: number; topic: string; partition: number; timeoutMs: number }

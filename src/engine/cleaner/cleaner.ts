@@ -218,7 +218,7 @@ export class Cleaner {
       this.deps.registry.publish(store);
       // The clean and the survivor snapshot read much of the partition: the pages they leave
       // cached would stay, a full cache share per topic file, for pages ingest rarely reads.
-      store.db.pragma('shrink_memory');
+      store.shrinkMemory();
       return end;
     } catch (err) {
       report.failed.push({ topic, partition, error: (err as Error).message });

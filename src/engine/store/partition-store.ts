@@ -12,7 +12,9 @@
  * mirror is read back from the file, so it always says what was committed.
  */
 import type Database from 'better-sqlite3';
+import { type OffsetAtTime, MAX_TIMESTAMP } from '../api/engine-reports.js';
 import { applyCopies, prunePass } from './carried-rows.js';
+import { CleanStatements } from './clean-statements.js';
 import { KEY_DIGEST_BYTES } from './key-digest.js';
 import { RecordFlag } from './record-flags.js';
 import type { CarryEvent, RowBuffer } from './row-buffer.js';
@@ -133,6 +135,8 @@ export class PartitionStore {
   /** Producer id → first offset of its transaction still open at nextOffset. */
   readonly openTransactions = new Map<number, number>();
   private rows!: number;
+  /** The clean's statements on this partition, made at its first clean. */
+  private cleanStatements: CleanStatements | undefined;
 
   private constructor(
     readonly index: TopicIndex,
@@ -190,7 +194,7 @@ export class PartitionStore {
 
   /** Whether the store can still be used: false once closed or removed (a rebuild, a deleted topic, a shutdown). */
   get isOpen(): boolean {
-    return this.db.open;
+    return this.index.open;
   }
 
   get file(): string {
@@ -319,9 +323,19 @@ export class PartitionStore {
     return this.rows;
   }
 
-  /** Adjusts the row count after statements that deleted rows outside this class. */
+  /** Adjusts the row count after a clean's statements deleted rows (clean()). */
   rowsDeleted(n: number): void {
     this.rows -= n;
+  }
+
+  /**
+   * Runs a clean of the partition in one transaction (write()): `work` gets the statements a
+   * clean executes on its rows (clean-statements.ts); the cleaner decides which run, and so what
+   * survives (src/engine/cleaner/clean-partition.ts).
+   */
+  clean<T>(work: (rows: CleanStatements) => T): T {
+    const statements = (this.cleanStatements ??= new CleanStatements(this.db, this.partition));
+    return this.write(() => work(statements));
   }
 
   setTopicId(topicId: string): void {
@@ -379,9 +393,20 @@ export class PartitionStore {
       if (j > i) this.insertRows(rows, i, j);
       i = j;
       while (j < n && rows.phys[j]! >= 0) j++;
-      if (j > i) this.rows += applyCopies(this.db, this.partition, rows, i, j, this.cp.firstDirty);
+      if (j > i) this.applyCopies(rows, i, j);
       i = j;
     }
+  }
+
+  /**
+   * Applies the carried copies in rows [from, to) (carried-rows.ts) as of the partition's
+   * cleaned part now, in the caller's transaction (ingest's, or write()'s); returns how many rows
+   * the partition gained, net.
+   */
+  applyCopies(rows: RowBuffer, from: number, to: number): number {
+    const gained = applyCopies(this.db, this.partition, rows, from, to, this.cp.firstDirty);
+    this.rows += gained;
+    return gained;
   }
 
   private carryEvent(e: CarryEvent): void {
@@ -636,9 +661,38 @@ export class PartitionStore {
       .get(this.partition, this.cp.firstDirty) as number;
   }
 
+  /**
+   * ListOffsets by timestamp, for carried partitions (docs/carrying.md): their copies carry the
+   * time of carrying in the store, so the store's own answer could name a copy's offset; the
+   * index holds every record's original timestamp. As Kafka answers: for a timestamp, the first
+   * offset whose record's timestamp is at or after it; for MAX_TIMESTAMP, the record with the
+   * largest timestamp (the first of them). Both over the records the partition still holds: the
+   * cleaned part's survivors and every record after it.
+   */
+  offsetForTime(timestamp: number): OffsetAtTime {
+    const p = this.partition;
+    const row =
+      timestamp === MAX_TIMESTAMP
+        ? this.db.prepare('SELECT offset, ts FROM records WHERE partition = ? ORDER BY ts DESC, offset ASC LIMIT 1').raw().get(p)
+        : this.db.prepare('SELECT offset, ts FROM records WHERE partition = ? AND ts >= ? ORDER BY offset LIMIT 1').raw().get(p, timestamp);
+    const indexedUpTo = this.cp.nextOffset;
+    const unread = this.asStoredUntil > indexedUpTo;
+    if (!row) return { found: null, indexedUpTo, unread };
+    const [offset, ts] = row as [number, number];
+    return { found: { offset, timestamp: ts }, indexedUpTo, unread };
+  }
+
   /** Gives free pages of the topic's file back to the filesystem once enough have piled up. */
   vacuumIfWorthIt(): void {
     this.index.vacuumIfWorthIt();
+  }
+
+  /**
+   * Gives back what memory SQLite can of the topic's file (the pages it caches): after a clean,
+   * whose reads leave cached pages that ingest rarely reads again.
+   */
+  shrinkMemory(): void {
+    this.index.shrinkMemory();
   }
 
   /** Closes the topic's file: every partition of the topic, which the registry then opens again. */

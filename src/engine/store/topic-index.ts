@@ -112,6 +112,10 @@ export class TopicIndex {
   readonly upsertSegment: Database.Statement;
 
   private constructor(
+    /**
+     * The connection: for the store module (src/engine/store/) only. Nothing else touches
+     * SQLite: the cleaner, the carrier and the worker ask PartitionStore for its operations.
+     */
     readonly db: Database.Database,
     readonly file: string,
     readonly topic: string,
@@ -204,6 +208,14 @@ export class TopicIndex {
     const pageSize = this.db.pragma('page_size', { simple: true }) as number;
     this.db.pragma(`wal_autocheckpoint = ${Math.max(16, Math.floor((kib * 1024) / pageSize))}`);
     this.db.pragma(`journal_size_limit = ${Math.floor(kib) * 1024}`);
+  }
+
+  /**
+   * Gives back the memory SQLite holds for this connection that it can (cached pages that are
+   * not dirty): after a clean, which reads much of a partition that ingest rarely reads again.
+   */
+  shrinkMemory(): void {
+    this.db.pragma('shrink_memory');
   }
 
   close(): void {

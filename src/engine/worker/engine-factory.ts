@@ -18,7 +18,6 @@ import { Cleaner } from '../cleaner/cleaner.js';
 import { Indexer } from '../indexer/indexer.js';
 import { PartitionDemand } from '../indexer/partition-demand.js';
 import { StoreRegistry } from '../store/store-registry.js';
-import { offsetForTime } from '../store/offsets-by-time.js';
 import { KeyIdentities } from '../key-identity/key-identities.js';
 import { engineStatus, inspectTopic } from './engine-status.js';
 import { UpstreamConnector } from '../../upstream/upstream-connector.js';
@@ -211,7 +210,7 @@ export async function createEngine(config: WorkerConfig, deps: EngineDeps): Prom
       case 'offsetForTime':
         void reply(message.id, () => {
           const store = registry.get(message.topic, message.partition);
-          return store ? offsetForTime(store, message.timestamp) : null;
+          return store ? store.offsetForTime(message.timestamp) : null;
         });
         break;
       case 'caughtUp':
