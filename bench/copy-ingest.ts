@@ -1,11 +1,11 @@
 /**
  * Carried copies into the index: how many copies per second a partition's index takes
- * (carried-rows.ts), by runs (applyCopies) against one copy at a time (the per-row path it
- * replaced, kept here), in the same process on the same rows. Three cases, each on an index
- * file of its own: a new replica's index rebuilt from copies of the cleaned part, the same in
- * the dirty part, and a carrier's or an up-to-date replica's index whose rows the copies move.
- * Each round applies every copy in transactions of --run copies, one path after the other; the
- * best round of each counts. Prints figures; asserts nothing.
+ * (carried-rows.ts), by runs (PartitionStore.applyCopies) against one copy at a time (the
+ * per-row path it replaced, kept in copies-one-by-one.ts), in the same process on the same rows.
+ * Three cases, each on an index file of its own: a new replica's index rebuilt from copies of
+ * the cleaned part, the same in the dirty part, and a carrier's or an up-to-date replica's index
+ * whose rows the copies move. Each round applies every copy in transactions of --run copies,
+ * one path after the other; the best round of each counts. Prints figures; asserts nothing.
  *
  *   node dist/bench/copy-ingest.js [--copies 100000] [--run 10000] [--rounds 3]
  */
@@ -13,8 +13,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import type Database from 'better-sqlite3';
-import { applyCopies } from '../src/engine/store/carried-rows.js';
+import { applyCopiesOneByOneTo } from '../src/engine/store/copies-one-by-one.js';
 import { KEY_DIGEST_BYTES } from '../src/engine/store/key-digest.js';
 import { PartitionStore } from '../src/engine/store/partition-store.js';
 import { RowBuffer } from '../src/engine/store/row-buffer.js';
@@ -44,40 +43,6 @@ const ROUNDS = number('rounds');
 /** Survivors are one offset in this many: a cleaned log's. */
 const SPACING = 10;
 
-/** The per-row path applyCopies replaced: an UPDATE per copy; for a row not held a SELECT, an INSERT and an INSERT OR REPLACE. */
-function oneByOne(): (db: Database.Database, partition: number, rows: RowBuffer, from: number, to: number, firstDirty: number) => number {
-  let s: Record<'movePhys' | 'latestOfKey' | 'deleteRow' | 'insertRow' | 'setKey', Database.Statement> | undefined;
-  return (db, partition, rows, from, to, firstDirty) => {
-    s ??= {
-      movePhys: db.prepare('UPDATE records SET phys = ?, size = ? WHERE partition = ? AND offset = ?'),
-      latestOfKey: db.prepare('SELECT offset FROM keys WHERE partition = ? AND key = ?').pluck(),
-      deleteRow: db.prepare('DELETE FROM records WHERE partition = ? AND offset = ?'),
-      insertRow: db.prepare('INSERT INTO records (partition, offset, key, flags, ts, size, horizon, phys) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'),
-      setKey: db.prepare('INSERT OR REPLACE INTO keys (partition, key, offset) VALUES (?, ?, ?)'),
-    };
-    let gained = 0;
-    for (let i = from; i < to; i++) {
-      const offset = rows.offsets[i]!;
-      const phys = rows.phys[i]!;
-      const size = rows.sizes[i]!;
-      if (s.movePhys.run(phys, size, partition, offset).changes === 1) continue;
-      const key = rows.keys.subarray(i * KEY_DIGEST_BYTES, (i + 1) * KEY_DIGEST_BYTES);
-      const cleaned = offset < firstDirty;
-      let g = 1;
-      if (cleaned) {
-        const latest = s.latestOfKey.get(partition, key) as number | undefined;
-        if (latest !== undefined && latest > offset) continue;
-        if (latest !== undefined) g -= s.deleteRow.run(partition, latest).changes;
-      }
-      const horizon = rows.horizons[i]!;
-      s.insertRow.run(partition, offset, Buffer.from(key), rows.flags[i]!, rows.timestamps[i]!, size, horizon < 0 ? null : horizon, phys);
-      if (cleaned) s.setKey.run(partition, Buffer.from(key), offset);
-      gained += g;
-    }
-    return gained;
-  };
-}
-
 /** One pass's copies of COPIES survivors of as many keys, SPACING offsets apart; a carry record holds 50 of them. */
 function copiesOf(pass: number): RowBuffer {
   const rows = new RowBuffer(COPIES);
@@ -90,17 +55,19 @@ function copiesOf(pass: number): RowBuffer {
   return rows;
 }
 
-type Apply = ReturnType<typeof oneByOne>;
+/** Applies copies [from, to) of `rows` to the store's partition, in the caller's transaction; returns the rows gained. */
+type Apply = (store: PartitionStore, rows: RowBuffer, from: number, to: number) => number;
+
+const byRuns: Apply = (store, rows, from, to) => store.applyCopies(rows, from, to);
 
 /** Applies `rows` in transactions of RUN copies; returns the seconds it took and the rows gained. */
-function timed(store: PartitionStore, apply: Apply, rows: RowBuffer, firstDirty: number): { seconds: number; cpu: number; gained: number } {
-  const db = store.db;
+function timed(store: PartitionStore, apply: Apply, rows: RowBuffer): { seconds: number; cpu: number; gained: number } {
   const cpuBefore = process.cpuUsage();
   const started = performance.now();
   let gained = 0;
   for (let from = 0; from < rows.length; from += RUN) {
     const to = Math.min(rows.length, from + RUN);
-    gained += db.transaction(() => apply(db, 0, rows, from, to, firstDirty))();
+    gained += store.write(() => apply(store, rows, from, to));
   }
   const cpu = process.cpuUsage(cpuBefore);
   return { seconds: (performance.now() - started) / 1000, cpu: (cpu.user + cpu.system) / 1e6, gained };
@@ -123,8 +90,10 @@ function runCase(c: Case, apply: Apply, dir: string): { rate: number; cpuRate: n
   const file = path.join(dir, `copies-${Math.random().toString(36).slice(2)}.sqlite`);
   const { store } = PartitionStore.open(file, { topic: 'bench', partition: 0 });
   try {
-    if (c.held) timed(store, applyCopies, copiesOf(1_000_000_000), c.firstDirty);
-    const r = timed(store, apply, copiesOf(2_000_000_000), c.firstDirty);
+    // Where the cleaned part ends decides what a copy of a row not held does.
+    store.updateCheckpoint({ firstDirty: c.firstDirty });
+    if (c.held) timed(store, byRuns, copiesOf(1_000_000_000));
+    const r = timed(store, apply, copiesOf(2_000_000_000));
     const want = c.held ? 0 : COPIES;
     if (r.gained !== want) throw new Error(`${c.name}: ${r.gained} rows gained, want ${want}`);
     return { rate: COPIES / r.seconds, cpuRate: COPIES / r.cpu };
@@ -142,8 +111,8 @@ try {
     const best = { old: { rate: 0, cpuRate: 0 }, runs: { rate: 0, cpuRate: 0 } };
     for (let round = 0; round < ROUNDS; round++) {
       for (const [which, apply] of [
-        ['old', oneByOne()],
-        ['runs', applyCopies],
+        ['old', applyCopiesOneByOneTo],
+        ['runs', byRuns],
       ] as const) {
         const r = runCase(c, apply, dir);
         if (r.rate > best[which].rate) best[which] = r;

@@ -7,10 +7,11 @@
  * second), then holds.
  *
  * The real file (TopicIndex: schema, pragmas, incremental vacuum as the cleaner runs it), the
- * cleaner's row shapes: a bulk writes every key twice (as `make bench-scale` loads its topics)
- * and a clean removes the first writes; then each step rewrites random keys, deletes the rows
- * they supersede, updates the cleaned key map and lets the file give free pages back. Prints the
- * pages in use per quarter lifetime, then VACUUMs for the compact size. Asserts nothing.
+ * cleaner's row shapes written straight into it (DirectRows): a bulk writes every key twice (as
+ * `make bench-scale` loads its topics) and a clean removes the first writes; then each step
+ * rewrites random keys, deletes the rows they supersede, updates the cleaned key map and lets
+ * the file give free pages back. Prints the pages in use per quarter lifetime, then VACUUMs for
+ * the compact size. Asserts nothing.
  *
  *   node dist/bench/index-fill.js [--keys 200000] [--partitions 100] [--rewrites 2000] [--lifetimes 4]
  */
@@ -19,6 +20,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { DirectRows } from '../src/engine/store/direct-rows.js';
 import { TopicIndex } from '../src/engine/store/topic-index.js';
 import { printHelpAndExit } from './bench-help.js';
 import { numberFlags } from './number-flag.js';
@@ -50,38 +52,33 @@ const LIFETIMES = number('lifetimes');
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kcompact-index-fill-'));
 const { index } = TopicIndex.open(path.join(dir, 'fill.sqlite'), 'fill');
-const { db } = index;
 try {
-  const addRow = db.prepare('INSERT INTO records (partition, offset, key, flags, ts, size, pid, txn_first) VALUES (?, ?, ?, 0, ?, 60, NULL, NULL)');
-  const reap = db.prepare('DELETE FROM records WHERE partition = ? AND offset = ?');
-  const keepLatest = db.prepare('INSERT OR REPLACE INTO keys (partition, key, offset) VALUES (?, ?, ?)');
+  const direct = new DirectRows(index);
   const digests = Array.from({ length: KEYS }, () => crypto.randomBytes(16));
   const heldAt = new Float64Array(KEYS).fill(-1);
   const nextOffset = new Float64Array(PARTITIONS);
   const write = (key: number) => {
     const partition = key % PARTITIONS;
     const offset = nextOffset[partition]!++;
-    addRow.run(partition, offset, digests[key], Date.now());
+    direct.addRecord(partition, offset, digests[key]!, Date.now());
     return offset;
   };
   const keep = (key: number, offset: number) => {
     const partition = key % PARTITIONS;
-    if (heldAt[key]! >= 0) reap.run(partition, heldAt[key]);
-    keepLatest.run(partition, digests[key], offset);
+    if (heldAt[key]! >= 0) direct.deleteRecordAt(partition, heldAt[key]!);
+    direct.setKey(partition, digests[key]!, offset);
     heldAt[key] = offset;
   };
-  const pragma = (name: string) => db.pragma(name, { simple: true }) as number;
-  const pageSize = pragma('page_size');
+  const { pageSize } = direct.pageCounts();
 
-  db.transaction(() => {
+  direct.transaction(() => {
     for (let pass = 0; pass < 2; pass++) for (let key = 0; key < KEYS; key++) keep(key, write(key));
-  })();
+  });
   index.vacuumIfWorthIt();
 
   const rows = [['key lifetimes', 'pages in use', 'free pages', 'bytes per key in use', 'file MiB']];
   const report = (lifetimes: string) => {
-    const pages = pragma('page_count');
-    const free = pragma('freelist_count');
+    const { pages, free } = direct.pageCounts();
     const used = pages - free;
     rows.push([lifetimes, String(used), String(free), ((used * pageSize) / KEYS).toFixed(1), ((pages * pageSize) / 2 ** 20).toFixed(1)]);
     return used;
@@ -91,17 +88,17 @@ try {
   const quarter = Math.max(1, Math.round(stepsPerLifetime / 4));
   let lastUsed = 0;
   for (let step = 1; step <= stepsPerLifetime * LIFETIMES; step++) {
-    db.transaction(() => {
+    direct.transaction(() => {
       for (let i = 0; i < REWRITES; i++) {
         const key = Math.floor(Math.random() * KEYS);
         keep(key, write(key));
       }
-    })();
+    });
     index.vacuumIfWorthIt();
     if (step % quarter === 0) lastUsed = report((step / stepsPerLifetime).toFixed(2));
   }
-  db.exec('VACUUM');
-  const compact = pragma('page_count');
+  direct.vacuum();
+  const compact = direct.pageCounts().pages;
   console.log(
     `index fill: ${KEYS} keys over ${PARTITIONS} partitions, ${REWRITES} random rewrites per step, ${LIFETIMES} key lifetimes of ${stepsPerLifetime} steps`,
   );
