@@ -10,14 +10,15 @@ import { capturingLogger } from '../support/capturing-logger.js';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { test, type TestContext } from 'node:test';
-import Database from 'better-sqlite3';
 import kafkajs from 'kafkajs';
 import { keyDigest } from '../../src/engine/store/key-digest.js';
 import { topicIndexFile } from '../../src/engine/store/index-files.js';
+import { PartitionStore, type IndexRow } from '../../src/engine/store/partition-store.js';
 import { RecordFlag } from '../../src/engine/store/record-flags.js';
 import type { CompactionEngine } from '../../src/engine/api/engine-handle.js';
 import { startCompactionEngine } from '../../src/compaction/engine-client/compaction-engine.js';
 import { engineOptions } from '../../src/engine/api/engine-options.js';
+import { TopicIndex } from '../../src/engine/store/topic-index.js';
 import type { Logger } from '../../src/common/log.js';
 import {
   ckTxn,
@@ -31,12 +32,6 @@ import {
   startKfake,
   type RecordView,
 } from '../support/index.js';
-
-interface IndexRow {
-  offset: number;
-  key: Buffer | null;
-  flags: number;
-}
 
 function startEngine(bootstrap: string, dataDir: string, log: Logger): Promise<CompactionEngine> {
   return startCompactionEngine(
@@ -52,22 +47,22 @@ function startEngine(bootstrap: string, dataDir: string, log: Logger): Promise<C
   );
 }
 
-function indexedPartitions(dataDir: string, topic: string): number[] {
-  const db = new Database(topicIndexFile(dataDir, topic), { readonly: true, fileMustExist: true });
+/** The topic's index file, opened read-only while the engine writes it (as `kcompact data-dir` opens one). */
+function withIndex<T>(dataDir: string, topic: string, use: (index: TopicIndex) => T): T {
+  const index = TopicIndex.openReadOnly(topicIndexFile(dataDir, topic), topic);
   try {
-    return db.prepare('SELECT partition FROM checkpoint ORDER BY partition').pluck().all() as number[];
+    return use(index);
   } finally {
-    db.close();
+    index.close();
   }
 }
 
+function indexedPartitions(dataDir: string, topic: string): number[] {
+  return withIndex(dataDir, topic, (index) => index.partitions());
+}
+
 function indexRows(dataDir: string, topic: string, partition: number): IndexRow[] {
-  const db = new Database(topicIndexFile(dataDir, topic), { readonly: true, fileMustExist: true });
-  try {
-    return db.prepare('SELECT offset, key, flags FROM records WHERE partition = ? ORDER BY offset').all(partition) as IndexRow[];
-  } finally {
-    db.close();
-  }
+  return withIndex(dataDir, topic, (index) => PartitionStore.within(index, partition).rowsIn(0, Infinity));
 }
 
 /** Waits until every partition of the topic is indexed up to its high watermark. */

@@ -5,10 +5,11 @@
  * imply, and one proxy's key index against another's, table by table.
  */
 import assert from 'node:assert/strict';
-import Database from 'better-sqlite3';
 // kafkajs is CommonJS: Node's ESM loader sees only its default export as a value.
 import kafkajs from 'kafkajs';
 import { topicIndexFile } from '../../src/engine/store/index-files.js';
+import { PartitionStore } from '../../src/engine/store/partition-store.js';
+import { TopicIndex } from '../../src/engine/store/topic-index.js';
 import type { EngineStatus, PartitionStatus } from '../../src/engine/api/engine-reports.js';
 import type { Ack } from './fault-clients.js';
 import type { CliProxy } from './kcompact-cli.js';
@@ -124,7 +125,7 @@ export async function cleanFully(proxy: CliProxy, topic: string): Promise<number
 }
 
 interface IndexDump {
-  checkpoint: unknown[];
+  checkpoint: unknown;
   records: unknown[][];
   keys: unknown[][];
   segments: unknown[][];
@@ -133,28 +134,26 @@ interface IndexDump {
 
 /**
  * One partition's index, read-only from its topic's file (the proxy may be running: SQLite's
- * WAL lets a reader in). Everything but the times of cleaning: when each delete horizon started
- * differs between two proxies, only whether it did must not.
+ * WAL lets a reader in; opening it checks its schema version and topic). Everything but the
+ * topic id and the times of cleaning: when each delete horizon started differs between two
+ * proxies, only whether it did must not.
  */
 export function dumpIndex(dataDir: string, topic: string, partition: number): IndexDump {
-  const db = new Database(topicIndexFile(dataDir, topic), { readonly: true, fileMustExist: true });
+  const index = TopicIndex.openReadOnly(topicIndexFile(dataDir, topic), topic);
   try {
-    const all = (sql: string) => db.prepare(sql).raw().all(partition) as unknown[][];
+    const store = PartitionStore.within(index, partition);
+    const { topicId: _topicId, lastCleanMs: _lastCleanMs, ...checkpoint } = store.checkpoint;
     return {
-      checkpoint: db
-        .prepare(
-          `SELECT m.schema_version, m.topic, c.partition, next_offset, log_start, last_stable, high_watermark, first_dirty, clean_bytes, key_identity
-           FROM checkpoint c, meta m WHERE c.partition = ?`,
-        )
-        .raw()
-        .get(partition) as unknown[],
-      records: all('SELECT offset, hex(key), flags, ts, size, pid, txn_first, horizon IS NOT NULL FROM records WHERE partition = ? ORDER BY offset'),
-      keys: all('SELECT hex(key), offset FROM keys WHERE partition = ? ORDER BY key'),
-      segments: all('SELECT base, rolling_ts, max_ts, bytes FROM segments WHERE partition = ? ORDER BY base'),
-      openTransactions: all('SELECT pid, first_offset FROM open_txns WHERE partition = ? ORDER BY pid'),
+      checkpoint: { topic: index.topic, partition, ...checkpoint, keyIdentity: store.keyIdentity },
+      records: store
+        .rowsIn(0, Infinity)
+        .map((r) => [r.offset, r.key?.toString('hex') ?? null, r.flags, r.timestamp, r.size, r.producerId, r.txnFirst, r.horizon !== null]),
+      keys: store.keptKeys().map((k) => [k.key.toString('hex'), k.offset]),
+      segments: store.segments.map((g) => [g.base, g.rollingTimestamp, g.maxTimestamp, g.bytes]),
+      openTransactions: [...store.openTransactions].sort(([a], [b]) => a - b),
     };
   } finally {
-    db.close();
+    index.close();
   }
 }
 

@@ -116,6 +116,26 @@ function startEmpty(db: Database.Database, partition: number): void {
   db.prepare('INSERT INTO carry VALUES (?, -1, -1, -1, -1, -1, -1, -1, -1)').run(partition);
 }
 
+/** One row of a partition's index (schema.ts `records`), as rowsIn() reads it. */
+export interface IndexRow {
+  offset: number;
+  /** The key digest (key-digest.ts); null for a keyless record. */
+  key: Buffer | null;
+  /** RecordFlag bits. */
+  flags: number;
+  timestamp: number;
+  /** Bytes the record takes in the log. */
+  size: number;
+  /** The producer id of a transactional record, else null. */
+  producerId: number | null;
+  /** A marker's transaction's first offset, else null. */
+  txnFirst: number | null;
+  /** The delete horizon of a tombstone or marker a clean has set, else null. */
+  horizon: number | null;
+  /** Where the record's bytes are in the store when that is a carried copy, else null (at its offset). */
+  phys: number | null;
+}
+
 export interface OpenResult {
   store: PartitionStore;
   /** Why the partition's rows (or its whole file) were discarded and it starts empty; undefined when they were usable or new. */
@@ -680,6 +700,24 @@ export class PartitionStore {
     if (!row) return { found: null, indexedUpTo, unread };
     const [offset, ts] = row as [number, number];
     return { found: { offset, timestamp: ts }, indexedUpTo, unread };
+  }
+
+  /**
+   * The rows held in [from, end), ascending, every column: for inspection and tests (a copy per
+   * row; the engine's own paths read what they need).
+   */
+  rowsIn(from: number, end: number): IndexRow[] {
+    return this.db
+      .prepare(
+        `SELECT offset, key, flags, ts AS timestamp, size, pid AS producerId, txn_first AS txnFirst, horizon, phys
+         FROM records WHERE partition = ? AND offset >= ? AND offset < ? ORDER BY offset`,
+      )
+      .all(this.partition, from, end) as IndexRow[];
+  }
+
+  /** The cleaned part's key map: each key digest and the offset of the record it kept, in key order (for inspection and tests). */
+  keptKeys(): { key: Buffer; offset: number }[] {
+    return this.db.prepare('SELECT key, offset FROM keys WHERE partition = ? ORDER BY key').all(this.partition) as { key: Buffer; offset: number }[];
   }
 
   /** Gives free pages of the topic's file back to the filesystem once enough have piled up. */

@@ -102,7 +102,9 @@ class Model {
 }
 
 function heldOffsets(store: PartitionStore): number[] {
-  return store.db.prepare('SELECT offset FROM records ORDER BY offset').pluck().all() as number[];
+  const held: number[] = [];
+  store.eachOffsetBelow(Infinity, (offset) => held.push(offset));
+  return held;
 }
 
 async function runSeed(seed: number): Promise<{ cleans: number; records: number; removed: number }> {

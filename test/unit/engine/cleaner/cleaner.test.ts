@@ -12,6 +12,7 @@ import type { SurvivorSnapshot } from '../../../../src/engine/api/survivor-set.j
 import type { TopicPolicy } from '../../../../src/engine/api/topic-policy.js';
 import { createLogger } from '../../../../src/common/log.js';
 import { DEFAULT_POLICY } from '../../../support/default-policy.js';
+import { indexConnection } from '../../../support/index-connection.js';
 import { FakeLog } from './fake-log.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kcompact-cleaner-'));
@@ -103,12 +104,14 @@ describe('Cleaner', () => {
     const { registry, cleaner } = setup(new Map([['t', SMALL]]), clock);
     await fill(registry, 't', SMALL, 5, 30);
     const store = registry.get('t', 0)!;
-    store.db.exec('DROP TABLE keys');
+    // A clean whose SQL fails for a reason neither the file's nor the storage's: a table gone from under the store.
+    const db = indexConnection(store);
+    db.exec('DROP TABLE keys');
     const report = await cleaner.compactNow('t');
     assert.equal(report.failed.length, 1);
     assert.deepEqual(cleaner.status().uncleanable, [{ topic: 't', partition: 0 }]);
     assert.ok(errors.some((e) => /uncleanable/.test(e)));
-    store.db.exec('CREATE TABLE keys (partition INTEGER NOT NULL, key BLOB NOT NULL, offset INTEGER NOT NULL, PRIMARY KEY (partition, key)) WITHOUT ROWID');
+    db.exec('CREATE TABLE keys (partition INTEGER NOT NULL, key BLOB NOT NULL, offset INTEGER NOT NULL, PRIMARY KEY (partition, key)) WITHOUT ROWID');
     const retry = await cleaner.compactNow('t');
     assert.equal(retry.failed.length, 0);
     assert.deepEqual(cleaner.status().uncleanable, []);
@@ -122,9 +125,10 @@ describe('Cleaner', () => {
     // Distinct keys: a first clean deletes nothing and must add every key to the keys table.
     await fill(registry, 'full', policy, 500, 500);
     const store = registry.get('full', 0)!;
-    store.db.pragma('wal_checkpoint(TRUNCATE)');
-    // The file may not grow: SQLite answers SQLITE_FULL, as on a full filesystem.
-    store.db.pragma(`max_page_count = ${store.db.pragma('page_count', { simple: true }) as number}`);
+    // The file may not grow: SQLite answers SQLITE_FULL, as on a full filesystem (a limit of the store's own connection).
+    const db = indexConnection(store);
+    db.pragma('wal_checkpoint(TRUNCATE)');
+    db.pragma(`max_page_count = ${db.pragma('page_count', { simple: true }) as number}`);
     const before = { checkpoint: { ...store.checkpoint }, rows: store.rowCount };
     published.length = 0;
     errors.length = 0;
@@ -137,7 +141,7 @@ describe('Cleaner', () => {
     assert.deepEqual(published, [], 'nor shown');
     assert.equal(errors.filter((e) => /storage of a partition index failed/.test(e)).length, 1, 'said once');
 
-    store.db.pragma('max_page_count = 1000000');
+    db.pragma('max_page_count = 1000000');
     cleaner.start();
     const deadline = Date.now() + 5000;
     while (published.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
@@ -161,7 +165,7 @@ describe('Cleaner', () => {
     assert.equal(store.checkpoint.logStartOffset, firstYoung);
     const last = published.at(-1)!.snapshot!;
     assert.ok(last.cleanedUpTo >= firstYoung);
-    assert.equal(store.db.prepare('SELECT MIN(offset) FROM records').pluck().get(), firstYoung);
+    assert.equal(store.offsetsBelowStats(Infinity).min, firstYoung);
     registry.closeAll();
   });
 });

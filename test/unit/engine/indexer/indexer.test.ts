@@ -109,11 +109,13 @@ function store(b: Bed, topic: string, partition: number): PartitionStore | undef
 function rows(b: Bed, topic: string, partition: number): Row[] {
   const s = store(b, topic, partition);
   if (!s) return [];
-  const all = s.db.prepare('SELECT offset, key, flags, pid, txn_first AS txnFirst FROM records WHERE partition = ? ORDER BY offset').all(partition) as (Omit<
-    Row,
-    'key'
-  > & { key: Buffer | null })[];
-  return all.map((r) => ({ ...r, key: r.key === null ? null : r.key.toString('hex') }));
+  return s.rowsIn(0, Infinity).map((r) => ({
+    offset: r.offset,
+    key: r.key === null ? null : r.key.toString('hex'),
+    flags: r.flags,
+    pid: r.producerId,
+    txnFirst: r.txnFirst,
+  }));
 }
 
 function digest(key: string): string {

@@ -29,6 +29,7 @@ describe('the key identity an index was made with', () => {
   it('an index from before the key identity was recorded is rebuilt from the upstream', () => {
     const file = path.join(dir, 'old.sqlite');
     PartitionStore.open(file, ID).store.close();
+    // The file as an earlier version of the schema left it: SQL of its own, the store never writes it so.
     const db = new Database(file);
     db.prepare('UPDATE meta SET schema_version = ?').run(SCHEMA_VERSION - 1);
     db.close();

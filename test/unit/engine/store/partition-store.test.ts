@@ -11,6 +11,7 @@ import { RowBuffer } from '../../../../src/engine/store/row-buffer.js';
 import { listTopicIndexes, removeEarlierLayouts, topicIndexFile } from '../../../../src/engine/store/index-files.js';
 import { SCHEMA_VERSION } from '../../../../src/engine/store/schema.js';
 import { TopicIndex } from '../../../../src/engine/store/topic-index.js';
+import { indexConnection } from '../../../support/index-connection.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kcompact-store-'));
 after(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -67,9 +68,12 @@ describe('PartitionStore', () => {
       [0, 100],
     );
     assert.equal(reopened.segments[1]!.bytes, 530);
-    const row = reopened.db.prepare('SELECT key, flags, ts, size, pid FROM records WHERE offset = 17').get() as Record<string, unknown>;
-    assert.deepEqual(row, { key: keyDigest(Buffer.from('key-3')), flags: 0, ts: 1017, size: 10, pid: null });
-    const distinct = reopened.db.prepare('SELECT COUNT(DISTINCT key) FROM records').pluck().get();
+    const { key, flags, timestamp, size, producerId } = reopened.rowsIn(17, 18)[0]!;
+    assert.deepEqual(
+      { key, flags, timestamp, size, producerId },
+      { key: keyDigest(Buffer.from('key-3')), flags: 0, timestamp: 1017, size: 10, producerId: null },
+    );
+    const distinct = new Set(reopened.rowsIn(0, Infinity).map((r) => r.key!.toString('hex'))).size;
     assert.equal(distinct, 7, 'every row got its own key bytes, not the last one bound');
     reopened.close();
   });
@@ -87,6 +91,7 @@ describe('PartitionStore', () => {
     assert.match(other.rebuiltBecause ?? '', /belongs to topic orders/);
     other.store.close();
 
+    // Files the store did not write (another schema version, an earlier layout): made with SQL of their own.
     const old = freshFile();
     PartitionStore.open(old, ID).store.close();
     const db = new Database(old);
@@ -131,7 +136,8 @@ describe('PartitionStore', () => {
     const file = freshFile();
     const { store } = PartitionStore.open(file, ID);
     store.ingest(rowsFor(0, 20_000, 1000, 100), position(20_000), { segmentBytes: 1e9, maxSegmentMs: 1e12 }, false);
-    store.db.pragma('wal_checkpoint(TRUNCATE)');
+    // The rows written into the file itself, whose bytes are damaged next.
+    indexConnection(store).pragma('wal_checkpoint(TRUNCATE)');
     store.close();
     const bytes = fs.readFileSync(file);
     const pageSize = bytes.readUInt16BE(16);
@@ -158,7 +164,7 @@ describe('PartitionStore', () => {
     assert.equal(store.checkpoint.logStartOffset, 150);
     assert.equal(store.checkpoint.firstDirty, 150);
     assert.equal(store.checkpoint.cleanBytes, 0);
-    assert.equal(store.db.prepare('SELECT MIN(offset) FROM records').pluck().get(), 150);
+    assert.equal(store.offsetsBelowStats(Infinity).min, 150);
     assert.equal(store.dropBelow(120), false, 'an older log start changes nothing');
     store.close();
   });
@@ -197,17 +203,19 @@ describe('PartitionStore', () => {
     const { store } = PartitionStore.open(freshFile(), ID);
     store.ingest(rowsFor(0, 100, 7), position(100), ROLL, false);
     const committed = { checkpoint: { ...store.checkpoint }, rows: store.rowCount, segments: store.segments.map((s) => ({ ...s })) };
-    // A deferred foreign key fails the COMMIT itself, after every statement ran, as a full disk does.
-    store.db.exec('CREATE TABLE nowhere (id INTEGER PRIMARY KEY); CREATE TABLE trap (id INTEGER REFERENCES nowhere (id) DEFERRABLE INITIALLY DEFERRED)');
-    store.db.exec('CREATE TEMP TRIGGER spring AFTER UPDATE ON main.checkpoint BEGIN INSERT INTO trap VALUES (1); END');
-    store.db.pragma('foreign_keys = ON');
+    // A deferred foreign key fails the COMMIT itself, after every statement ran, as a full disk does:
+    // a trap set on the store's own connection.
+    const db = indexConnection(store);
+    db.exec('CREATE TABLE nowhere (id INTEGER PRIMARY KEY); CREATE TABLE trap (id INTEGER REFERENCES nowhere (id) DEFERRABLE INITIALLY DEFERRED)');
+    db.exec('CREATE TEMP TRIGGER spring AFTER UPDATE ON main.checkpoint BEGIN INSERT INTO trap VALUES (1); END');
+    db.pragma('foreign_keys = ON');
     store.openTransactions.set(9, 100);
     assert.throws(() => store.ingest(rowsFor(100, 50, 7), position(150), ROLL, true), /FOREIGN KEY/);
     assert.deepEqual(store.checkpoint, committed.checkpoint);
     assert.equal(store.rowCount, committed.rows);
     assert.deepEqual(store.segments, committed.segments);
     assert.deepEqual([...store.openTransactions], [], 'the open transactions read back too');
-    store.db.exec('DROP TRIGGER spring');
+    db.exec('DROP TRIGGER spring');
     store.ingest(rowsFor(100, 50, 7), position(150), ROLL, false);
     assert.equal(store.rowCount, 150);
     assert.deepEqual(
@@ -240,6 +248,7 @@ describe('PartitionStore', () => {
     assert.equal(PartitionStore.open(file, ID).rebuiltBecause, undefined, 'a cleaned index is consistent');
     PartitionStore.open(file, ID).store.close();
 
+    // Damage the store's own writes never make, done to a copy of the file with SQL of its own.
     const damage = (sql: string) => {
       const copy = freshFile();
       fs.copyFileSync(file, copy);
@@ -262,7 +271,8 @@ describe('PartitionStore', () => {
     const file = freshFile();
     const { store } = PartitionStore.open(file, ID);
     store.ingest(rowsFor(0, 50_000, 50_000, 500), position(50_000), { segmentBytes: 1e9, maxSegmentMs: 1e12 }, false);
-    store.db.pragma('wal_checkpoint(TRUNCATE)');
+    // The file's size is measured: the rows written into it first.
+    indexConnection(store).pragma('wal_checkpoint(TRUNCATE)');
     const before = fs.statSync(file).size;
     store.dropBelow(49_000);
     const after = fs.statSync(file).size;

@@ -80,7 +80,7 @@ describe('StoreRegistry', () => {
       'unfiltered, then the empty indexes',
     );
     assert.deepEqual([fresh.rowCount, registry.get('t', 1)!.rowCount], [0, 0]);
-    assert.equal(damaged.db.open, false);
+    assert.equal(damaged.isOpen, false);
 
     published.length = 0;
     assert.equal(registry.rebuildFile(damaged, 'seen again by a stale store'), fresh, 'a second report of the same damage rebuilds nothing');
@@ -90,7 +90,7 @@ describe('StoreRegistry', () => {
     fresh.close();
     const reopened = registry.reopen(fresh);
     assert.notEqual(reopened, fresh);
-    assert.ok(reopened.db.open && registry.get('t', 1)!.db.open, 'a closed file is opened again for all its partitions');
+    assert.ok(reopened.isOpen && registry.get('t', 1)!.isOpen, 'a closed file is opened again for all its partitions');
     assert.ok(
       published.every(([, s]) => s !== null),
       'whose survivors stay published meanwhile',

@@ -5,13 +5,17 @@ import path from 'node:path';
 import { after, test } from 'node:test';
 import { StoreRegistry } from '../../../../src/engine/store/store-registry.js';
 import { createLogger } from '../../../../src/common/log.js';
+import { indexConnection } from '../../../support/index-connection.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kcompact-shares-'));
 after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-/** A file's page cache (KiB) and how much WAL it gathers before a checkpoint (KiB), as SQLite has them. */
+/**
+ * A file's page cache (KiB) and how much WAL it gathers before a checkpoint (KiB), as SQLite has
+ * them: read back from the connection, not from what the registry asked for.
+ */
 function shares(registry: StoreRegistry, topic: string): { cacheKiB: number; walKiB: number; walLimitKiB: number } {
-  const db = registry.get(topic, 0)!.db;
+  const db = indexConnection(registry.get(topic, 0)!);
   const pageKiB = (db.pragma('page_size', { simple: true }) as number) / 1024;
   return {
     cacheKiB: -(db.pragma('cache_size', { simple: true }) as number),
