@@ -60,6 +60,18 @@ export default tseslint.config(
     },
   },
   {
+    // SQLite is the store module's (docs/architecture.md): the rest of the engine asks PartitionStore
+    // for operations. config-cache.ts is the main thread's own cache of topic configs, another file.
+    files: ['src/**/*.ts'],
+    ignores: ['src/engine/store/**', 'src/compaction/config/config-cache.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { paths: [{ name: 'better-sqlite3', message: 'SQL lives in src/engine/store/: add an operation to PartitionStore (or TopicIndex) instead.' }] },
+      ],
+    },
+  },
+  {
     files: ['src/**/*.ts'],
     plugins: { 'import-x': importX },
     settings: {

@@ -207,8 +207,8 @@ export class PartitionStore {
     return new PartitionStore(index, { topic: index.topic, partition });
   }
 
-  /** The connection of the topic's file, shared with the topic's other partitions. */
-  get db(): Database.Database {
+  /** The connection of the topic's file, shared with the topic's other partitions: its SQL stays in this module. */
+  private get db(): Database.Database {
     return this.index.db;
   }
 
