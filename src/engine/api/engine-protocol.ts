@@ -41,7 +41,7 @@ export interface EngineReplies {
   offsetForTime: OffsetAtTime | null;
   caughtUp: boolean;
   rebuild: RebuildingPartition[];
-  close: undefined;
+  close: void;
 }
 
 export type EngineReply<R extends EngineRequest> = EngineReplies[R['type']];

@@ -7,7 +7,7 @@
  */
 import type { Logger } from '../../common/log.js';
 import type { TopicPolicy } from '../api/topic-policy.js';
-import type { FromWorker, RebuildingPartition, ToWorker, WorkerConfig } from '../api/engine-protocol.js';
+import type { EngineReply, EngineRequest, FromWorker, RebuildingPartition, ToWorker, WorkerConfig } from '../api/engine-protocol.js';
 import { serializeError } from '../api/worker-log.js';
 import { DEFAULT_INDEXER } from '../api/engine-options.js';
 import { Carrier } from '../carry/carrier.js';
@@ -133,7 +133,9 @@ export async function createEngine(config: WorkerConfig, deps: EngineDeps): Prom
     }
   };
 
-  const reply = async (id: number, work: () => unknown): Promise<void> => {
+  /** Answers a request with what the contract pairs with it (EngineReplies), or the error it failed with. */
+  const reply = async <R extends EngineRequest>(request: R, work: () => EngineReply<R> | Promise<EngineReply<R>>): Promise<void> => {
+    const id = request.id;
     try {
       send({ type: 'reply', id, ok: true, value: await work() });
     } catch (err) {
@@ -190,7 +192,7 @@ export async function createEngine(config: WorkerConfig, deps: EngineDeps): Prom
         }
         break;
       case 'compact':
-        void reply(message.id, async () => {
+        void reply(message, async () => {
           askFor(message.topic);
           await indexer.catchUp(message.topic, CATCH_UP_DEADLINE_MS);
           // Partitions the metadata round of the catch-up found for the first time.
@@ -202,25 +204,25 @@ export async function createEngine(config: WorkerConfig, deps: EngineDeps): Prom
         });
         break;
       case 'status':
-        void reply(message.id, () => engineStatus(registry, parts));
+        void reply(message, () => engineStatus(registry, parts));
         break;
       case 'inspect':
-        void reply(message.id, () => inspectTopic(registry, parts, message.topic));
+        void reply(message, () => inspectTopic(registry, parts, message.topic));
         break;
       case 'offsetForTime':
-        void reply(message.id, () => {
+        void reply(message, () => {
           const store = registry.get(message.topic, message.partition);
           return store ? store.offsetForTime(message.timestamp) : null;
         });
         break;
       case 'caughtUp':
-        void reply(message.id, () => indexer.caughtUp(message.topic, message.partition, message.timeoutMs));
+        void reply(message, () => indexer.caughtUp(message.topic, message.partition, message.timeoutMs));
         break;
       case 'rebuild':
-        void reply(message.id, () => rebuild(message.topic));
+        void reply(message, () => rebuild(message.topic));
         break;
       case 'close':
-        void reply(message.id, close);
+        void reply(message, close);
         break;
     }
   };
