@@ -4,6 +4,7 @@
  * TLS settings every listener speaks TLS with the same certificate.
  */
 import net from 'node:net';
+import { SYSTEM_CLOCK } from '../common/clock.js';
 import type { Logger } from '../common/log.js';
 import { ProxyMeter } from './proxy-meter.js';
 import { type HostPort } from '../common/host-port.js';
@@ -141,16 +142,11 @@ export class ProxyServer {
   async drain(ms: number): Promise<number> {
     void this.stopAccepting();
     if (this.connections.size > 0) {
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          clearTimeout(timer);
-          this.onDrained = null;
-          resolve();
-        };
-        const timer = setTimeout(done, ms);
-        this.onDrained = done;
-        for (const conn of [...this.connections]) conn.drain();
-      });
+      const drained = new AbortController();
+      this.onDrained = () => drained.abort();
+      for (const conn of [...this.connections]) conn.drain();
+      await SYSTEM_CLOCK.sleep(ms, drained.signal);
+      this.onDrained = null;
     }
     return this.connections.size;
   }

@@ -25,17 +25,3 @@ export function backoffMs(failures: number, rule: BackoffRule, random: () => num
   const ceiling = Math.min(rule.maxMs, rule.baseMs * 2 ** Math.min(failures - 1, EXPONENT_CAP));
   return Math.round(ceiling / 2 + (ceiling / 2) * random());
 }
-
-/** Waits `ms`; the signal, when aborted, ends the wait early (resolving, not rejecting). */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  if (ms <= 0 || signal?.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
-}

@@ -3,8 +3,8 @@
  * compacted topic's when none is named) and reads them again from the upstream; this command
  * follows the rebuild on stderr until every partition has caught up.
  */
-import { setTimeout as delay } from 'node:timers/promises';
 import type { Command } from 'commander';
+import { SYSTEM_CLOCK } from '../../common/clock.js';
 import type { RebuildingPartition } from '../../engine/api/engine-protocol.js';
 import type { PartitionStatus } from '../../engine/api/engine-reports.js';
 import type { StatusReport } from '../../ops/admin-reports.js';
@@ -81,7 +81,7 @@ export function addRebuildIndexCommand(program: Command): void {
         return;
       }
       progress.update(sample);
-      await delay(POLL_MS);
+      await SYSTEM_CLOCK.sleep(POLL_MS);
     }
   });
 }

@@ -5,6 +5,7 @@
  * writes its config changes here and reads everyone's, which is how a topic made compact through
  * one replica is compact through all.
  */
+import { SYSTEM_CLOCK } from '../../common/clock.js';
 import type { Logger } from '../../common/log.js';
 import { batchesIn } from '../../protocol/carry/carried-batch.js';
 import { CarryKind, carryKindOf } from '../../protocol/carry/carry-record.js';
@@ -91,7 +92,7 @@ export class ConfigsTopic {
       const deadline = Date.now() + this.timeoutMs;
       while ((found = await this.lookup()).errorCode !== ErrorCode.NONE || this.leader === null) {
         if (Date.now() > deadline) throw new Error(`${this.topic} was created but has no leader after ${this.timeoutMs} ms`);
-        await new Promise((r) => setTimeout(r, CREATED_LEADER_POLL_MS));
+        await SYSTEM_CLOCK.sleep(CREATED_LEADER_POLL_MS);
       }
     }
     if (found.errorCode !== ErrorCode.NONE) throw new UpstreamError(`Metadata for ${this.topic}`, found.errorCode);

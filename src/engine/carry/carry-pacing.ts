@@ -16,25 +16,12 @@
  */
 import type { PacingStats } from '../api/engine-reports.js';
 import type { CarryOptions } from '../api/engine-options.js';
-import { setTimeout as sleepFor } from 'node:timers/promises';
+import { MONOTONIC_CLOCK, type Clock } from '../../common/clock.js';
 import { ApiKey, type ApiKeyNumber, type BodyInit, type RequestBodies, type ResponseBodies } from '../../protocol/messages.js';
 import type { UpstreamClient } from '../../upstream/client.js';
 import type { PartitionRequests } from '../indexer/partition-requests.js';
 import type { ReusedBuffers } from '../../upstream/reused-buffers.js';
 import { RUN_BYTES } from '../../protocol/carry/carried-batch.js';
-
-/** Time for the buckets and the throttles: injectable, so tests run a pass's hours in no time. */
-export interface PacingClock {
-  /** Milliseconds, monotonic. */
-  now(): number;
-  /** Resolves after `ms`, or at once when `signal` aborts (never rejects). */
-  sleep(ms: number, signal: AbortSignal): Promise<void>;
-}
-
-export const REAL_CLOCK: PacingClock = {
-  now: () => performance.now(),
-  sleep: (ms, signal) => sleepFor(ms, undefined, { signal }).catch(() => undefined),
-};
 
 /**
  * A pass's buckets hold a tenth of a second of the rate: its requests go out in small pieces
@@ -60,7 +47,7 @@ export class TokenBucket {
 
   constructor(
     readonly bytesPerSecond: number,
-    private readonly clock: PacingClock,
+    private readonly clock: Clock,
     burstSeconds = 1,
   ) {
     if (!(bytesPerSecond > 0)) throw new RangeError(`a token bucket needs a positive rate, got ${bytesPerSecond}`);
@@ -113,12 +100,13 @@ const CLIENT_THROTTLED_FROM: ReadonlyMap<number, number> = new Map([
 
 /** bytesPerSecond (carryBytesPerSecond): 0 (or less) for no bound of kcompact's own. */
 export interface CarryPacingOptions extends CarryOptions {
-  clock?: PacingClock;
+  /** Time for the buckets and the throttles (monotonic by default: a rate must not jump with the wall clock); tests run a pass's hours in no time. */
+  clock?: Clock;
 }
 
 export class CarryPacing {
   readonly stats: PacingStats = { pacedMsTotal: 0, throttledMsTotal: 0, throttlesTotal: 0 };
-  private readonly clock: PacingClock;
+  private readonly clock: Clock;
   private readonly writes: TokenBucket | undefined;
   private readonly reads: TokenBucket | undefined;
   /** By broker address: when the store lets this replica send to it again. */
@@ -126,7 +114,7 @@ export class CarryPacing {
   private readonly closing = new AbortController();
 
   constructor(opts: CarryPacingOptions) {
-    this.clock = opts.clock ?? REAL_CLOCK;
+    this.clock = opts.clock ?? MONOTONIC_CLOCK;
     const rate = opts.bytesPerSecond > 0 ? opts.bytesPerSecond : 0;
     this.writes = rate > 0 ? new TokenBucket(rate, this.clock, PASS_BURST_SECONDS) : undefined;
     this.reads = rate > 0 ? new TokenBucket(rate, this.clock, PASS_BURST_SECONDS) : undefined;

@@ -21,7 +21,7 @@ import type { PartitionStore } from '../store/partition-store.js';
 import type { Segment } from '../store/segment-roller.js';
 import type { StoreRegistry } from '../store/store-registry.js';
 import { isDamagedFile, isStorageFailure, storageFix } from '../../common/storage-errors.js';
-import { Wakeup } from '../../common/wakeup.js';
+import { Wakeup } from '../../common/clock.js';
 import { cleanableRange, needsCleaning, type CleanableRange } from './cleanable-range.js';
 import { cleanPartition } from './clean-partition.js';
 import { retentionStart } from './retention.js';

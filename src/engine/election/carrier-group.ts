@@ -13,6 +13,7 @@
  * connection) find the coordinator again after a backoff.
  */
 import type { CarrierGroupStatus } from '../api/engine-reports.js';
+import { SYSTEM_CLOCK, type Clock } from '../../common/clock.js';
 import type { Logger } from '../../common/log.js';
 import { ErrorCode, errorName } from '../../protocol/errors.js';
 import { ApiKey } from '../../protocol/messages.js';
@@ -44,6 +45,8 @@ export interface CarrierGroupOptions extends ElectionOptions {
   log: Logger;
   /** The first wait after a failure; the waits double up to 30 s while failures go on. */
   backoffMs?: number;
+  /** What the loop's waits sleep on (the system clock by default). */
+  clock?: Clock;
 }
 
 const MAX_BACKOFF_MS = 30_000;
@@ -52,6 +55,7 @@ const MAX_BACKOFF_MS = 30_000;
  * is not must not hold the shutdown (its session timeout hands the partitions over instead).
  */
 const LEAVE_TIMEOUT_MS = 2_000;
+const SETTLED_POLL_MS = 20;
 
 const keyOf = (partitions: readonly CarriedPartition[]) =>
   partitions
@@ -89,8 +93,11 @@ export class CarrierGroup {
   private running: Promise<void> | undefined;
   private wake: (() => void) | undefined;
   private rejoinAsked = false;
+  private readonly clock: Clock;
 
-  constructor(private readonly opts: CarrierGroupOptions) {}
+  constructor(private readonly opts: CarrierGroupOptions) {
+    this.clock = opts.clock ?? SYSTEM_CLOCK;
+  }
 
   start(): void {
     this.running ??= this.loop();
@@ -121,10 +128,20 @@ export class CarrierGroup {
           if (code !== ErrorCode.NONE) throw new GroupError('LeaveGroup', code);
         })
         .catch((err: unknown) => this.opts.log.debug('leaving the carrier group failed; the coordinator drops this member after its session timeout', { err }));
-      await Promise.race([leaving, new Promise((resolve) => setTimeout(resolve, LEAVE_TIMEOUT_MS).unref())]);
+      await this.within(leaving, LEAVE_TIMEOUT_MS);
     }
     // A heartbeat or JoinGroup in flight ends with the upstream client's close.
-    await Promise.race([this.running, new Promise((resolve) => setTimeout(resolve, 100).unref())]);
+    await this.within(this.running, 100);
+  }
+
+  /** Waits for `work`, at most `ms`; the wait's timer goes with it, so it holds nothing up after. */
+  private async within(work: Promise<unknown> | undefined, ms: number): Promise<void> {
+    const done = new AbortController();
+    try {
+      await Promise.race([work, this.clock.sleep(ms, done.signal)]);
+    } finally {
+      done.abort();
+    }
   }
 
   /**
@@ -163,10 +180,10 @@ export class CarrierGroup {
    * is about to replace: an on-demand clean then carries what this replica carries now.
    */
   async settled(timeoutMs: number): Promise<boolean> {
-    const deadline = Date.now() + timeoutMs;
+    const deadline = this.clock.now() + timeoutMs;
     while (!this.stopped && (!this.active || this.rejoinAsked)) {
-      if (Date.now() >= deadline) return false;
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      if (this.clock.now() >= deadline) return false;
+      await this.clock.sleep(SETTLED_POLL_MS);
     }
     return this.active;
   }
@@ -335,14 +352,10 @@ export class CarrierGroup {
     this.opts.onRevoked();
   }
 
+  /** A wait that stop(), a rejoin or a failed confirm() cuts short; a wake while none waits is lost (the flags say it). */
   private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.wake = done;
-    });
+    const cut = new AbortController();
+    this.wake = () => cut.abort();
+    return this.clock.sleep(ms, cut.signal);
   }
 }

@@ -25,7 +25,7 @@ import { RowBuffer } from '../store/row-buffer.js';
 import { isDamagedFile, isStorageFailure, storageFix } from '../../common/storage-errors.js';
 import { rollPolicy, type RollPolicy } from '../store/segment-roller.js';
 import type { StoreRegistry } from '../store/store-registry.js';
-import { Wakeup } from '../../common/wakeup.js';
+import { Wakeup } from '../../common/clock.js';
 import { CatchUpProgress } from './catch-up-progress.js';
 import { collectRows } from './fetched-rows.js';
 import { deleteRecordsBefore, fetchRecords, lastStableOffsets, logBounds } from './partition-requests.js';

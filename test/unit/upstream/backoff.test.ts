@@ -1,6 +1,6 @@
-import { describe, test, type TestContext } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { backoffMs, sleep } from '../../../src/upstream/backoff.js';
+import { backoffMs } from '../../../src/upstream/backoff.js';
 
 const RULE = { baseMs: 100, maxMs: 1_000 };
 
@@ -62,58 +62,4 @@ test('no failure, no wait; very many failures stay finite and capped', () => {
     backoffMs(10_000, { baseMs: 1, maxMs: Number.MAX_SAFE_INTEGER }, () => 1),
     2 ** 20,
   );
-});
-
-/** Lets pending callbacks and promise reactions run; the mocked timers stay where they are. */
-const settle = () => new Promise((resolve) => setImmediate(resolve));
-
-/** Whether `promise` has settled, read after `settle()`. */
-function tracked(promise: Promise<void>): { done: () => boolean } {
-  let done = false;
-  void promise.then(() => (done = true));
-  return { done: () => done };
-}
-
-describe('sleep, on a mocked clock', () => {
-  const mockClock = (t: TestContext) => t.mock.timers.enable({ apis: ['setTimeout'] });
-
-  test('without a signal it ends when its time has passed, not before', async (t) => {
-    mockClock(t);
-    const s = tracked(sleep(10_000));
-    t.mock.timers.tick(9_999);
-    await settle();
-    assert.equal(s.done(), false, 'still waiting 1 ms before the end');
-    t.mock.timers.tick(1);
-    await settle();
-    assert.equal(s.done(), true);
-  });
-
-  test('an already aborted signal ends it at once: no time passes on the clock', async (t) => {
-    mockClock(t);
-    const aborted = new AbortController();
-    aborted.abort();
-    const s = tracked(sleep(10_000, aborted.signal));
-    await settle();
-    assert.equal(s.done(), true);
-  });
-
-  test('a signal aborted during the wait ends it then, long before its time', async (t) => {
-    mockClock(t);
-    const later = new AbortController();
-    const s = tracked(sleep(10_000, later.signal));
-    t.mock.timers.tick(20);
-    await settle();
-    assert.equal(s.done(), false, 'waiting until the abort');
-    later.abort();
-    await settle();
-    assert.equal(s.done(), true, 'ended by the abort, 9,980 ms before its time');
-  });
-
-  test('no wait, or a negative one, ends at once', async (t) => {
-    mockClock(t);
-    const none = tracked(sleep(0));
-    const negative = tracked(sleep(-5));
-    await settle();
-    assert.deepEqual([none.done(), negative.done()], [true, true]);
-  });
 });

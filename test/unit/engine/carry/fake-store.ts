@@ -2,7 +2,7 @@
  * A store for carrier unit tests: a clock that sleeps at once, a broker answering Produce, Fetch
  * and DeleteRecords as a test asks, and a partition whose pass is its markers and its release.
  */
-import type { PacingClock } from '../../../../src/engine/carry/carry-pacing.js';
+import type { Clock } from '../../../../src/common/clock.js';
 import type { PartitionStore } from '../../../../src/engine/store/partition-store.js';
 import type { StoreRegistry } from '../../../../src/engine/store/store-registry.js';
 import { ErrorCode, ProtocolError } from '../../../../src/protocol/errors.js';
@@ -10,14 +10,14 @@ import { ApiKey } from '../../../../src/protocol/messages.js';
 import type { UpstreamClient } from '../../../../src/upstream/client.js';
 
 /** Time that moves only when something sleeps: a pass's hours in no time, every wait on record. */
-export class FakeClock implements PacingClock {
+export class FakeClock implements Clock {
   t = 1_000;
   slept: number[] = [];
   now(): number {
     return this.t;
   }
-  async sleep(ms: number, signal: AbortSignal): Promise<void> {
-    if (signal.aborted) return;
+  async sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return;
     this.slept.push(ms);
     this.t += ms;
   }
@@ -35,7 +35,7 @@ export interface Sent {
 /** A broker answering Produce, Fetch and DeleteRecords, with the throttle_time_ms a test gives each answer in turn. */
 export function fakeBroker(
   port: number,
-  clock: FakeClock,
+  clock: Clock,
   sent: Sent[],
   opts: {
     throttles?: number[];
