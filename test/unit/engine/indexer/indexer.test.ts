@@ -3,13 +3,17 @@
  * its SQLite files in a temp dir: what reaches the index (up to the last stable offset, aborted
  * data flagged, markers as rows), resuming from the checkpoint, a log start that moves up, an
  * index ahead of the upstream, leader changes and failures, partitions and topics that appear
- * or go. Every wait polls for an outcome with a deadline; backoffs and long polls are short.
+ * or go. The indexer runs on the scripted upstream's manual clock with its default intervals,
+ * backoffs and long polls: every wait for an outcome moves that clock on, a step at a time, until
+ * the outcome is there (or a deadline of the clock's time passes), so nothing waits in real time
+ * and nothing depends on how fast the machine is.
  */
 import assert from 'node:assert/strict';
 import { capturingLogger } from '../../../support/capturing-logger.js';
 import fs from 'node:fs';
 import { describe, it, type TestContext } from 'node:test';
 import { DEFAULT_POLICY } from '../../../support/default-policy.js';
+import { ManualClock } from '../../../support/manual-clock.js';
 import { makeTempDir } from '../../../support/processes.js';
 import { type IndexerOptions } from '../../../../src/engine/api/engine-options.js';
 import { Indexer } from '../../../../src/engine/indexer/indexer.js';
@@ -26,10 +30,10 @@ import type { SurvivorSnapshot } from '../../../../src/engine/api/survivor-set.j
 
 const { Tombstone, Control, Commit, Transactional, Aborted } = RecordFlag;
 
-/** Short long polls and backoffs: a test waits for outcomes, never for the defaults. */
-const QUICK: IndexerOptions = { maxWaitMs: 20, minBytes: 1, metadataIntervalMs: 50, maxBackoffMs: 20 };
-/** Generous: the suite may run beside a busy core. */
-const DEADLINE_MS = 10_000;
+/** Of the manual clock's time: a few metadata intervals (10 s by default). */
+const DEADLINE_MS = 60_000;
+/** How far the manual clock moves between two looks at an outcome. */
+const STEP_MS = 10;
 
 interface Row {
   offset: number;
@@ -71,7 +75,7 @@ function bed(t: TestContext, up: ScriptedUpstream, topics: string[], options: In
     start() {
       b.registry = new StoreRegistry(data.path, log, () => {});
       b.registry.openExisting();
-      b.indexer = new Indexer(up, b.registry, log, { ...QUICK, ...options });
+      b.indexer = new Indexer(up, b.registry, log, options, undefined, up.clock);
       b.indexer.start();
       b.indexer.setPolicies(policies(...topics));
       running = true;
@@ -79,7 +83,7 @@ function bed(t: TestContext, up: ScriptedUpstream, topics: string[], options: In
     async stop() {
       if (!running) return;
       running = false;
-      await b.indexer.close();
+      await up.clock.drive(b.indexer.close());
       b.registry.closeAll();
     },
   };
@@ -91,14 +95,17 @@ function bed(t: TestContext, up: ScriptedUpstream, topics: string[], options: In
   return b;
 }
 
-/** Polls `check` until it gives something other than undefined or false, or the deadline passes. */
-async function until<T>(what: string, check: () => T | undefined | false, deadlineMs = DEADLINE_MS, detail?: () => string): Promise<T> {
-  const end = Date.now() + deadlineMs;
+/**
+ * Moves the clock on, STEP_MS at a time with a turn of the event loop between steps, until `check`
+ * gives something other than undefined or false, or deadlineMs of the clock's time have passed.
+ */
+async function until<T>(clock: ManualClock, what: string, check: () => T | undefined | false, deadlineMs = DEADLINE_MS, detail?: () => string): Promise<T> {
+  const end = clock.now() + deadlineMs;
   for (;;) {
     const value = check();
     if (value !== undefined && value !== false) return value;
-    if (Date.now() > end) throw new Error(`${what}: not so after ${deadlineMs} ms${detail ? `\n${detail()}` : ''}`);
-    await new Promise((r) => setTimeout(r, 5));
+    if (clock.now() > end) throw new Error(`${what}: not so after ${deadlineMs} ms of the clock${detail ? `\n${detail()}` : ''}`);
+    await clock.tick(STEP_MS);
   }
 }
 
@@ -125,6 +132,7 @@ function digest(key: string): string {
 /** Waits until the partition's index has reached `nextOffset`; returns its store. */
 function indexedTo(b: Bed, topic: string, partition: number, nextOffset: number): Promise<PartitionStore> {
   return until(
+    b.up.clock,
     `${topic}-${partition} indexed up to ${nextOffset}`,
     () => {
       const s = store(b, topic, partition);
@@ -284,6 +292,7 @@ describe('Indexer', () => {
       up.log('t', 0).withholdFrom = undefined;
       up.changed();
       await until(
+        up.clock,
         'the failure logged',
         () => b.lines.some((l) => l.startsWith('error indexing a partition failed')),
         DEADLINE_MS,
@@ -317,7 +326,7 @@ describe('Indexer', () => {
       b.indexer.setWanted((topic, partition) => wanted.has(`${topic}-${partition}`));
 
       await indexedTo(b, 't', 0, 5);
-      await until('a few fetches more', () => up.fetches({ topic: 't', partition: 0 }).length >= 3);
+      await until(up.clock, 'a few fetches more', () => up.fetches({ topic: 't', partition: 0 }).length >= 3);
       assert.equal(store(b, 't', 1), undefined, 't-1 has no index');
       assert.deepEqual(up.fetches({ topic: 't', partition: 1 }), [], 't-1 was never read');
       assert.deepEqual(
@@ -331,7 +340,7 @@ describe('Indexer', () => {
       await indexedTo(b, 't', 1, 7);
 
       wanted.delete('t-0');
-      await until('t-0 let go', () => store(b, 't', 0) === undefined);
+      await until(up.clock, 't-0 let go', () => store(b, 't', 0) === undefined);
       assert.ok(
         b.lines.some((l) => l.includes('letting a partition index go')),
         'said so',
@@ -349,7 +358,7 @@ describe('Indexer', () => {
       assert.equal(again.rowCount, 5);
 
       wanted.clear();
-      await until('both let go', () => store(b, 't', 0) === undefined && store(b, 't', 1) === undefined);
+      await until(up.clock, 'both let go', () => store(b, 't', 0) === undefined && store(b, 't', 1) === undefined);
       assert.ok(!fs.existsSync(b.registry.fileOf('t')), "the topic's file goes with its last partition");
     });
   });
@@ -369,15 +378,15 @@ describe('Indexer', () => {
       const lines: string[] = [];
       const published: (SurvivorSnapshot | null)[] = [];
       const registry = new StoreRegistry(data.path, capturingLogger(lines), (_id, snapshot) => published.push(snapshot));
-      const indexer = new Indexer(up, registry, capturingLogger(lines), QUICK);
+      const indexer = new Indexer(up, registry, capturingLogger(lines), {}, undefined, up.clock);
       t.after(async () => {
-        await indexer.close();
+        await up.clock.drive(indexer.close());
         registry.closeAll();
         data.remove();
       });
       indexer.start();
       indexer.setPolicies(policies('t'));
-      const s = await until('indexed to the end', () => registry.get('t', 0)?.checkpoint.nextOffset === log.end && registry.get('t', 0));
+      const s = await until(up.clock, 'indexed to the end', () => registry.get('t', 0)?.checkpoint.nextOffset === log.end && registry.get('t', 0));
       const asStored = published.findIndex((p) => p?.carried?.asStored === true);
       assert.ok(asStored >= 0, `the pass found in the store was published: ${lines.join('\n')}`);
       assert.deepEqual(
@@ -441,7 +450,7 @@ describe('Indexer', () => {
         asked.map((r) => [r.node, JSON.stringify(r.body)]),
         [[2, JSON.stringify({ topics: [{ name: 't', partitions: [{ partitionIndex: 0, offset: 6 }] }], timeoutMs: 30_000 })]],
       );
-      const s = await until('the index follows the log start', () => {
+      const s = await until(up.clock, 'the index follows the log start', () => {
         const s = store(b, 't', 0);
         return s && s.checkpoint.logStartOffset === 6 ? s : undefined;
       });
@@ -502,7 +511,7 @@ describe('Indexer', () => {
       const fresh = up.createTopic('t', 1);
       await up.produce('t', 0, [{ key: 'new', value: 'n' }]);
       await up.produce('t', 0, [{ key: 'newer', value: 'n' }]);
-      const s = await until('the index follows the new topic', () => {
+      const s = await until(up.clock, 'the index follows the new topic', () => {
         const s = store(b, 't', 0);
         return s && s.checkpoint.topicId === fresh.id && s.checkpoint.nextOffset === 2 ? s : undefined;
       });
@@ -537,6 +546,7 @@ describe('Indexer', () => {
       up.log('t', 0).truncate(6);
       up.changed();
       await until(
+        up.clock,
         'the index reset',
         () => b.lines.some((l) => l.includes('resetting partition index') && l.includes('upstream log ends at 6')),
         DEADLINE_MS,
@@ -591,7 +601,7 @@ describe('Indexer', () => {
       log.metadataLeader = 1;
       await produceMany(up, 't', 0, 2, 4);
       const refusals = () => up.fetches({ node: 1 }).filter((f) => f.errorCode === ErrorCode.NOT_LEADER_OR_FOLLOWER);
-      await until('broker 1 refused three times', () => refusals().length >= 3);
+      await until(up.clock, 'broker 1 refused three times', () => refusals().length >= 3);
       assert.match(b.indexer.status()[0]!.lastError ?? '', /^fetch error NOT_LEADER_OR_FOLLOWER/);
       assert.equal(store(b, 't', 0)!.checkpoint.nextOffset, 4);
       const [first, second] = refusals();
@@ -653,6 +663,7 @@ describe('Indexer', () => {
       const b = bed(t, up, ['t']);
       await indexedTo(b, 't', 1, 2);
       await until(
+        up.clock,
         'the error shown',
         () =>
           b.indexer
@@ -698,7 +709,7 @@ describe('Indexer', () => {
       b.indexer.setPolicies(policies('t', 'u', 'later'));
       await indexedTo(b, 'u', 0, 3);
       const answers = up.metadataAnswers;
-      await until('metadata asked twice more', () => up.metadataAnswers >= answers + 2);
+      await until(up.clock, 'metadata asked twice more', () => up.metadataAnswers >= answers + 2);
       assert.equal(store(b, 'later', 0), undefined, 'a topic the upstream does not have yet');
 
       up.createTopic('later', 2);
@@ -716,13 +727,14 @@ describe('Indexer', () => {
 
       up.hideTopic('t', 1);
       const answers = up.metadataAnswers;
-      await until('two more answers', () => up.metadataAnswers >= answers + 2);
+      await until(up.clock, 'two more answers', () => up.metadataAnswers >= answers + 2);
       assert.deepEqual(offsets(rows(b, 't', 0)), range(0, 5));
       assert.ok(!b.lines.some((l) => l.includes('dropping topic index')), b.lines.join('\n'));
 
       const seq = up.requests.length;
       up.hideTopic('t', 2);
       await until(
+        up.clock,
         'the index dropped',
         () => b.lines.some((l) => l.includes('dropping topic index') && l.includes('does not exist upstream')),
         DEADLINE_MS,
@@ -797,11 +809,26 @@ describe('Indexer', () => {
       await produceMany(up, 't', 0, 2, 6); // 6-7
       // Each answer holds one batch: catching up takes a fetch per record.
       const b = bed(t, up, ['t'], { partitionMaxBytes: 1 });
-      await b.indexer.catchUp('t', DEADLINE_MS);
+      await up.clock.drive(b.indexer.catchUp('t', DEADLINE_MS));
       const s = store(b, 't', 0)!;
       assert.equal(s.checkpoint.nextOffset, 5, 'the last stable offset, not the high watermark');
       const asked = up.requests.filter((r) => r.apiKey === ApiKey.ListOffsets);
       assert.ok(asked.some((r) => (r.body as { isolationLevel?: number }).isolationLevel === 1));
+    });
+
+    it("gives up at its deadline, of the indexer's clock, when the index cannot get there", async (t) => {
+      const up = new ScriptedUpstream();
+      up.createTopic('t', 1);
+      await produceMany(up, 't', 0, 3);
+      up.log('t', 0).fetchError = ErrorCode.UNKNOWN_SERVER_ERROR;
+      const b = bed(t, up, ['t']);
+      await until(up.clock, 'known from metadata', () => b.indexer.partitions().length === 1);
+      const asked = up.clock.now();
+      assert.equal(await up.clock.drive(b.indexer.caughtUp('t', 0, 5_000)), false);
+      assert.ok(up.clock.now() - asked >= 5_000, 'not before its deadline');
+      up.log('t', 0).fetchError = undefined;
+      assert.equal(await up.clock.drive(b.indexer.caughtUp('t', 0, 5_000)), true);
+      assert.equal(store(b, 't', 0)!.checkpoint.nextOffset, 3);
     });
   });
 });

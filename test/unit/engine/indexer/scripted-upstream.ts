@@ -5,7 +5,8 @@
  * tracked as a broker does: the last stable offset is the first offset of the oldest open
  * transaction, and an ABORT marker adds the transaction to the aborted list Fetch answers give.
  * A Fetch that has nothing to give waits up to its maxWaitMs (or until the log changes), like a
- * long poll. Every request is recorded, and faults can be injected: failing requests (a broken
+ * long poll, on the upstream's manual clock (test/support/manual-clock.ts), which the indexer
+ * under test is given too: the test moves time, and nothing waits for the real one. Every request is recorded, and faults can be injected: failing requests (a broken
  * connection), failing connects, partition error codes, a stale leader in Metadata, a topic
  * Metadata does not know for a few answers.
  */
@@ -25,6 +26,7 @@ import {
 import { ZERO_UUID } from '../../../../src/protocol/wire/uuid.js';
 import type { IndexerUpstream } from '../../../../src/engine/indexer/indexer.js';
 import type { UpstreamClient } from '../../../../src/upstream/client.js';
+import { ManualClock } from '../../../support/manual-clock.js';
 import { dataBatch, markerBatch, type DataRecord } from './batch-builder.js';
 
 export interface FakeBatch {
@@ -141,7 +143,10 @@ export class ScriptedUpstream implements IndexerUpstream {
   private readonly hidden = new Map<string, number>();
   private waiters: (() => void)[] = [];
 
-  constructor(nodes: number[] = [1, 2]) {
+  constructor(
+    nodes: number[] = [1, 2],
+    readonly clock = new ManualClock(),
+  ) {
     this.nodes = nodes;
   }
 
@@ -346,13 +351,9 @@ export class ScriptedUpstream implements IndexerUpstream {
     let answer = this.fetchAnswer(node, version, body);
     if (!answer.hasNews) {
       // A long poll: wait for news, up to maxWaitMs.
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, body.maxWaitMs ?? 500);
-        this.waiters.push(() => {
-          clearTimeout(timer);
-          resolve();
-        });
-      });
+      const news = new AbortController();
+      this.waiters.push(() => news.abort());
+      await this.clock.sleep(body.maxWaitMs ?? 500, news.signal);
       answer = this.fetchAnswer(node, version, body);
     }
     return answer.response;
