@@ -7,6 +7,7 @@ import { ErrorCode } from '../../../../src/protocol/errors.js';
 import { ApiKey } from '../../../../src/protocol/messages.js';
 import { DEFAULT_POLICY } from '../../../support/default-policy.js';
 import { emptyPartition, FakeClock, passBroker, type Sent } from './fake-store.js';
+import { ManualClock } from '../../../support/manual-clock.js';
 
 const log = createLogger({ component: 'test' });
 
@@ -16,7 +17,13 @@ async function afterFirstPass(deleteRecords: 'unlisted' | number) {
   const sent: Sent[] = [];
   const { store, registry, raw } = emptyPartition();
   const client = passBroker(clock, sent, raw, [], deleteRecords);
-  const carrier = new Carrier({ registry, leader: async () => client, log, clock: () => 10_000, pacing: new CarryPacing({ bytesPerSecond: 0, clock }) });
+  const carrier = new Carrier({
+    registry,
+    leader: async () => client,
+    log,
+    clock: new ManualClock(10_000),
+    pacing: new CarryPacing({ bytesPerSecond: 0, clock }),
+  });
   const outcome = await carrier.carry(store, DEFAULT_POLICY);
   assert.equal(outcome?.released, false, 'nothing was let go');
   raw.checkpoint = { ...raw.checkpoint, firstDirty: 200, nextOffset: 210 };
