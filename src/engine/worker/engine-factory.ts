@@ -5,6 +5,7 @@
  * so that the worker thread (engine-worker.ts) only wires its port to it and a test can run it
  * in-process.
  */
+import { SYSTEM_CLOCK, type Clock } from '../../common/clock.js';
 import type { Logger } from '../../common/log.js';
 import type { TopicPolicy } from '../api/topic-policy.js';
 import type { EngineReply, EngineRequest, FromWorker, RebuildingPartition, ToWorker, WorkerConfig } from '../api/engine-protocol.js';
@@ -27,8 +28,8 @@ export interface EngineDeps {
   log: Logger;
   /** To the main thread; snapshots come with their buffers to transfer. */
   send(message: FromWorker, transfer?: ArrayBuffer[]): void;
-  /** Wall-clock time (epoch ms) of the cleaner, the carrier and partition demand; Date.now when omitted. */
-  clock?: () => number;
+  /** The time (epoch ms) and the waits of the cleaner, the carrier and partition demand; the system clock when omitted. */
+  clock?: Clock;
 }
 
 export interface Engine {
@@ -49,7 +50,8 @@ const GROUP_SETTLE_DEADLINE_MS = 10_000;
  */
 export async function createEngine(config: WorkerConfig, deps: EngineDeps): Promise<Engine> {
   const { log, send } = deps;
-  const clock = deps.clock ?? Date.now;
+  const clock = deps.clock ?? SYSTEM_CLOCK;
+  const now = (): number => clock.now();
   const registry = new StoreRegistry(
     config.dataDir,
     log,
@@ -114,12 +116,12 @@ export async function createEngine(config: WorkerConfig, deps: EngineDeps): Prom
     deleteRecords: (topic, partition, offset) =>
       group && !group.holds(topic, partition) ? Promise.resolve(false) : indexer.deleteRecords(topic, partition, offset),
     log,
-    clock,
+    clock: now,
     ...(carrier && { carrier }),
   });
   indexer.onPartitionsChanged(() => group?.partitionsChanged());
   // A replica indexes the partitions it carries and the ones its clients use (partition-demand.ts).
-  const demand = new PartitionDemand(config.indexing.idleMs, clock);
+  const demand = new PartitionDemand(config.indexing.idleMs, now);
   if (config.indexing.onDemand) indexer.setWanted((topic, partition) => demand.wanted(topic, partition) || (group?.holds(topic, partition) ?? false));
 
   const parts = { indexer, cleaner, demand, ...(group && { group }), policies: () => policies, carryBytesPerSecond: config.carry.bytesPerSecond };

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { SYSTEM_CLOCK } from '../../../../src/common/clock.js';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -64,7 +65,7 @@ describe('createEngine', () => {
       logLevel: 'error',
     };
     const sent: FromWorker[] = [];
-    const engine = await createEngine(config, { log: quiet, send: (m) => void sent.push(m), clock: () => NOW });
+    const engine = await createEngine(config, { log: quiet, send: (m) => void sent.push(m), clock: { now: () => NOW, sleep: SYSTEM_CLOCK.sleep } });
     // A failed assertion must not leave the engine's loops holding the test process open.
     t.after(() => engine.close());
     assert.ok(
