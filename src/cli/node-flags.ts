@@ -9,7 +9,7 @@
  * relayed gigabyte. A 64 MiB starting limit leaves room for those Buffers, and the full
  * collections all but stop (docs/performance.md).
  *
- * --expose-gc: gives each thread the gc() that ops/idle-collection.ts runs once the thread has
+ * --expose-gc: gives each thread the gc() that common/idle-collection.ts runs once the thread has
  * gone quiet after a burst, so that an idle proxy does not keep the burst's dead Buffers.
  */
 export const NODE_FLAGS: readonly string[] = ['--initial-old-space-size=64', '--expose-gc'];

@@ -43,7 +43,7 @@ const WARNED_TOPICS = 10;
 
 /**
  * Where carryBytesPerSecond cannot rewrite, or barely can, what this replica carries within the
- * carry ages (carry/carry-capacity.ts): the replica's figure, then each topic with its live
+ * carry ages (engine/api/carry-capacity.ts): the replica's figure, then each topic with its live
  * bytes, carry age and how long the rate takes to rewrite it.
  */
 export function capacityWarnings(s: StatusReport): string[] {

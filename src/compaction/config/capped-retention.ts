@@ -13,8 +13,8 @@ import { effectiveValue, type TopicOverrides } from './effective-policy.js';
 /**
  * Why the retention the store gave a compact-only topic (`got`, from DescribeConfigs) loses
  * keys, or null when carrying keeps them: a size cap always does; a time cap when a pass
- * cannot complete within it (carry/store-retention.ts), or when carryBytesPerSecond cannot
- * write even the smallest pass within the carry age (carry/carry-capacity.ts).
+ * cannot complete within it (config/store-retention.ts), or when carryBytesPerSecond cannot
+ * write even the smallest pass within the carry age (engine/api/carry-capacity.ts).
  */
 export function cappedRefusal(ctx: ConfigContext, topic: string, overrides: TopicOverrides, got: Record<string, string | null>): string | null {
   const bytes = got[RETENTION_BYTES];

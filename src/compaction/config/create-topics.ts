@@ -179,7 +179,7 @@ async function createWithStoreRetention(ctx: ConfigContext, f: Forward, validate
 /**
  * Checks the retention the upstream really gave and stores the configs; on failure the topic is
  * deleted again. A compact-only topic the store keeps for a bounded time stays only if carrying
- * can keep its survivors (carry/store-retention.ts); one the store bounds by size cannot be kept.
+ * can keep its survivors (config/store-retention.ts); one the store bounds by size cannot be kept.
  */
 async function settle(ctx: ConfigContext, f: Forward, r: CreatableTopicResult): Promise<Refusal | null> {
   const name = r.name;

@@ -55,7 +55,7 @@ export function topicPolicy(overrides: TopicOverrides, defaults: BrokerDefaults)
     segmentBytes: value(SEGMENT_BYTES),
     retentionMs: value(RETENTION_MS),
     retentionBytes: value(RETENTION_BYTES),
-    // The store's side: learned from the store (carry/store-retention.ts), not from the topic's configs.
+    // The store's side: learned from the store (config/store-retention.ts), not from the topic's configs.
     storeRetentionMs: -1,
     carryAfterMs: -1,
   };
