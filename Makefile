@@ -47,8 +47,9 @@ test-integration: build peers
 
 # kcompact, carrying, in front of brokers shaped like Event Hubs, OCI Streaming, Confluent Freight and
 # tiered-storage Kafka (test/support/store-profiles.ts); not part of `make test`. KCOMPACT_PROFILES=name,... runs some.
+# One file holds every profile, a few minutes each: its timeout is the sweep's, not a test's.
 profiles: build peers
-	$(NODE_TEST) $$(find dist/test/profiles -name '*.test.js' | sort)
+	$(NODE_TEST) --test-timeout=3600000 $$(find dist/test/profiles -name '*.test.js' | sort)
 
 # The suite's soaks at length: tail readers of every client through 1,000 passes, and 40 SIGKILLs
 # of a cleaning proxy (about 45 minutes); not part of `make test`.
