@@ -11,26 +11,13 @@ import type { UpstreamClient } from '../../../../src/upstream/client.js';
 import { capturingLogger } from '../../../support/capturing-logger.js';
 import { DEFAULT_POLICY } from '../../../support/default-policy.js';
 import { ManualClock } from '../../../support/manual-clock.js';
-import { emptyPartition, fakeBroker, type Sent } from './fake-store.js';
+import { emptyPartition, fakeBroker, producingFrom100, type Sent } from './fake-store.js';
 
 const log = capturingLogger([]);
 
 /** A broker whose Produce answers offsets 100, 101, ...; `readBack` runs when the end marker (the second) is written. */
 function broker(clock: ManualClock, sent: Sent[], readBack: () => void): UpstreamClient {
-  const inner = fakeBroker(1, clock, sent);
-  let produced = 0;
-  return {
-    address: inner.address,
-    version: (apiKey: number) => inner.version(apiKey),
-    request: async (apiKey: number, version: number, body: never) => {
-      const answer = (await inner.request(apiKey as never, version, body)) as { responses?: { partitionResponses: { baseOffset: bigint }[] }[] };
-      if (apiKey === ApiKey.Produce) {
-        answer.responses![0]!.partitionResponses[0]!.baseOffset = BigInt(100 + produced);
-        if (++produced === 2) readBack();
-      }
-      return answer;
-    },
-  } as unknown as UpstreamClient;
+  return producingFrom100(fakeBroker(1, clock, sent), readBack);
 }
 
 describe('CarryPass: the read-back', () => {

@@ -114,6 +114,11 @@ export function passBroker(
   deleteRecords?: 'unlisted' | number,
 ) {
   const inner = fakeBroker(1, clock, sent, { throttles, ...(deleteRecords !== undefined && { deleteRecords }) });
+  return producingFrom100(inner, () => (raw.carry = { ...raw.carry, pass: 100, passEnd: 101, passRelease: 50 }));
+}
+
+/** `inner` with its Produce answering offsets 100, 101, ...; `endWritten` runs when the second (a pass's end marker) is written. */
+export function producingFrom100(inner: ReturnType<typeof fakeBroker>, endWritten: () => void): UpstreamClient {
   let produced = 0;
   return {
     address: inner.address,
@@ -122,7 +127,7 @@ export function passBroker(
       const answer = (await inner.request(apiKey as never, version, body)) as { responses?: { partitionResponses: { baseOffset: bigint }[] }[] };
       if (apiKey === ApiKey.Produce) {
         answer.responses![0]!.partitionResponses[0]!.baseOffset = BigInt(100 + produced);
-        if (++produced === 2) raw.carry = { ...raw.carry, pass: 100, passEnd: 101, passRelease: 50 };
+        if (++produced === 2) endWritten();
       }
       return answer;
     },
