@@ -12,6 +12,7 @@
  *   whatever this replica's own cleaner had made of them, so every replica ends up with the
  *   carrier's survivors.
  */
+import { perConnection } from './per-connection.js';
 import type Database from 'better-sqlite3';
 import { KEY_DIGEST_BYTES } from './key-digest.js';
 import { RecordFlag } from './record-flags.js';
@@ -96,13 +97,9 @@ interface Statements {
   keysFor: Database.Statement;
 }
 
-const prepared = new WeakMap<Database.Database, Statements>();
-
 const UNREFRESHED = 'partition = ? AND offset < ? AND (phys IS NULL OR phys < ?)';
 
-function statements(db: Database.Database): Statements {
-  const known = prepared.get(db);
-  if (known) return known;
+const statements = perConnection((db): Statements => {
   const made: Statements = {
     move: new Chunked(
       db,
@@ -133,9 +130,8 @@ function statements(db: Database.Database): Statements {
        WHERE partition = ? AND offset >= ? AND offset < ? AND key IS NOT NULL AND flags & ${RecordFlag.Control} = 0`,
     ),
   };
-  prepared.set(db, made);
   return made;
-}
+});
 
 /** How many of `left` items the next statement binds. */
 function chunkSize(left: number): number {

@@ -5,6 +5,7 @@
  * only knows the tables (schema.ts). Private to the store module: the cleaner reaches it through
  * PartitionStore.clean.
  */
+import { perConnection } from './per-connection.js';
 import type Database from 'better-sqlite3';
 import { RecordFlag } from './record-flags.js';
 import { PENDING_RECORDS, PENDING_TERM } from './schema.js';
@@ -33,15 +34,11 @@ interface Prepared {
   setTombstoneHorizons: Database.Statement;
 }
 
-const prepared = new WeakMap<Database.Database, Prepared>();
-
 /**
  * The clean's statements, prepared once per index file (a topic's partitions share them) and
  * gone with its connection.
  */
-function statements(db: Database.Database): Prepared {
-  const known = prepared.get(db);
-  if (known) return known;
+const statements = perConnection((db): Prepared => {
   // The map of the dirty part lives in the connection's temp database, whose page cache stays
   // at two pages except while a clean fills the map. SQLite gives a page cache an initial block
   // of pages (~90 KiB, held for good) when it caches its first page, unless the cache is that
@@ -84,9 +81,8 @@ function statements(db: Database.Database): Prepared {
     reapExpired: db.prepare(`DELETE FROM ${PENDING_RECORDS} WHERE partition = ? AND ${TOMBSTONE_ROWS} AND offset < ? AND horizon <= ?`),
     setTombstoneHorizons: db.prepare(`UPDATE ${PENDING_RECORDS} SET horizon = ? WHERE partition = ? AND ${TOMBSTONE_ROWS} AND offset < ? AND horizon IS NULL`),
   };
-  prepared.set(db, made);
   return made;
-}
+});
 
 /** A transaction marker still held: its offset, producer id, its transaction's first offset, its delete horizon (null: not set yet). */
 export type MarkerRow = [offset: number, producerId: number, txnFirst: number, horizon: number | null];

@@ -5,6 +5,7 @@
  * (test/unit/engine/carry/carried-index.test.ts) and the baseline they are measured against
  * (bench/copy-ingest.ts); here, so that its SQL stays in the store module with the schema.
  */
+import { perConnection } from './per-connection.js';
 import type Database from 'better-sqlite3';
 import { KEY_DIGEST_BYTES } from './key-digest.js';
 import type { PartitionStore } from './partition-store.js';
@@ -18,22 +19,13 @@ interface Statements {
   setKey: Database.Statement;
 }
 
-const prepared = new WeakMap<Database.Database, Statements>();
-
-function statements(db: Database.Database): Statements {
-  let s = prepared.get(db);
-  if (!s) {
-    s = {
-      movePhys: db.prepare('UPDATE records SET phys = ?, size = ? WHERE partition = ? AND offset = ?'),
-      latestOfKey: db.prepare('SELECT offset FROM keys WHERE partition = ? AND key = ?').pluck(),
-      deleteRow: db.prepare('DELETE FROM records WHERE partition = ? AND offset = ?'),
-      insertRow: db.prepare('INSERT INTO records (partition, offset, key, flags, ts, size, horizon, phys) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'),
-      setKey: db.prepare('INSERT OR REPLACE INTO keys (partition, key, offset) VALUES (?, ?, ?)'),
-    };
-    prepared.set(db, s);
-  }
-  return s;
-}
+const statements = perConnection((db): Statements => ({
+  movePhys: db.prepare('UPDATE records SET phys = ?, size = ? WHERE partition = ? AND offset = ?'),
+  latestOfKey: db.prepare('SELECT offset FROM keys WHERE partition = ? AND key = ?').pluck(),
+  deleteRow: db.prepare('DELETE FROM records WHERE partition = ? AND offset = ?'),
+  insertRow: db.prepare('INSERT INTO records (partition, offset, key, flags, ts, size, horizon, phys) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'),
+  setKey: db.prepare('INSERT OR REPLACE INTO keys (partition, key, offset) VALUES (?, ?, ?)'),
+}));
 
 /**
  * Applies the copies in rows [from, to) one by one on a file of the index's schema (in the
