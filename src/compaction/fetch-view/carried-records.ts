@@ -226,6 +226,7 @@ export async function carriedRecords(upstream: UpstreamReads, target: CopiesTarg
     corrupt: null,
     changed: true,
     full,
+    withheld: false,
     walked: { bytes: bytesRead, offsets: 0, batches: 0 },
   };
 }

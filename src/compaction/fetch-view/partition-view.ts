@@ -84,6 +84,8 @@ export class PartitionAnswer {
   private changed = false;
   /** Set once a read brought more than the limits take: the answer is as full as Kafka's. */
   private full = false;
+  /** Set once a read ran into records the index has not judged yet (docs/tables.md): the answer ends before them. */
+  private withheld = false;
   /** The complete raw batches seen so far, to size further reads by what an offset costs. */
   private readonly walked: BatchesWalked = { bytes: 0, offsets: 0, batches: 0 };
   /** Where the answer's last batches came from: a read of the store, the view cache or the carried copies. */
@@ -164,7 +166,7 @@ export class PartitionAnswer {
    * that ran into the last pass's own records (read-plan.ts) goes on past them.
    */
   get wantsMore(): boolean {
-    if (this.failed || this.corrupt !== null || this.full) return false;
+    if (this.failed || this.corrupt !== null || this.full || this.withheld) return false;
     // Only a cut-off batch, behind partitions that had data: owed whole once they hold none (settleEnd).
     if (this.end < 0) return this.truncatedTail.length > 0;
     const next = this.end + 1;
@@ -294,7 +296,11 @@ export class PartitionAnswer {
    */
   settleEnd(): void {
     if (this.failed || this.corrupt !== null) return;
-    const { view, clientOffset, plan, isolationLevel } = this.target;
+    const { view, clientOffset, plan } = this.target;
+    if (this.withheld) {
+      this.endAt(Math.max(clientOffset, this.visibleEnd, this.end + 1), false);
+      return;
+    }
     const limit = Number(this.limit());
     const known = view.end();
     // An index that has read past the limit (what was written since this answer) knows the stretch up to it all the same.
@@ -305,17 +311,27 @@ export class PartitionAnswer {
     const at = Math.max(from, clientOffset, this.visibleEnd);
     if (!Number.isFinite(at) || at >= limit) return;
     this.storeLimit = limit;
+    // Everything the answer read past the client's last record is at or past the end it is told.
+    if (reached) this.trailingEmpty = null;
+    this.endAt(at, indexed);
+  }
+
+  /**
+   * Tells the client the log ends at `at` (its high watermark, or last stable offset read
+   * committed). An end the index did not know, or one before records it has not judged yet,
+   * waits for the index (awaitIndexedEnd): the client's next fetch then finds them judged rather
+   * than coming straight back.
+   */
+  private endAt(at: number, indexed: boolean): void {
     const lso = this.data.lastStableOffset;
     const hw = this.data.highWatermark;
-    if (isolationLevel === READ_COMMITTED && lso >= 0n) {
-      this.data.lastStableOffset = BigInt(at);
-      if (hw === lso) this.data.highWatermark = BigInt(at);
-    } else {
+    if (this.target.isolationLevel === READ_COMMITTED && lso >= 0n) {
+      if (BigInt(at) < lso) this.data.lastStableOffset = BigInt(at);
+      if (hw === lso) this.data.highWatermark = this.data.lastStableOffset;
+    } else if (BigInt(at) < hw) {
       this.data.highWatermark = BigInt(at);
       if (lso > BigInt(at)) this.data.lastStableOffset = BigInt(at);
     }
-    // Everything the answer read past the client's last record is at or past the end it is told.
-    if (reached) this.trailingEmpty = null;
     this.atEnd = true;
     this.endUnknown = !indexed;
     this.changed = true;
@@ -343,7 +359,10 @@ export class PartitionAnswer {
     if (this.failed) return this.data.records;
     if (this.corrupt === null) this.data.abortedTransactions = visibleAbortedTransactions(this.data.abortedTransactions, this.markers);
     const { plan, clientOffset, answerKey } = this.target;
-    if (this.atEnd && this.progress === 0) {
+    if (this.withheld) {
+      // Records past it wait for their verdict: nothing is skipped on the client's next fetch.
+      answers.forget(answerKey);
+    } else if (this.atEnd && this.progress === 0) {
       // The client's next fetch from here is asked of the store at its end, where it waits for
       // new records, should the index not know the end yet (read-plan.ts, emptyUpTo).
       answers.remember(answerKey, this.storeLimit - 1);
@@ -387,6 +406,7 @@ export class PartitionAnswer {
     this.end = seen.end;
     if (seen.visibleEnd > this.visibleEnd) this.visibleEnd = seen.visibleEnd;
     this.full = seen.full;
+    if (seen.withheld) this.withheld = true;
     for (const m of seen.markers) this.markers.push(m);
     this.corrupt = seen.corrupt;
     if (seen.changed) this.changed = true;

@@ -250,7 +250,13 @@ export function createShareFetchView(opts: ShareFetchViewOptions): ShareFetchVie
         const copies = group !== null && member !== null ? await copiesFor(name, p.partitionIndex, p.records, p.acquiredRecords, group) : undefined;
         // Not indexed yet: nothing is hidden but kcompact's own carry records, as in Kafka's uncleaned head.
         const view = opts.index.partition(name, p.partitionIndex) ?? NOT_INDEXED;
-        const seen = await visibleRecords(p.records, visibilityOf(view), 0);
+        const visibility = visibilityOf(view);
+        const seen = await visibleRecords(p.records, visibility, 0);
+        if (seen.withheld && visibility.judgedTo !== undefined) {
+          // Not judged yet (docs/tables.md): left acquired and undelivered, the broker delivers them again.
+          p.acquiredRecords = acquiredBelow(p.acquiredRecords, visibility.judgedTo);
+          changed = true;
+        }
         stats.viewedPartitions++;
         if (seen.corrupt) {
           stats.corruptBatches++;
@@ -277,7 +283,7 @@ export function createShareFetchView(opts: ShareFetchViewOptions): ShareFetchVie
         stats.removedRecords += seen.removedRecords;
         changed = true;
         const kept = [...(copies?.batches ?? []), ...seen.batches];
-        if (kept.length === 0 && seen.corrupt === null && group !== null && member !== null) {
+        if (kept.length === 0 && seen.corrupt === null && group !== null && member !== null && !seen.withheld) {
           // Nothing for the member: Kafka would have acquired none of it (share-gap-acks.ts). A
           // cut-off batch past the acquired ranges goes too: librdkafka would grow its fetch size on it.
           gapAcks.owe(connection, group, member, t.topicId, p.partitionIndex, p.acquiredRecords, body.acquisitionLockTimeoutMs);
@@ -314,4 +320,14 @@ export function createShareFetchView(opts: ShareFetchViewOptions): ShareFetchVie
     copyAcks,
     gapAcks,
   };
+}
+
+/** The acquired ranges below `end`, the one reaching it cut there. */
+function acquiredBelow(ranges: AcquiredRange[], end: number): AcquiredRange[] {
+  const out: AcquiredRange[] = [];
+  for (const r of ranges) {
+    if (Number(r.firstOffset) >= end) continue;
+    out.push(Number(r.lastOffset) < end ? r : { ...r, lastOffset: BigInt(end - 1) });
+  }
+  return out;
 }

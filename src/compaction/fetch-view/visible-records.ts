@@ -20,7 +20,13 @@ import type { PartitionIndexView } from '../../engine/api/index-view.js';
 
 /** What a partition's index says is visible, as of now. */
 export function visibilityOf(view: PartitionIndexView): Visibility {
-  return { cleanedUpTo: view.cleanedUpTo(), survivors: (from, to) => view.survivors(from, to) };
+  const visibility: Visibility = { cleanedUpTo: view.cleanedUpTo(), survivors: (from, to) => view.survivors(from, to) };
+  const judged = view.end()?.judged;
+  if (judged) {
+    visibility.judgedTo = judged.to;
+    if (judged.voids.length > 0) visibility.voids = judged.voids;
+  }
+  return visibility;
 }
 
 /** A transaction marker batch seen in the upstream data, and whether the client still sees it. */
@@ -73,6 +79,8 @@ export interface VisibleRecords {
   changed: boolean;
   /** Whether a batch was left out for the byte budget, with everything after it. */
   full: boolean;
+  /** Whether a batch reaching past what the index judged was left out, with everything after it (Visibility.judgedTo). */
+  withheld: boolean;
   walked: BatchesWalked;
   /** Reads whose memory the batches are views of, to give back once the answer has been put together. */
   held?: Releasable[];
@@ -125,6 +133,7 @@ function emptyResult(): VisibleRecords {
     corrupt: null,
     changed: false,
     full: false,
+    withheld: false,
     walked: { bytes: 0, offsets: 0, batches: 0 },
   };
 }
@@ -198,6 +207,11 @@ export async function visibleRecords(
   const assembly = new Assembly(out, budget);
   for (let i = 0; i < batches.length; i++) {
     const batch = batches[i]!;
+    if (visibility.judgedTo !== undefined && lastOffset(batch) >= visibility.judgedTo) {
+      out.withheld = true;
+      out.changed = true;
+      return out;
+    }
     let outcome: BatchOutcome;
     try {
       outcome = await viewBatch(records, batch, visibility, from);

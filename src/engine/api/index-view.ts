@@ -32,6 +32,19 @@ export interface LogEnd {
   indexedTo: number;
   /** The offset after the last record a client sees, as of indexedTo. */
   visibleEnd: number;
+  /** Set once the partition has met a conditional record (docs/tables.md): what clients may see of what the index read. */
+  judged?: JudgedEnd;
+}
+
+/**
+ * A partition with conditional records shows clients only what its index judged: a record past
+ * `to` may be void on every replica, and none may show it first.
+ */
+export interface JudgedEnd {
+  /** Records from here on are not judged yet: indexedTo, or the first record waiting for its verdict. */
+  to: number;
+  /** The void records past the cleaner's horizon, ascending (below it, no void record survives). */
+  voids: number[];
 }
 
 export interface IndexView {

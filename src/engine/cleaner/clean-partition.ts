@@ -3,7 +3,8 @@
  * SQLite transaction. Kafka rewrites every segment below the cleaned end in each clean, against
  * a map of the latest offset per key in the dirty part [firstDirty, end); a record is kept iff:
  *
- * - data of an aborted transaction: never (dropped by the first clean that covers it);
+ * - data of an aborted transaction, and a void record (a conditional record whose condition
+ *   failed, docs/tables.md): never (dropped by the first clean that covers it);
  * - a transaction marker: until a clean finds no data of its transaction left (COMMIT: no batch
  *   of the transaction read in that pass; ABORT: none of its aborted batches seen), which sets
  *   its delete horizon to now + delete.retention.ms; a clean at or past the horizon removes it;

@@ -10,6 +10,7 @@
  * - The dirty ratio is dirty bytes / (clean + dirty bytes); a partition is cleanable when the
  *   ratio exceeds min.cleanable.dirty.ratio, or when a dirty non-active segment's first batch is
  *   older than max.compaction.lag.ms and there is something to clean.
+ * - A conditional record not judged yet (docs/tables.md) bounds it too: its verdict decides what survives.
  * - On a store that caps retention (policy.carryAfterMs), half the carry age bounds the lag, and
  *   an active segment older than that is cleanable too (docs/carrying.md).
  */
@@ -24,6 +25,8 @@ export interface IndexedExtent {
   nextOffset: number;
   /** Bytes kept below firstDirty. */
   cleanBytes: number;
+  /** The first conditional record not judged yet (its verdict decides survivors), or -1 / absent. */
+  unjudgedFrom?: number;
 }
 
 export interface CleanableRange {
@@ -81,6 +84,7 @@ export function cleanableRange(segments: readonly Segment[], extent: IndexedExte
       }
     }
   }
+  if (extent.unjudgedFrom !== undefined && extent.unjudgedFrom >= 0) uncleanable = Math.min(uncleanable, extent.unjudgedFrom);
   const bounded = Math.max(firstDirty, uncleanable);
   const firstUncleanable = activeRolled && bounded >= extent.nextOffset ? extent.nextOffset : floorSegment(segments, bounded);
 

@@ -125,7 +125,7 @@ export class Cleaner {
         this.uncleanable.delete(idOf(store));
         // A pass may stop short of the cleanable end (cleanEnd); on demand, go all the way.
         for (;;) {
-          const range = cleanableRange(store.segments, { ...store.checkpoint }, policy, this.now());
+          const range = cleanableRange(store.segments, { ...store.checkpoint, unjudgedFrom: store.firstUnjudged }, policy, this.now());
           const end = this.cleanOne(store, range, policy, report);
           await yieldToLoop();
           if (end === undefined || end >= range.firstUncleanable || !store.isOpen) break;
@@ -150,7 +150,7 @@ export class Cleaner {
   /** The cleanable range of a partition now, for status and inspection. */
   rangeOf(store: PartitionStore): CleanableRange | undefined {
     const policy = this.deps.policies().get(store.id.topic);
-    return policy ? cleanableRange(store.segments, { ...store.checkpoint }, policy, this.now()) : undefined;
+    return policy ? cleanableRange(store.segments, { ...store.checkpoint, unjudgedFrom: store.firstUnjudged }, policy, this.now()) : undefined;
   }
 
   private exclusive<T>(work: () => Promise<T>): Promise<T> {
@@ -190,7 +190,7 @@ export class Cleaner {
     for (const store of this.deps.registry.all()) {
       const policy = policies.get(store.id.topic);
       if (!policy || this.uncleanable.has(idOf(store)) || skip.has(idOf(store)) || !store.isOpen) continue;
-      const range = cleanableRange(store.segments, { ...store.checkpoint }, policy, now);
+      const range = cleanableRange(store.segments, { ...store.checkpoint, unjudgedFrom: store.firstUnjudged }, policy, now);
       if (range.cleanBytes + range.cleanableBytes <= 0) continue;
       maxRatio = Math.max(maxRatio, range.dirtyRatio);
       maxDelay = Math.max(maxDelay, range.compactionDelayMs);

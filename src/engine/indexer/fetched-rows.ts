@@ -29,6 +29,8 @@ import { CarryFormatError, CarryKind, carryKindAt, readPassEnd, readPassStart, r
 import { KEY_DIGEST_BYTES } from '../store/key-digest.js';
 import { EXACT_BYTES, type KeyDigester } from '../key-identity/key-digesters.js';
 import { RecordFlag } from '../store/record-flags.js';
+import { Condition } from '../store/condition.js';
+import { conditionOf } from './record-condition.js';
 import type { RowBuffer } from '../store/row-buffer.js';
 
 export interface AbortedTransaction {
@@ -133,6 +135,10 @@ function addData(payload: Buffer, batch: BatchHeader, first: number, flags: numb
     if (key !== null) {
       digester.digestInto(key, out.keys, i * KEY_DIGEST_BYTES);
       out.hasKey[i] = 1;
+      if (r.headerCount > 0) {
+        const condition = conditionOf(payload, r.headersStart, r.headerCount);
+        if (condition !== Condition.None) out.setCondition(i, condition);
+      }
     }
     out.producerIds[i] = producerId;
   }

@@ -7,11 +7,10 @@
  */
 import { perConnection } from './per-connection.js';
 import type Database from 'better-sqlite3';
-import { RecordFlag } from './record-flags.js';
+import { NOT_A_VALUE, RecordFlag } from './record-flags.js';
 import { PENDING_RECORDS, PENDING_TERM } from './schema.js';
 
 const CONTROL = RecordFlag.Control;
-const NOT_DEDUPED = RecordFlag.Control | RecordFlag.Aborted;
 const TOMBSTONE_ROWS = `${PENDING_TERM} AND flags & ${CONTROL} = 0`;
 
 const IDLE_TEMP_CACHE_PAGES = 2;
@@ -63,7 +62,7 @@ const statements = perConnection((db): Prepared => {
     fillLatest: db.prepare(
       `INSERT INTO temp.dirty_latest (key, offset)
        SELECT key, MAX(offset) FROM records
-       WHERE partition = ? AND offset >= ? AND offset < ? AND key IS NOT NULL AND flags & ${NOT_DEDUPED} = 0 GROUP BY key`,
+       WHERE partition = ? AND offset >= ? AND offset < ? AND key IS NOT NULL AND flags & ${NOT_A_VALUE} = 0 GROUP BY key`,
     ),
     // CROSS JOIN keeps the map outside: a probe of keys per dirty key, not a pass over every key of the partition.
     reapSuperseded: db.prepare(

@@ -15,8 +15,11 @@ import type Database from 'better-sqlite3';
 import { type OffsetAtTime, MAX_TIMESTAMP } from '../api/engine-reports.js';
 import { applyCopies, prunePass } from './carried-rows.js';
 import { CleanStatements } from './clean-statements.js';
+import { ConditionJudge, type StoredVerdict } from './condition-judge.js';
+import { LatestRecords, type LatestRecord } from './latest-records.js';
 import { KEY_DIGEST_BYTES } from './key-digest.js';
-import { RecordFlag } from './record-flags.js';
+import { Condition } from './condition.js';
+import { NOT_A_VALUE, RecordFlag } from './record-flags.js';
 import type { CarryEvent, RowBuffer } from './row-buffer.js';
 import type { CarriedSnapshot, PassReleaseSeen } from '../api/index-view.js';
 import { PENDING_RECORDS, PENDING_TERM } from './schema.js';
@@ -74,7 +77,7 @@ export interface CarryState {
 
 const NO_CARRY: CarryState = { topicStart: -1, openPass: -1, openRelease: -1, pass: -1, passEnd: -1, passRelease: -1, openTime: -1, passTime: -1 };
 
-const PARTITION_TABLES = ['records', 'keys', 'segments', 'open_txns', 'carry', 'carry_releases', 'checkpoint'] as const;
+const PARTITION_TABLES = ['records', 'keys', 'segments', 'open_txns', 'carry', 'carry_releases', 'conditions', 'conditional', 'checkpoint'] as const;
 
 /**
  * Returns why the partition's tables cannot be trusted, or null: something indexed at or past
@@ -157,6 +160,8 @@ export class PartitionStore {
   private rows!: number;
   /** The clean's statements on this partition, made at its first clean. */
   private cleanStatements: CleanStatements | undefined;
+  private judge!: ConditionJudge;
+  private latest!: LatestRecords;
 
   private constructor(
     readonly index: TopicIndex,
@@ -265,6 +270,13 @@ export class PartitionStore {
     for (const [pid, first] of db.prepare('SELECT pid, first_offset FROM open_txns WHERE partition = ?').raw().all(p) as [number, number][])
       this.openTransactions.set(pid, first);
     this.rows = db.prepare('SELECT COUNT(*) FROM records WHERE partition = ?').pluck().get(p) as number;
+    if (this.judge) {
+      this.judge.reload();
+      this.latest.drop();
+    } else {
+      this.latest = new LatestRecords(db, p, () => this.cp.firstDirty);
+      this.judge = new ConditionJudge(db, p, this.latest);
+    }
   }
 
   /**
@@ -288,6 +300,7 @@ export class PartitionStore {
   /** Throws the partition's rows away and starts it empty, in one transaction. */
   clear(): void {
     this.asStoredUntil = 0;
+    this.latest.drop();
     this.write(() => startEmpty(this.db, this.partition));
     this.reload();
   }
@@ -395,27 +408,47 @@ export class PartitionStore {
    */
   ingest(rows: RowBuffer, position: UpstreamPosition, roll: RollPolicy, transactionsChanged: boolean): void {
     this.write(() => {
-      if (rows.copies === 0) this.insertRows(rows, 0, rows.length);
-      else this.insertWithCopies(rows);
+      if (rows.copies === 0 && rows.conditional === 0) {
+        this.insertRows(rows, 0, rows.length);
+        this.latest.add(rows, 0, rows.length);
+      } else this.insertInRuns(rows);
       for (const e of rows.events) this.carryEvent(e);
       this.rollSegments(rows, roll);
       if (transactionsChanged) this.saveOpenTransactions();
       this.updateCheckpoint(position);
+      // Read to the store's end, with no pass open: whatever lay below where this index started was not carried, or is here now.
+      if (this.judge.gapBelow > 0 && this.carryState.openPass < 0 && position.nextOffset >= position.highWatermark) this.judge.gapClosed();
     });
   }
 
-  /** Rows read at their own offsets are inserted in runs, and so are copies (carried-rows.ts). */
-  private insertWithCopies(rows: RowBuffer): void {
+  /**
+   * Rows read at their own offsets are inserted in runs, and so are copies (carried-rows.ts); a
+   * conditional record is judged against the rows before it, so the run before it goes in first.
+   */
+  private insertInRuns(rows: RowBuffer): void {
     const n = rows.length;
     for (let i = 0; i < n;) {
       let j = i;
-      while (j < n && rows.phys[j]! < 0) j++;
-      if (j > i) this.insertRows(rows, i, j);
+      while (j < n && rows.phys[j]! < 0 && !this.toJudge(rows, j)) j++;
+      if (j > i) {
+        this.insertRows(rows, i, j);
+        this.latest.add(rows, i, j);
+      }
+      if (j < n && rows.phys[j]! < 0) {
+        this.judge.judge(rows, j);
+        this.insertRows(rows, j, j + 1);
+        this.latest.add(rows, j, ++j);
+      }
       i = j;
       while (j < n && rows.phys[j]! >= 0) j++;
       if (j > i) this.applyCopies(rows, i, j);
       i = j;
     }
+  }
+
+  /** Whether row i holds a condition that can make it a key's latest record (not aborted data). */
+  private toJudge(rows: RowBuffer, i: number): boolean {
+    return rows.conditions[i]! !== Condition.None && rows.hasKey[i] === 1 && (rows.flags[i]! & RecordFlag.Aborted) === 0;
   }
 
   /**
@@ -442,6 +475,10 @@ export class PartitionStore {
       return;
     }
     this.rows -= prunePass(this.db, this.partition, e.pass, e.releaseEnd, this.cp.firstDirty);
+    // The carrier's word replaces this index's below the release: the latest records are read again.
+    this.latest.drop();
+    // The pass's copies hold every survivor below its release end.
+    if (this.judge.gapBelow > 0 && e.releaseEnd >= this.judge.gapBelow) this.judge.gapClosed();
     const firstDirty = Math.max(this.cp.firstDirty, e.releaseEnd);
     this.updateCheckpoint({ firstDirty, cleanBytes: this.bytesBelow(firstDirty) });
     const opened = this.carryState.openPass === e.pass;
@@ -520,7 +557,11 @@ export class PartitionStore {
     const gone = topic ? 'offset < ?' : 'offset < ? AND (phys IS NULL OR phys < ?)';
     const args = topic ? [start] : [start, start];
     let cleanedChanged = false;
+    this.latest.drop();
     this.write(() => {
+      // Records below the new start that this index never read may come back as copies, later in the store.
+      if (start > this.cp.nextOffset) this.judge.skippedBelow(start);
+      this.judge.dropBelow(start);
       cleanedChanged =
         start > before ||
         (this.db
@@ -579,13 +620,17 @@ export class PartitionStore {
   }
 
   /**
-   * The offset after the last record a client may see: every row is one (a survivor below the
-   * cleaner's horizon, any record past it), and no row sits at an offset kcompact's own records
-   * or removed records take, so the index holds nothing a client sees from there to nextOffset.
+   * The offset after the last record a client may see: every row but a void one is one (a
+   * survivor below the cleaner's horizon, any record past it), and no row sits at an offset
+   * kcompact's own records or removed records take, so the index holds nothing a client sees from
+   * there to nextOffset.
    */
   visibleEnd(): number {
-    const max = this.db.prepare('SELECT MAX(offset) FROM records WHERE partition = ?').pluck().get(this.partition) as number | null;
-    return max === null ? 0 : max + 1;
+    const max = this.db
+      .prepare(`SELECT offset FROM records WHERE partition = ? AND flags & ${RecordFlag.Void} = 0 ORDER BY offset DESC LIMIT 1`)
+      .pluck()
+      .get(this.partition) as number | undefined;
+    return max === undefined ? 0 : max + 1;
   }
 
   /** Visits the offsets held below `end`, ascending, without collecting them. */
@@ -671,6 +716,53 @@ export class PartitionStore {
       string,
     ][];
     return rows.map(([at, pass, releasedEnd, groups]) => ({ at, pass, releasedEnd, groups: JSON.parse(groups) as string[] }));
+  }
+
+  /** Whether the partition has met a conditional record (docs/tables.md): the fetch view then shows only what the index judged. */
+  get conditional(): boolean {
+    return this.judge.seen;
+  }
+
+  /** The first conditional record not judged yet (condition-judge.ts), or -1: cleans stop before it, and reads too. */
+  get firstUnjudged(): number {
+    return this.judge.firstPending;
+  }
+
+  /** What the index decided of the record at `offset`, if it was conditional. */
+  verdict(offset: number): StoredVerdict {
+    return this.judge.verdict(offset);
+  }
+
+  /** The void records held at or after `from`, ascending: the fetch view hides them. */
+  voidsFrom(from: number): number[] {
+    return this.judge.seen ? this.judge.voidsFrom(from) : [];
+  }
+
+  /**
+   * The key's latest record that is a value or a tombstone (not void, aborted or a marker), by
+   * its digest; undefined when the index holds none (latest-records.ts).
+   */
+  latestOf(key: Buffer): LatestRecord | undefined {
+    return this.latest.latest(key);
+  }
+
+  /** Where the record at `offset` is (null: at its offset) and its timestamp; undefined when the index holds no such row. */
+  rowAt(offset: number): { phys: number | null; timestamp: number; flags: number } | undefined {
+    const row = this.db.prepare('SELECT phys, ts, flags FROM records WHERE partition = ? AND offset = ?').raw().get(this.partition, offset) as
+      [number | null, number, number] | undefined;
+    return row && { phys: row[0], timestamp: row[1], flags: row[2] };
+  }
+
+  /**
+   * Up to `limit` rows from `from` on that a reader of the table's changes gets (src/engine/api/
+   * table-reads.ts): keyed records that are values or tombstones, of one key when given, ascending:
+   * offset, where the bytes are (null: at the offset).
+   */
+  changedRows(from: number, key: Buffer | null, limit: number): [number, number | null][] {
+    const byKey = key === null ? '' : 'AND key = ?';
+    const sql = `SELECT offset, phys FROM records WHERE partition = ? ${byKey} AND offset >= ? AND key IS NOT NULL AND flags & ${NOT_A_VALUE} = 0 ORDER BY offset LIMIT ?`;
+    const rows = this.db.prepare(sql).raw();
+    return (key === null ? rows.all(this.partition, from, limit) : rows.all(this.partition, key, from, limit)) as [number, number | null][];
   }
 
   /** Tombstones still held in the cleaned part, waiting for their delete horizon. */

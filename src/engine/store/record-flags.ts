@@ -14,7 +14,15 @@ export const RecordFlag = {
   Transactional: 8,
   /** Data of an aborted transaction: gone at the first clean that covers it. */
   Aborted: 16,
+  /**
+   * A conditional record whose condition failed (condition.ts): never a key's latest, gone at the
+   * first clean that covers it, never shown (schema.ts VOID_TERM repeats the bit).
+   */
+  Void: 32,
 } as const;
 
 /** Rows the cleaner revisits on every pass: tombstones and markers (a partial index covers them). */
 export const PENDING_FLAGS = RecordFlag.Tombstone | RecordFlag.Control;
+
+/** Rows that are never a key's latest record: markers, aborted data, void records. */
+export const NOT_A_VALUE = RecordFlag.Control | RecordFlag.Aborted | RecordFlag.Void;

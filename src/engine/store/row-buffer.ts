@@ -1,3 +1,4 @@
+import { Condition } from './condition.js';
 import { KEY_DIGEST_BYTES } from './key-digest.js';
 
 /** A carry pass's marker met in the log (docs/carrying.md): its own offset and what it says. */
@@ -37,6 +38,10 @@ export class RowBuffer {
   phys: Float64Array;
   /** A copied tombstone's delete horizon; -1 otherwise. */
   horizons: Float64Array;
+  /** A conditional record's condition (condition.ts); Condition.None otherwise. */
+  conditions: Float64Array;
+  /** How many rows have a condition. */
+  conditional = 0;
   /** How many rows are carried copies. */
   copies = 0;
   /** Carry pass markers, in log order. */
@@ -53,12 +58,14 @@ export class RowBuffer {
     this.txnFirsts = new Float64Array(capacity);
     this.phys = new Float64Array(capacity);
     this.horizons = new Float64Array(capacity);
+    this.conditions = new Float64Array(capacity);
   }
 
   clear(): void {
     this.length = 0;
     this.batchCount = 0;
     this.copies = 0;
+    this.conditional = 0;
     this.events.length = 0;
   }
 
@@ -83,7 +90,14 @@ export class RowBuffer {
     this.txnFirsts[i] = -1;
     this.phys[i] = -1;
     this.horizons[i] = -1;
+    this.conditions[i] = Condition.None;
     return i;
+  }
+
+  /** Gives row i a condition (condition.ts). */
+  setCondition(i: number, condition: number): void {
+    this.conditions[i] = condition;
+    this.conditional++;
   }
 
   /** Appends the row of a carried copy at `phys` of a record at `offset`; callers fill in its key. */
@@ -114,6 +128,7 @@ export class RowBuffer {
     this.txnFirsts = f64(this.txnFirsts);
     this.phys = f64(this.phys);
     this.horizons = f64(this.horizons);
+    this.conditions = f64(this.conditions);
     this.flags = u8(this.flags);
     this.hasKey = u8(this.hasKey);
     const keys = Buffer.alloc(n * KEY_DIGEST_BYTES);

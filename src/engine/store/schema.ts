@@ -22,8 +22,17 @@
  * carry      one row per partition: what the carry passes seen in the store said (PartitionStore.carry).
  * carry_releases one row per release record still in the store: the pass, where the store's log
  *            start is to go, and the share groups it names (a JSON array).
+ * conditions one row per partition that has met a conditional record or may (docs/tables.md):
+ *            whether it has, and while the index lacks records below the offset it started reading
+ *            at (a replica new to a carried store), that offset, else 0 (condition-judge.ts).
+ * conditional every conditional record the store still holds: its condition, and the verdict
+ *            (1 won, 0 void), NULL while the index lacked records before it (judged once it has
+ *            them). Kept after the cleaner removed the record, so a writer asking late still learns
+ *            whether it won.
+ *
+ * records_void indexes the void records, few, which the fetch view hides wherever they are.
  */
-export const SCHEMA_VERSION = 6;
+export const SCHEMA_VERSION = 7;
 
 export const CREATE_SCHEMA = `
 CREATE TABLE meta (
@@ -57,6 +66,7 @@ CREATE TABLE records (
   PRIMARY KEY (partition, offset)
 ) WITHOUT ROWID;
 CREATE INDEX records_pending ON records(partition, offset) WHERE flags & 3 <> 0;
+CREATE INDEX records_void ON records(partition, offset) WHERE flags & 32 <> 0;
 CREATE TABLE keys (partition INTEGER NOT NULL, key BLOB NOT NULL, offset INTEGER NOT NULL, PRIMARY KEY (partition, key)) WITHOUT ROWID;
 CREATE TABLE segments (
   partition INTEGER NOT NULL,
@@ -86,6 +96,9 @@ CREATE TABLE carry_releases (
   groups TEXT NOT NULL,
   PRIMARY KEY (partition, at)
 ) WITHOUT ROWID;
+CREATE TABLE conditions (partition INTEGER PRIMARY KEY, seen INTEGER NOT NULL, gap_below INTEGER NOT NULL);
+CREATE TABLE conditional (partition INTEGER NOT NULL, offset INTEGER NOT NULL, condition INTEGER NOT NULL, won INTEGER, PRIMARY KEY (partition, offset)) WITHOUT ROWID;
+CREATE INDEX conditional_pending ON conditional(partition, offset) WHERE won IS NULL;
 `;
 
 /** The partial index above, as a WHERE term: queries must repeat it word for word to use it. */
@@ -97,3 +110,7 @@ export const PENDING_TERM = 'flags & 3 <> 0';
  * through every record of the partition for the few tombstones and markers.
  */
 export const PENDING_RECORDS = 'records INDEXED BY records_pending';
+
+/** The void records' partial index, as a WHERE term and a table reference (as PENDING_* above). */
+export const VOID_TERM = 'flags & 32 <> 0';
+export const VOID_RECORDS = 'records INDEXED BY records_void';

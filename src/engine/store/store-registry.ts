@@ -7,7 +7,7 @@ import type { Logger } from '../../common/log.js';
 import { listTopicIndexes, removeEarlierLayouts, removeIndexFile, topicIndexFile } from './index-files.js';
 import { PartitionStore, type PartitionId } from './partition-store.js';
 import { isStorageFailure, storageFix } from '../../common/storage-errors.js';
-import type { CarriedSnapshot, LogEnd } from '../api/index-view.js';
+import type { CarriedSnapshot, JudgedEnd, LogEnd } from '../api/index-view.js';
 import { buildSnapshot, type SurvivorSnapshot } from '../api/survivor-set.js';
 import { TopicIndex } from './topic-index.js';
 import { partitionKey } from '../api/partition-key.js';
@@ -191,9 +191,14 @@ export class StoreRegistry {
   /** Sends the main thread where the partition's log ends for clients, when that moved. */
   publishEnd(store: PartitionStore): void {
     const key = partitionKey(store.id.topic, store.id.partition);
-    const end = { indexedTo: store.checkpoint.nextOffset, visibleEnd: store.visibleEnd() };
+    const indexedTo = store.checkpoint.nextOffset;
+    const end: LogEnd = { indexedTo, visibleEnd: store.visibleEnd() };
+    if (store.conditional) {
+      const unjudged = store.firstUnjudged;
+      end.judged = { to: unjudged >= 0 ? unjudged : indexedTo, voids: store.voidsFrom(store.checkpoint.firstDirty) };
+    }
     const last = this.ends.get(key);
-    if (last && last.indexedTo === end.indexedTo && last.visibleEnd === end.visibleEnd) return;
+    if (last && last.indexedTo === end.indexedTo && last.visibleEnd === end.visibleEnd && sameJudged(last.judged, end.judged)) return;
     this.ends.set(key, end);
     this.endSink(store.id, end);
   }
@@ -256,4 +261,9 @@ export class StoreRegistry {
       for (const index of this.indexes.values()) index.setWalKiB(wal);
     }
   }
+}
+
+function sameJudged(a: JudgedEnd | undefined, b: JudgedEnd | undefined): boolean {
+  if (a === undefined || b === undefined) return a === b;
+  return a.to === b.to && a.voids.length === b.voids.length && a.voids.every((v, i) => v === b.voids[i]);
 }

@@ -12,12 +12,33 @@ export interface Visibility {
   cleanedUpTo: number;
   /** Surviving offsets in [from, to), below cleanedUpTo, ascending. */
   survivors(from: number, to: number): Float64Array;
+  /** Void records (docs/tables.md) at or past cleanedUpTo, ascending: hidden there too. */
+  voids?: readonly number[];
+  /** Where what the index judged ends (docs/tables.md): no batch reaching it is shown; absent: no such end. */
+  judgedTo?: number;
+}
+
+const NO_OFFSETS: readonly number[] = [];
+
+/** The offsets of `sorted` in [from, to). */
+function offsetsIn(sorted: readonly number[], from: number, to: number): readonly number[] {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (sorted[mid]! < from) lo = mid + 1;
+    else hi = mid;
+  }
+  let end = lo;
+  while (end < sorted.length && sorted[end]! < to) end++;
+  return end === lo ? NO_OFFSETS : sorted.slice(lo, end);
 }
 
 const NO_SPANS: RecordSpan[] = [];
 /**
- * Only batches below the cleaner's horizon are rebuilt, and the indexer has checked the CRC of
- * every batch there (fetched-rows.ts): a corrupt one stops the index, and so the horizon, before it.
+ * Only batches below the cleaner's horizon, or holding void records (below the judged end), are
+ * rebuilt, and the indexer has checked the CRC of every batch there (fetched-rows.ts): a corrupt
+ * one stops the index, and so the horizon and the judged end, before it.
  */
 const CRC_CHECKED = true;
 const NO_BYTES = Buffer.alloc(0);
@@ -99,14 +120,24 @@ function byPosition(payload: Buffer, starts: Int32Array, survivors: Float64Array
   return kept;
 }
 
-/** The visible records of any batch, by each record's own offset. */
-function byOffset(payload: Buffer, starts: Int32Array, survivors: Float64Array, base: number, horizon: number, from: number): RecordSpan[] {
+/** The visible records of any batch, by each record's own offset: survivors below the horizon, records past it but void ones. */
+function byOffset(
+  payload: Buffer,
+  starts: Int32Array,
+  survivors: Float64Array,
+  base: number,
+  horizon: number,
+  from: number,
+  voids: readonly number[],
+): RecordSpan[] {
   const kept: RecordSpan[] = [];
   let s = 0;
+  let v = 0;
   for (let i = 0; i + 1 < starts.length; i++) {
     const offset = base + offsetDeltaAt(payload, starts[i]!);
     while (s < survivors.length && survivors[s]! < offset) s++;
-    const visible = offset >= horizon || (s < survivors.length && survivors[s] === offset);
+    while (v < voids.length && voids[v]! < offset) v++;
+    const visible = offset >= horizon ? voids[v] !== offset : s < survivors.length && survivors[s] === offset;
     if (visible && offset >= from) kept.push({ start: starts[i]!, end: starts[i + 1]! });
   }
   return kept;
@@ -127,7 +158,8 @@ export async function viewBatch(records: Buffer, batch: BatchHeader, visibility:
   if (last >= horizon && (await isCarried(records, batch))) {
     return { bytes: await rebuildBatch(batch, NO_BYTES, NO_SPANS), kept: 0, progress: 0, rebuilt: true };
   }
-  if (base >= horizon) return untouched(records, batch, from);
+  const voids = visibility.voids && last >= horizon ? offsetsIn(visibility.voids, Math.max(base, horizon), last + 1) : NO_OFFSETS;
+  if (base >= horizon && voids.length === 0) return untouched(records, batch, from);
   const survivors = visibility.survivors(base, Math.min(last + 1, horizon));
   if (last < horizon) {
     // Survivors are offsets of real records, so a full count means every record of the batch.
@@ -137,7 +169,8 @@ export async function viewBatch(records: Buffer, batch: BatchHeader, visibility:
   const payload = await batchPayload(records, batch);
   const starts = recordStarts(payload, batch);
   const kept =
-    (last < horizon && contiguous(batch) && byPosition(payload, starts, survivors, base, from)) || byOffset(payload, starts, survivors, base, horizon, from);
+    (last < horizon && contiguous(batch) && byPosition(payload, starts, survivors, base, from)) ||
+    byOffset(payload, starts, survivors, base, horizon, from, voids);
   const bytes = await rebuildBatch(batch, payload, kept, CRC_CHECKED);
   return { bytes, kept: kept.length, progress: kept.length, rebuilt: bytes !== batch.bytes };
 }

@@ -42,6 +42,9 @@ export interface RecordKey extends RecordSpan {
   timestamp: number;
   key: Buffer | null;
   valueIsNull: boolean;
+  /** How many headers the record has, and where they start in the payload (they run to `end`). */
+  headerCount: number;
+  headersStart: number;
   payload: Buffer;
 }
 
@@ -210,6 +213,8 @@ export function scanRecordKeys(payload: Buffer, header: BatchHeader): RecordKey[
       timestamp: logAppendTime ? maxTimestamp : baseTimestamp + s.timestampDelta,
       key: s.keyLength < 0 ? null : payload.subarray(s.keyStart, s.keyStart + s.keyLength),
       valueIsNull: s.valueLength < 0,
+      headerCount: s.headerCount,
+      headersStart: s.headersStart,
       payload,
     });
   }
@@ -225,4 +230,27 @@ export async function decodeRecords(buf: Buffer, header: BatchHeader, options?: 
 /** Decompresses (when needed) and reads what the key index needs from each record. */
 export async function decodeRecordKeys(buf: Buffer, header: BatchHeader, options?: DecompressOptions): Promise<RecordKey[]> {
   return scanRecordKeys(await batchPayload(buf, header, options), header);
+}
+
+/**
+ * Visits the headers of a record a scan found (RecordKey's headerCount and headersStart), as
+ * positions in the payload: nothing is allocated, for the index's look at every record's headers.
+ * The scan already checked that they fit.
+ */
+export function eachHeader(
+  payload: Buffer,
+  headersStart: number,
+  headerCount: number,
+  visit: (keyStart: number, keyEnd: number, valueStart: number, valueEnd: number) => void,
+): void {
+  const c = new Cursor(payload, headersStart, payload.length);
+  for (let i = 0; i < headerCount; i++) {
+    const keyLength = c.varint();
+    const keyStart = c.pos;
+    c.pos += keyLength;
+    const valueLength = c.varint();
+    const valueStart = c.pos;
+    c.pos += Math.max(valueLength, 0);
+    visit(keyStart, keyStart + keyLength, valueStart, valueLength < 0 ? -1 : valueStart + valueLength);
+  }
 }

@@ -279,3 +279,35 @@ describe('kcompact carry records past the horizon', () => {
     });
   }
 });
+
+describe('visibleRecords of a partition with conditional records (docs/tables.md)', () => {
+  for (const codec of [0, 1]) {
+    test(`codec ${codec}: void records past the horizon are hidden, the rest of their batch kept`, async () => {
+      const log = await logOf(5);
+      await log.append({ count: 10, codec });
+      const data = log.read(0, 1 << 20, true);
+      const seen = await visibleRecords(data, { ...visibility(new FakeIndex([0, 1, 2, 3, 4], 5)), voids: [6, 9, 14], judgedTo: 15 }, 0);
+      const out = await readBatches(Buffer.concat(seen.batches));
+      assert.deepEqual(
+        out.records.map((r) => r.offset),
+        [0, 1, 2, 3, 4, 5, 7, 8, 10, 11, 12, 13],
+      );
+      assert.equal(seen.withheld, false);
+      assert.equal(seen.removedRecords, 3);
+    });
+  }
+
+  test('batches reaching past what the index judged are withheld, with everything after them', async () => {
+    const log = await logOf(5, 5, 5);
+    const data = log.read(0, 1 << 20, true);
+    const seen = await visibleRecords(data, { cleanedUpTo: 0, survivors: () => new Float64Array(0), voids: [], judgedTo: 7 }, 0);
+    const out = await readBatches(Buffer.concat(seen.batches));
+    assert.deepEqual(
+      out.records.map((r) => r.offset),
+      [0, 1, 2, 3, 4],
+    );
+    assert.equal(seen.withheld, true);
+    assert.equal(seen.end, 4);
+    assert.equal(seen.truncatedTail.length, 0);
+  });
+});
