@@ -18,6 +18,7 @@ import { SurvivorIndex } from './survivor-index.js';
 import { DemandNotes } from './demand-notes.js';
 import type { EngineReplies, EngineRequest, FromWorker, ToWorker, WorkerConfig } from '../../engine/api/engine-protocol.js';
 import { deserializeError, restoreFields } from '../../engine/api/worker-log.js';
+import { restoreRecord } from '../../engine/api/table-reads.js';
 
 const RESTART_DELAY_MS = 1000;
 const CLOSE_TIMEOUT_MS = 30_000;
@@ -137,6 +138,19 @@ export async function startCompactionEngine(options: EngineOptions, log: Logger)
     inspect: (topic) => call('inspect', { topic }),
     offsetForTime: (topic, partition, timestamp) => call('offsetForTime', { topic, partition, timestamp }),
     rebuildIndex: (topic) => call('rebuild', topic === undefined ? {} : { topic }),
+    tables: {
+      async latest(topic, partition, key, atLeast, timeoutMs) {
+        const answer = await call('tableLatest', { topic, partition, key, atLeast, timeoutMs });
+        if (!answer.behind && answer.record) restoreRecord(answer.record);
+        return answer;
+      },
+      verdict: (topic, partition, offset, timeoutMs) => call('tableVerdict', { topic, partition, offset, timeoutMs }),
+      async changes(topic, partition, from, key, limit, waitMs) {
+        const answer = await call('tableChanges', { topic, partition, from, key, limit, waitMs });
+        for (const r of answer.records) restoreRecord(r);
+        return answer;
+      },
+    },
     async close() {
       if (closing) return;
       closing = true;

@@ -6,6 +6,7 @@ import type { IndexView } from './index-view.js';
 import type { TopicPolicy } from './topic-policy.js';
 import type { CleanReport, EngineStatus, OffsetAtTime, PartitionDetail } from './engine-reports.js';
 import type { RebuildingPartition } from './engine-protocol.js';
+import type { TableReads } from './table-reads.js';
 
 export interface CompactionEngine {
   /** Survivors per compacted partition, for the fetch view. */
@@ -27,6 +28,8 @@ export interface CompactionEngine {
    * the upstream; resolves once they are dropped, with how far each had reached.
    */
   rebuildIndex(topic?: string): Promise<RebuildingPartition[]>;
+  /** The table API's reads of compacted partitions, from their indexes (docs/tables.md). */
+  readonly tables: TableReads;
   /** Stops indexing and cleaning, checkpoints and closes every index, ends the worker. */
   close(): Promise<void>;
 }

@@ -8,6 +8,7 @@ import type { LogEnd } from './index-view.js';
 import type { EngineOptions } from './engine-options.js';
 import type { SurvivorSnapshot } from './survivor-set.js';
 import type { CleanReport, EngineStatus, OffsetAtTime, PartitionDetail } from './engine-reports.js';
+import type { Behind, ChangesAnswer, LatestAnswer, TableKey, VerdictAnswer } from './table-reads.js';
 
 /** The worker's workerData: the engine's options as the settings built them, whole. */
 export interface WorkerConfig extends EngineOptions {
@@ -28,6 +29,10 @@ export type ToWorker =
   | { type: 'caughtUp'; id: number; topic: string; partition: number; timeoutMs: number }
   /** Drops the indexes of the topic (every compacted topic when omitted) and indexes it again from the upstream. */
   | { type: 'rebuild'; id: number; topic?: string }
+  /** The table API's reads (table-reads.ts), answered from the partition's index. */
+  | { type: 'tableLatest'; id: number; topic: string; partition: number; key: TableKey; atLeast: number; timeoutMs: number }
+  | { type: 'tableVerdict'; id: number; topic: string; partition: number; offset: number; timeoutMs: number }
+  | { type: 'tableChanges'; id: number; topic: string; partition: number; from: number; key: TableKey | null; limit: number; waitMs: number }
   | { type: 'close'; id: number };
 
 /** The requests the main thread waits on: each has an id its reply carries back. */
@@ -41,6 +46,9 @@ export interface EngineReplies {
   offsetForTime: OffsetAtTime | null;
   caughtUp: boolean;
   rebuild: RebuildingPartition[];
+  tableLatest: LatestAnswer | Behind;
+  tableVerdict: VerdictAnswer | Behind;
+  tableChanges: ChangesAnswer;
   close: void;
 }
 
@@ -58,6 +66,8 @@ export interface SerializedError {
   name: string;
   message: string;
   stack?: string;
+  /** A TableError's HTTP status. */
+  status?: number;
 }
 
 export type FromWorker =

@@ -95,3 +95,16 @@ export class TableError extends Error {
     this.name = 'TableError';
   }
 }
+
+/** A Buffer again: a record's bytes cross the thread boundary as plain Uint8Arrays. */
+function buffer(bytes: Uint8Array): Buffer {
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+/** The record with its bytes as Buffers again, after crossing from the worker. */
+export function restoreRecord(r: TableRecord): TableRecord {
+  r.key = buffer(r.key);
+  if (r.value !== null) r.value = buffer(r.value);
+  for (const h of r.headers) if (h.value !== null) h.value = buffer(h.value);
+  return r;
+}

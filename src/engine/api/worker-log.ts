@@ -6,15 +6,18 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { Logger, LogLevel } from '../../common/log.js';
 import type { FromWorker, SerializedError } from './engine-protocol.js';
+import { TableError } from './table-reads.js';
 
 const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
 export function serializeError(err: unknown): SerializedError {
+  if (err instanceof TableError) return { name: err.name, message: err.message, status: err.status };
   if (err instanceof Error) return { name: err.name, message: err.message, ...(err.stack ? { stack: err.stack } : {}) };
   return { name: 'Error', message: String(err) };
 }
 
 export function deserializeError(e: SerializedError): Error {
+  if (e.name === 'TableError' && e.status !== undefined) return new TableError(e.status as TableError['status'], e.message);
   const err = new Error(e.message);
   err.name = e.name;
   if (e.stack) err.stack = e.stack;

@@ -164,7 +164,7 @@ export class FetchLoops {
     const body = await client.request(ApiKey.Fetch, version, {
       replicaId: -1,
       maxWaitMs: opts.maxWaitMs,
-      minBytes: opts.minBytes,
+      minBytes: order.some((t) => t.eager || registry.get(t.topic, t.partition)?.conditional) ? 1 : opts.minBytes,
       maxBytes: opts.maxBytes,
       isolationLevel: READ_COMMITTED,
       sessionId: 0,

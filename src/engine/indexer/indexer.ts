@@ -204,6 +204,15 @@ export class Indexer {
     if (tail.leader >= 0) this.fetches.ensure(tail.leader);
   }
 
+  /**
+   * The partition's index is to follow the store within a round trip (the table API reads it):
+   * its fetches answer at the first byte rather than waiting for a batch of them.
+   */
+  eager(topic: string, partition: number): void {
+    const tail = this.tails.get(topic, partition);
+    if (tail) tail.eager = true;
+  }
+
   /** `listener` is called after a metadata answer or a dropped topic changed partitions(). */
   onPartitionsChanged(listener: () => void): void {
     this.partitionsChanged = listener;

@@ -33,6 +33,8 @@ export interface Tail {
   /** Attempts in a row that the storage of the index failed (the backoff grows with them). */
   storageFailures: number;
   lastError?: string;
+  /** Fetched as soon as it has anything (the table API reads it, or it holds conditional records): no waiting for minBytes. */
+  eager?: boolean;
 }
 
 export function newTail(topic: string, partition: number, roll: RollPolicy): Tail {

@@ -41,6 +41,12 @@ export const EXACT_BYTES: KeyDigester = {
   },
 };
 
+/** The digest of a decoded key given as its canonical JSON (canonical-json.ts): a table read's key given as JSON. */
+export function decodedDigestInto(canonical: string, out: Buffer, at: number): void {
+  const bytes = Buffer.from(canonical, 'utf8');
+  keyDigestInto(bytes, 0, bytes.length, out, at, DECODED_SEED);
+}
+
 export const FRAME_PAYLOAD: KeyDigester = {
   ...NOTHING_PENDING,
   digestInto(key, out, at) {
@@ -97,8 +103,7 @@ export class DecodedKeys implements KeyDigester {
       keyDigestInto(key, 0, key.length, out, at);
       return;
     }
-    const canonical = Buffer.from(text, 'utf8');
-    keyDigestInto(canonical, 0, canonical.length, out, at, DECODED_SEED);
+    decodedDigestInto(text, out, at);
   }
 
   async complete(out: Buffer): Promise<void> {

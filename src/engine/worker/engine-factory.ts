@@ -23,6 +23,8 @@ import { KeyIdentities } from '../key-identity/key-identities.js';
 import { engineStatus, inspectTopic } from './engine-status.js';
 import { UpstreamConnector } from '../../upstream/upstream-connector.js';
 import { connectCluster } from '../../upstream/connection-options.js';
+import { TableService } from '../tables/table-service.js';
+import { fetchRecords } from '../indexer/partition-requests.js';
 
 export interface EngineDeps {
   log: Logger;
@@ -68,12 +70,13 @@ export async function createEngine(config: WorkerConfig, deps: EngineDeps): Prom
   const schemas = registryUrl
     ? new (await import('../key-identity/registry-schemas.js')).RegistrySchemas(registryUrl, config.connection.requestTimeoutMs, log)
     : undefined;
+  const identities = new KeyIdentities(config.keyIdentity.rules, schemas, log);
   const indexer = new Indexer(
     cluster,
     registry,
     log,
     { maxBytes: fetchBytes, partitionMaxBytes: Math.min(DEFAULT_INDEXER.partitionMaxBytes, fetchBytes), ...config.indexer },
-    new KeyIdentities(config.keyIdentity.rules, schemas, log),
+    identities,
   );
   let policies: ReadonlyMap<string, TopicPolicy> = new Map();
   const election = config.election;
@@ -123,6 +126,25 @@ export async function createEngine(config: WorkerConfig, deps: EngineDeps): Prom
   // A replica indexes the partitions it carries and the ones its clients use (partition-demand.ts).
   const demand = new PartitionDemand(config.indexing.idleMs, now);
   if (config.indexing.onDemand) indexer.setWanted((topic, partition) => demand.wanted(topic, partition) || (group?.holds(topic, partition) ?? false));
+
+  const tables = new TableService({
+    registry,
+    policies: () => policies,
+    partitions: () => indexer.partitions(),
+    use: (topic, partition) => {
+      demand.ask(topic, partition);
+      indexer.eager(topic, partition);
+      indexer.want(topic, partition);
+    },
+    caughtUp: (topic, partition, deadlineMs) => indexer.caughtUp(topic, partition, deadlineMs),
+    identities,
+    read: (topic, partition) => async (offset, maxBytes) => {
+      const store = registry.get(topic, partition);
+      return fetchRecords(await indexer.leader(topic, partition), { topic, topicId: store?.checkpoint.topicId ?? '', partition }, offset, maxBytes);
+    },
+    clock,
+    log,
+  });
 
   const parts = { indexer, cleaner, demand, ...(group && { group }), policies: () => policies, carryBytesPerSecond: config.carry.bytesPerSecond };
 
@@ -222,6 +244,15 @@ export async function createEngine(config: WorkerConfig, deps: EngineDeps): Prom
         break;
       case 'rebuild':
         void reply(message, () => rebuild(message.topic));
+        break;
+      case 'tableLatest':
+        void reply(message, () => tables.latest(message.topic, message.partition, message.key, message.atLeast, message.timeoutMs));
+        break;
+      case 'tableVerdict':
+        void reply(message, () => tables.verdict(message.topic, message.partition, message.offset, message.timeoutMs));
+        break;
+      case 'tableChanges':
+        void reply(message, () => tables.changes(message.topic, message.partition, message.from, message.key, message.limit, message.waitMs));
         break;
       case 'close':
         void reply(message, close);

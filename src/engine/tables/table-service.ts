@@ -1,0 +1,208 @@
+/**
+ * The worker's side of the table API (src/engine/api/table-reads.ts): a key's latest record, a
+ * conditional record's verdict and a partition's changes, from the index, with the records read
+ * from the store where the index says they are (record-reads.ts).
+ *
+ * A partition the table API reads is indexed (as one a client fetches) and fetched eagerly, so
+ * its index follows the store within a round trip rather than a long poll, and a read asking for
+ * what a write just made waits for the index to read it. The first read of a partition waits for
+ * its index to catch up with the store once: an index still filling would answer "no such key".
+ */
+import type { Clock } from '../../common/clock.js';
+import type { Logger } from '../../common/log.js';
+import { canonicalJson } from '../key-identity/canonical-json.js';
+import { decodedDigestInto } from '../key-identity/key-digesters.js';
+import type { KeyIdentities } from '../key-identity/key-identities.js';
+import { KEY_DIGEST_BYTES } from '../store/key-digest.js';
+import type { PartitionStore } from '../store/partition-store.js';
+import type { StoreRegistry } from '../store/store-registry.js';
+import { RecordFlag } from '../store/record-flags.js';
+import type { TopicPolicy } from '../api/topic-policy.js';
+import {
+  TableError,
+  type Behind,
+  type ChangesAnswer,
+  type LatestAnswer,
+  type TableKey,
+  type TableReads,
+  type TableRecord,
+  type VerdictAnswer,
+} from '../api/table-reads.js';
+import { RecordReads, type ReadStore } from './record-reads.js';
+
+export interface TableServiceDeps {
+  registry: StoreRegistry;
+  policies: () => ReadonlyMap<string, TopicPolicy>;
+  /** The partitions of the compacted topics, as the metadata last listed them. */
+  partitions: () => { topic: string; partition: number }[];
+  /** The partition is read: indexed, kept, and fetched eagerly. */
+  use: (topic: string, partition: number) => void;
+  /** Whether the partition's index reached what the store held when asked, within the deadline. */
+  caughtUp: (topic: string, partition: number, deadlineMs: number) => Promise<boolean>;
+  identities: KeyIdentities;
+  /** Reads the partition's records from the store from an offset. */
+  read: (topic: string, partition: number) => ReadStore;
+  clock: Clock;
+  log: Logger;
+}
+
+/** Records kept decoded, by partition and offset: a warm key's read does not go to the store. */
+const CACHED_RECORDS = 10_000;
+/** How often a wait looks at the index again. */
+const POLL_MS = 2;
+/** How long a read waits for a topic's policy and partitions to reach this replica. */
+const NEWS_WAIT_MS = 1_000;
+
+export class TableService implements TableReads {
+  private readonly cache = new Map<string, TableRecord>();
+  /** Indexes that caught up with the store once since they opened. */
+  private readonly caughtUpOnce = new WeakSet<PartitionStore>();
+
+  constructor(private readonly deps: TableServiceDeps) {}
+
+  async latest(topic: string, partition: number, key: TableKey, atLeast: number, timeoutMs: number): Promise<LatestAnswer | Behind> {
+    const deadline = this.deps.clock.now() + timeoutMs;
+    await this.check(topic, partition, deadline);
+    const digest = await this.digestOf(topic, key);
+    const store = await this.indexed(topic, partition, atLeast, deadline);
+    if (!store) return this.behind(topic, partition);
+    const indexedTo = store.checkpoint.nextOffset;
+    const latest = store.latestOf(digest);
+    if (!latest || latest.tombstone) return { record: null, indexedTo };
+    const record = await this.recordAt(topic, store, latest.offset);
+    return { record: record ?? null, indexedTo };
+  }
+
+  async verdict(topic: string, partition: number, offset: number, timeoutMs: number): Promise<VerdictAnswer | Behind> {
+    const deadline = this.deps.clock.now() + timeoutMs;
+    await this.check(topic, partition, deadline);
+    for (;;) {
+      const store = await this.indexed(topic, partition, offset + 1, deadline);
+      if (!store) return this.behind(topic, partition);
+      const verdict = store.verdict(offset);
+      if (verdict === 'won' || verdict === 'void') return { verdict };
+      if (verdict === 'none') return { verdict: 'unconditional' };
+      if (this.deps.clock.now() >= deadline) return this.behind(topic, partition);
+      await this.deps.clock.sleep(POLL_MS);
+    }
+  }
+
+  async changes(topic: string, partition: number, from: number, key: TableKey | null, limit: number, waitMs: number): Promise<ChangesAnswer> {
+    const deadline = this.deps.clock.now() + waitMs;
+    await this.check(topic, partition, deadline);
+    const digest = key === null ? null : await this.digestOf(topic, key);
+    let store = await this.indexed(topic, partition, 0, deadline);
+    for (;;) {
+      if (!store) return { records: [], next: from };
+      const next = Math.max(from, store.checkpoint.logStartOffset);
+      if (limit <= 0) return { records: [], next: store.checkpoint.nextOffset };
+      const rows = store.changedRows(next, digest, limit);
+      if (rows.length > 0) return this.changedRecords(topic, store, rows);
+      const end = store.checkpoint.nextOffset;
+      if (this.deps.clock.now() >= deadline) return { records: [], next: Math.max(next, end) };
+      store = await this.indexed(topic, partition, end + 1, deadline);
+      if (!store) return { records: [], next: Math.max(next, end) };
+    }
+  }
+
+  private async changedRecords(topic: string, store: PartitionStore, rows: [number, number | null][]): Promise<ChangesAnswer> {
+    const reads = new RecordReads(store.id.partition, this.deps.read(topic, store.id.partition));
+    const records: TableRecord[] = [];
+    for (const [offset, phys] of rows) {
+      const record = this.cache.get(cacheKey(topic, store.id.partition, offset)) ?? (await reads.at(offset, phys));
+      if (record) records.push(record);
+    }
+    return { records, next: rows.at(-1)![0] + 1 };
+  }
+
+  /** The record at `offset`, from the cache or the store. */
+  private async recordAt(topic: string, store: PartitionStore, offset: number): Promise<TableRecord | undefined> {
+    const k = cacheKey(topic, store.id.partition, offset);
+    const cached = this.cache.get(k);
+    if (cached) {
+      // Most recently used last: the first is the one to go.
+      this.cache.delete(k);
+      this.cache.set(k, cached);
+      return cached;
+    }
+    const row = store.rowAt(offset);
+    if (!row || row.flags & RecordFlag.Void) return undefined;
+    const record = await new RecordReads(store.id.partition, this.deps.read(topic, store.id.partition)).at(offset, row.phys);
+    if (!record) return undefined;
+    record.timestamp = row.timestamp;
+    this.cache.set(k, record);
+    if (this.cache.size > CACHED_RECORDS) this.cache.delete(this.cache.keys().next().value!);
+    return record;
+  }
+
+  /**
+   * Throws unless the topic is compacted and has the partition. A topic just made (or made
+   * compacted) may not have reached this replica's policies and metadata yet: they are waited for
+   * up to the deadline, or a second at most.
+   */
+  private async check(topic: string, partition: number, deadline: number): Promise<void> {
+    const { clock } = this.deps;
+    const until = Math.min(deadline, clock.now() + NEWS_WAIT_MS);
+    for (;;) {
+      const compacted = this.deps.policies().has(topic);
+      const known = compacted && this.deps.partitions().some((p) => p.topic === topic && p.partition === partition);
+      if (compacted) this.deps.use(topic, partition);
+      if (known) return;
+      if (clock.now() >= until) {
+        if (!compacted) {
+          throw new TableError(
+            409,
+            `topic ${topic} is not compacted (cleanup.policy=compact) here: tables are compacted topics; set its cleanup.policy or pick another`,
+          );
+        }
+        throw new TableError(404, `topic ${topic} has no partition ${partition} that this replica knows of; check the partition count`);
+      }
+      await clock.sleep(POLL_MS * 10);
+    }
+  }
+
+  /**
+   * The partition's index once it has read up to `atLeast` (and, the first time, caught up with
+   * the store), or undefined when it has not by the deadline.
+   */
+  private async indexed(topic: string, partition: number, atLeast: number, deadline: number): Promise<PartitionStore | undefined> {
+    const { registry, clock } = this.deps;
+    this.deps.use(topic, partition);
+    for (;;) {
+      const store = registry.get(topic, partition);
+      if (store && !this.caughtUpOnce.has(store)) {
+        if (!(await this.deps.caughtUp(topic, partition, Math.max(0, deadline - clock.now())))) return undefined;
+        if (registry.get(topic, partition) === store) this.caughtUpOnce.add(store);
+        continue;
+      }
+      // Records waiting for their verdict (a replica new to a carried store) are not answered for.
+      if (store && store.checkpoint.nextOffset >= atLeast && store.firstUnjudged < 0) return store;
+      if (clock.now() >= deadline) return undefined;
+      await clock.sleep(POLL_MS);
+    }
+  }
+
+  private behind(topic: string, partition: number): Behind {
+    return { behind: true, indexedTo: this.deps.registry.get(topic, partition)?.checkpoint.nextOffset ?? 0 };
+  }
+
+  /** The key's digest as the topic's key identity makes it. */
+  private async digestOf(topic: string, key: TableKey): Promise<Buffer> {
+    const out = Buffer.alloc(KEY_DIGEST_BYTES);
+    if ('json' in key) {
+      if (this.deps.identities.modeOf(topic) !== 'registry') {
+        throw new TableError(400, `topic ${topic} compares keys by their bytes, not through the schema registry: give the key as text or base64, not JSON`);
+      }
+      decodedDigestInto(canonicalJson(key.json), out, 0);
+      return out;
+    }
+    const digester = this.deps.identities.digester(topic);
+    digester.digestInto(key.bytes, out, 0);
+    if (digester.pending) await digester.complete(out);
+    return out;
+  }
+}
+
+function cacheKey(topic: string, partition: number, offset: number): string {
+  return `${topic}\u0000${partition}\u0000${offset}`;
+}
