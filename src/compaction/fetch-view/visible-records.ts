@@ -14,18 +14,20 @@
  * client's limits take when it expects most of it removed, and a rebuilt compressed batch can
  * come out larger than its original.
  */
-import { CorruptRecordError, iterateBatches } from '../../protocol/records/batch.js';
+import { CorruptRecordError, iterateBatches, type BatchHeader } from '../../protocol/records/batch.js';
+import { hasConditionHeader } from '../../protocol/carry/condition-headers.js';
 import { lastOffset, viewBatch, type BatchOutcome, type Visibility } from '../../protocol/carry/batch-view.js';
 import type { PartitionIndexView } from '../../engine/api/index-view.js';
 
 /** What a partition's index says is visible, as of now. */
 export function visibilityOf(view: PartitionIndexView): Visibility {
   const visibility: Visibility = { cleanedUpTo: view.cleanedUpTo(), survivors: (from, to) => view.survivors(from, to) };
-  const judged = view.end()?.judged;
+  const end = view.end();
+  const judged = end?.judged;
   if (judged) {
     visibility.judgedTo = judged.to;
     if (judged.voids.length > 0) visibility.voids = judged.voids;
-  }
+  } else visibility.indexedTo = end?.indexedTo ?? 0;
   return visibility;
 }
 
@@ -207,13 +209,13 @@ export async function visibleRecords(
   const assembly = new Assembly(out, budget);
   for (let i = 0; i < batches.length; i++) {
     const batch = batches[i]!;
-    if (visibility.judgedTo !== undefined && lastOffset(batch) >= visibility.judgedTo) {
-      out.withheld = true;
-      out.changed = true;
-      return out;
-    }
     let outcome: BatchOutcome;
     try {
+      if (await unjudged(records, batch, visibility)) {
+        out.withheld = true;
+        out.changed = true;
+        return out;
+      }
       outcome = await viewBatch(records, batch, visibility, from);
     } catch (err) {
       return passUnfiltered(out, records.subarray(batch.start), err);
@@ -234,6 +236,18 @@ export async function visibleRecords(
   }
   assembly.tail(walk.truncatedTail);
   return out;
+}
+
+/**
+ * Whether the batch reaches past what the partition's index judged (docs/tables.md): past the
+ * judged end of a partition with conditional records, or, in one that has none yet, past the
+ * index's end with a conditional record in it (a first one, which every replica must judge
+ * before any shows it).
+ */
+async function unjudged(records: Buffer, batch: BatchHeader, visibility: Visibility): Promise<boolean> {
+  const last = lastOffset(batch);
+  if (visibility.judgedTo !== undefined) return last >= visibility.judgedTo;
+  return visibility.indexedTo !== undefined && last >= visibility.indexedTo && (await hasConditionHeader(records, batch));
 }
 
 /**

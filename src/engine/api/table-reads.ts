@@ -10,10 +10,7 @@
  * as if it had never been written.
  */
 
-/** The header of a record written only if its key's latest record is at the offset it holds (decimal). */
-export const IF_MATCH_HEADER = 'kcompact.if-match';
-/** The header of a record written only if its key has no live value; its value is `*`. */
-export const IF_NONE_MATCH_HEADER = 'kcompact.if-none-match';
+export { IF_MATCH_HEADER, IF_NONE_MATCH_HEADER } from '../../protocol/carry/condition-headers.js';
 
 export interface TableHeader {
   key: string;

@@ -5,7 +5,7 @@
  * every replica voids it alike rather than each guessing.
  */
 import { eachHeader } from '../../protocol/records/record-decode.js';
-import { IF_MATCH_HEADER, IF_NONE_MATCH_HEADER } from '../api/table-reads.js';
+import { IF_MATCH_HEADER, IF_NONE_MATCH_HEADER } from '../../protocol/carry/condition-headers.js';
 import { Condition } from '../store/condition.js';
 
 const IF_MATCH = Buffer.from(IF_MATCH_HEADER, 'latin1');

@@ -16,6 +16,12 @@ export interface Visibility {
   voids?: readonly number[];
   /** Where what the index judged ends (docs/tables.md): no batch reaching it is shown; absent: no such end. */
   judgedTo?: number;
+  /**
+   * Without judgedTo (the index has met no conditional record): where the index's reading ends.
+   * A batch reaching it that holds a conditional record is not shown, nor anything after it,
+   * until the index has judged it.
+   */
+  indexedTo?: number;
 }
 
 const NO_OFFSETS: readonly number[] = [];

@@ -311,3 +311,49 @@ describe('visibleRecords of a partition with conditional records (docs/tables.md
     assert.equal(seen.truncatedTail.length, 0);
   });
 });
+
+describe('visibleRecords past the index of a partition with no conditional record yet', () => {
+  async function conditionalBatch(base: number, codec: number): Promise<Buffer> {
+    return encodeBatch(
+      {
+        baseOffset: BigInt(base),
+        partitionLeaderEpoch: 0,
+        attributes: 0,
+        lastOffsetDelta: 1,
+        baseTimestamp: 1n,
+        maxTimestamp: 2n,
+        producerId: -1n,
+        producerEpoch: -1,
+        baseSequence: -1,
+      },
+      [
+        { timestampDelta: 0, offsetDelta: 0, key: Buffer.from('k'), value: Buffer.from('plain') },
+        {
+          timestampDelta: 1,
+          offsetDelta: 1,
+          key: Buffer.from('k'),
+          value: Buffer.from('cas'),
+          headers: [{ key: Buffer.from('kcompact.if-match'), value: Buffer.from('0') }],
+        },
+      ],
+      codec,
+    );
+  }
+
+  for (const codec of [0, 1, 3]) {
+    test(`codec ${codec}: a batch past the index holding a conditional record is withheld, plain ones are not`, async () => {
+      const log = await logOf(5);
+      const data = Buffer.concat([log.read(0, 1 << 20, true), await conditionalBatch(5, codec)]);
+      const none = { cleanedUpTo: 0, survivors: () => new Float64Array(0) };
+      const pastIndex = await visibleRecords(data, { ...none, indexedTo: 3 }, 0);
+      assert.equal(pastIndex.withheld, true);
+      assert.deepEqual(
+        (await readBatches(Buffer.concat(pastIndex.batches))).records.map((r) => r.offset),
+        [0, 1, 2, 3, 4],
+      );
+      const indexed = await visibleRecords(data, { ...none, indexedTo: 7 }, 0);
+      assert.equal(indexed.withheld, false, 'what the index has read it judged');
+      assert.equal((await readBatches(Buffer.concat(indexed.batches))).records.length, 7);
+    });
+  }
+});
