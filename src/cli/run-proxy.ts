@@ -3,7 +3,7 @@ import { log, setLogLevel } from '../common/log.js';
 import { Reply, startManagementServer, type Gate, type ListenerName, type Route } from '../ops/management-server.js';
 import { adminRoutes } from '../ops/admin-routes.js';
 import { adminGate, adminRoutesElsewhere } from '../ops/admin-access.js';
-import { AdminToken } from '../ops/admin-token.js';
+import { BearerToken } from '../ops/bearer-token.js';
 import { collectWhenIdle } from '../common/idle-collection.js';
 import { createMetrics } from '../ops/metrics/metrics.js';
 import { Health } from '../ops/health/health.js';
@@ -88,9 +88,9 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
     );
   const adminPaths = new Set(admin.map(([key]) => key.slice(key.indexOf(' ') + 1)));
   const management = await listener('metrics', 'metricsListen', metricsRoutes, adminRoutesElsewhere(adminPaths));
-  let adminToken: AdminToken | undefined;
+  let adminToken: BearerToken | undefined;
   try {
-    adminToken = config.adminTokenFile === undefined ? undefined : new AdminToken(config.adminTokenFile, log);
+    adminToken = config.adminTokenFile === undefined ? undefined : new BearerToken(config.adminTokenFile, log);
   } catch (err) {
     fail('cannot read the admin token file', {
       adminTokenFile: config.adminTokenFile,

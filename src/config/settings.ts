@@ -41,7 +41,7 @@ import { DEFAULT_CONNECTION, type ConnectionOptions } from '../upstream/connecti
 import { listenerContextOptions, type ListenerTlsSettings } from '../proxy/listener-tls.js';
 import { passwordOf, upstreamContext, type UpstreamSecurity, type UpstreamTlsSettings } from '../upstream/upstream-connector.js';
 import { SASL_MECHANISMS } from '../upstream/sasl-client.js';
-import { MIN_TOKEN_LENGTH, tokenOf } from '../ops/admin-token.js';
+import { MIN_TOKEN_LENGTH, tokenOf } from '../ops/bearer-token.js';
 import { MIN_PASS_BYTES, rewritableBytes } from '../engine/api/carry-capacity.js';
 
 export { ConfigError, describeKey, envOf, flagOf, type Setting } from './setting.js';
@@ -213,6 +213,20 @@ const DECLARATIONS = {
     description: `file holding the bearer token the admin listener requires (at least ${MIN_TOKEN_LENGTH} characters); re-read when it changes and on SIGHUP; the admin verbs send it`,
     parse: readableFile,
     note: 'no token: the admin listener must be on loopback',
+  }),
+  tablesListen: setting({
+    arg: 'HOST:PORT',
+    description:
+      'table API listener: HTTP/JSON reads, writes, compare-and-set and change streams of compacted topics by key (docs/tables.md); off loopback only with --tables-token-file',
+    parse: hostPort,
+    show: showHostPort,
+    defaultText: 'off',
+  }),
+  tablesTokenFile: setting({
+    arg: 'FILE',
+    description: `file holding the bearer token the table API listener requires (at least ${MIN_TOKEN_LENGTH} characters); re-read when it changes and on SIGHUP; kcompact get and put send it`,
+    parse: readableFile,
+    note: 'no token: the table API listener must be on loopback',
   }),
   topics: setting({
     arg: 'JSON',
@@ -515,6 +529,21 @@ function checkSecurity(c: ProxyConfig): void {
   }
 }
 
+/** Whether two listeners would take the same port (0 is any free port, never the same). */
+function samePort(a: HostPort, b: HostPort): boolean {
+  return a.port !== 0 && a.port === b.port && (a.host === b.host || wildcard(a.host) || wildcard(b.host));
+}
+
+/** A token file's contents are checked as the listener will read them; an unusable one stops the start naming its key. */
+function checkTokenFile(key: 'adminTokenFile' | 'tablesTokenFile', file: string): void {
+  try {
+    tokenOf(readForCheck([[key, file]])[0]!);
+  } catch (err) {
+    if (err instanceof ConfigError) throw err;
+    throw new ConfigError(`${describeKey(key)}: ${file}: ${messageOf(err)}`);
+  }
+}
+
 /**
  * The admin routes can drop every index and make the proxy re-read the store: off loopback they
  * need a token. The two listeners cannot share a port: which routes a request reaches is decided
@@ -522,7 +551,7 @@ function checkSecurity(c: ProxyConfig): void {
  */
 function checkManagementListeners(c: ProxyConfig): void {
   const { adminListen: admin, metricsListen: metrics } = c;
-  if (admin.port !== 0 && admin.port === metrics.port && (admin.host === metrics.host || wildcard(admin.host) || wildcard(metrics.host))) {
+  if (samePort(admin, metrics)) {
     throw new ConfigError(
       `${describeKey('adminListen')} and ${describeKey('metricsListen')} both name port ${admin.port}; give the admin listener a port of its own (default ${DEFAULT_ADMIN_LISTEN.port})`,
     );
@@ -536,12 +565,38 @@ function checkManagementListeners(c: ProxyConfig): void {
     }
     return;
   }
-  try {
-    tokenOf(readForCheck([['adminTokenFile', c.adminTokenFile]])[0]!);
-  } catch (err) {
-    if (err instanceof ConfigError) throw err;
-    throw new ConfigError(`${describeKey('adminTokenFile')}: ${c.adminTokenFile}: ${messageOf(err)}`);
+  checkTokenFile('adminTokenFile', c.adminTokenFile);
+}
+
+/**
+ * The table API writes to the store and reads every compacted topic's values: off loopback it
+ * needs a token, as the admin listener does, and a port no other listener of the proxy takes.
+ */
+function checkTablesListener(c: ProxyConfig): void {
+  const tables = c.tablesListen;
+  if (tables === undefined) {
+    if (c.tablesTokenFile !== undefined) {
+      throw new ConfigError(`${describeKey('tablesTokenFile')} only applies with ${describeKey('tablesListen')}; set the listener or drop the token file`);
+    }
+    return;
   }
+  for (const other of ['listen', 'metricsListen', 'adminListen'] as const) {
+    if (samePort(tables, c[other])) {
+      throw new ConfigError(
+        `${describeKey('tablesListen')} and ${describeKey(other)} both name port ${tables.port}; give the table API listener a port of its own`,
+      );
+    }
+  }
+  if (c.tablesTokenFile === undefined) {
+    if (!isLoopbackHost(tables.host)) {
+      throw new ConfigError(
+        `${describeKey('tablesListen')} is ${tables.host}:${tables.port}, reachable beyond this machine, and no ${describeKey('tablesTokenFile')} is set: ` +
+          `anyone who reaches it could read and overwrite every compacted topic; keep it on loopback (the application's own pod reaches it) or set a token file`,
+      );
+    }
+    return;
+  }
+  checkTokenFile('tablesTokenFile', c.tablesTokenFile);
 }
 
 /** TLS of the client listeners, when configured. */
@@ -649,6 +704,7 @@ export function resolveConfig(cli: Record<string, unknown>, env: NodeJS.ProcessE
   }
   checkSecurity(config);
   checkManagementListeners(config);
+  checkTablesListener(config);
   return config;
 }
 

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NODE_FLAGS } from '../../src/cli/node-flags.js';
-import { tokenOf } from '../../src/ops/admin-token.js';
+import { tokenOf } from '../../src/ops/bearer-token.js';
 import type { StatusReport } from '../../src/ops/admin-reports.js';
 import { freePortRun } from './kcompact.js';
 import { freePort } from './ports.js';

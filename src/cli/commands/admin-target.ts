@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import type { Command } from 'commander';
 import { loadConfigFile } from '../../config/file.js';
 import { ConfigError, DEFAULT_ADMIN_LISTEN, describeKey, resolveSettings } from '../../config/settings.js';
-import { tokenOf } from '../../ops/admin-token.js';
+import { tokenOf } from '../../ops/bearer-token.js';
 import { configFileOption, settingOption } from '../setting-options.js';
 import { AdminClient, EndpointUnreachable, formatAddress, type AdminCredentials } from './admin-client.js';
 

@@ -9,7 +9,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { reloadWatchedFiles } from '../../../src/common/watched-files.js';
 import { adminGate, adminRoutesElsewhere } from '../../../src/ops/admin-access.js';
-import { AdminToken } from '../../../src/ops/admin-token.js';
+import { BearerToken } from '../../../src/ops/bearer-token.js';
 import { createLogger, setLogSink } from '../../../src/common/log.js';
 import { startManagementServer, type Gate, type ListenerName, type RefusalReason, type Route } from '../../../src/ops/management-server.js';
 import { makeTempDir } from '../../support/processes.js';
@@ -152,7 +152,7 @@ test('with a token: missing and wrong get 401 with a Bearer challenge, the right
   const temp = makeTempDir('kcompact-admin-access-');
   const file = path.join(temp.path, 'token');
   fs.writeFileSync(file, `${TOKEN}\n`);
-  const token = new AdminToken(file, createLogger());
+  const token = new BearerToken(file, createLogger());
   const bed = await serve('admin', adminGate(token), ['GET /status', 'POST /compact']);
   try {
     const missing = await ask(bed.port, 'POST', '/compact');

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { reloadWatchedFiles } from '../../../src/common/watched-files.js';
 import { createLogger, setLogSink } from '../../../src/common/log.js';
-import { AdminToken, MIN_TOKEN_LENGTH, tokenOf } from '../../../src/ops/admin-token.js';
+import { BearerToken, MIN_TOKEN_LENGTH, tokenOf } from '../../../src/ops/bearer-token.js';
 import { makeTempDir } from '../../support/processes.js';
 
 const TOKEN = 'c2VjcmV0LXRva2VuLW9mLWtjb21wYWN0Cg==';
@@ -35,7 +35,7 @@ test('Authorization headers: missing, malformed, wrong and right; the scheme in 
   const previous = setLogSink(() => {});
   const file = path.join(temp.path, 'token');
   fs.writeFileSync(file, `${TOKEN}\n`);
-  const token = new AdminToken(file, createLogger());
+  const token = new BearerToken(file, createLogger());
   try {
     for (const header of [undefined, '', 'Bearer', 'Bearer ', `Basic ${TOKEN}`, TOKEN]) assert.equal(token.check(header), 'missing', String(header));
     for (const header of [`Bearer ${TOKEN}x`, `Bearer ${TOKEN.slice(0, -1)}`, 'Bearer x', `Bearer ${TOKEN} extra`])
@@ -63,9 +63,9 @@ test('Authorization headers: missing, malformed, wrong and right; the scheme in 
 test('a token file that cannot be read or holds no token stops the start', () => {
   const temp = makeTempDir('kcompact-admin-token-');
   try {
-    assert.throws(() => new AdminToken(path.join(temp.path, 'missing'), createLogger()), /ENOENT/);
+    assert.throws(() => new BearerToken(path.join(temp.path, 'missing'), createLogger()), /ENOENT/);
     fs.writeFileSync(path.join(temp.path, 'empty'), '\n');
-    assert.throws(() => new AdminToken(path.join(temp.path, 'empty'), createLogger()), /the file is empty/);
+    assert.throws(() => new BearerToken(path.join(temp.path, 'empty'), createLogger()), /the file is empty/);
   } finally {
     temp.remove();
   }

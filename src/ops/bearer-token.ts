@@ -1,13 +1,13 @@
 /**
- * The bearer token of the admin listener, from a file (a mounted Kubernetes Secret), re-read when
- * it changes like the TLS files: a rotated token is in force within seconds, the old one refused.
- * The CLI reads the same file to send it.
+ * The bearer token of a listener that requires one (the admin listener, the table API's), from a
+ * file (a mounted Kubernetes Secret), re-read when it changes like the TLS files: a rotated token
+ * is in force within seconds, the old one refused. The CLI reads the same file to send it.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { WatchedFiles } from '../common/watched-files.js';
 import type { Logger } from '../common/log.js';
 
-/** Shorter tokens are refused: anyone on the pod network may guess at the admin listener. */
+/** Shorter tokens are refused: anyone on the pod network may guess at a listener off loopback. */
 export const MIN_TOKEN_LENGTH = 16;
 
 /** RFC 6750's b64token: what an Authorization: Bearer header can carry unquoted. */
@@ -28,12 +28,12 @@ export type TokenVerdict = 'ok' | 'missing' | 'wrong';
 /** Digests compare in constant time whatever the lengths, so a guess learns nothing from timing. */
 const digest = (s: string) => createHash('sha256').update(s).digest();
 
-export class AdminToken {
+export class BearerToken {
   private readonly file: WatchedFiles<Buffer<ArrayBuffer>>;
 
-  /** Throws when the file cannot be read or holds no usable token. */
-  constructor(path: string, log: Logger) {
-    this.file = new WatchedFiles([path], ([contents]) => digest(tokenOf(contents!)), { log, what: 'admin token file' });
+  /** Throws when the file cannot be read or holds no usable token; `what` names the file in logs. */
+  constructor(path: string, log: Logger, what = 'admin token file') {
+    this.file = new WatchedFiles([path], ([contents]) => digest(tokenOf(contents!)), { log, what });
   }
 
   /** Judges an Authorization header: `Bearer TOKEN`, the scheme in any case (RFC 7235). */
