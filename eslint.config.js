@@ -8,14 +8,14 @@ import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescrip
 // The layers of src/ (docs/architecture.md, "Which folder may import which"): each zone names a
 // folder (target) and what it may not import (from). The compaction worker (src/engine) and the
 // main thread meet only in src/engine/api.
-const MAIN_THREAD = ['./src/proxy', './src/compaction', './src/ops', './src/config', './src/cli'];
+const MAIN_THREAD = ['./src/proxy', './src/compaction', './src/ops', './src/tables', './src/config', './src/cli'];
 const ENGINE_INSIDE = { from: './src/engine', except: ['./api'] };
 const zones = [
   { target: './src/common', from: './src', except: ['./common'], message: 'common/ is the bottom layer: it imports nothing of kcompact.' },
   { target: './src/protocol', from: './src', except: ['./common', './protocol'], message: 'protocol/ imports only common/.' },
   {
     target: './src/upstream',
-    from: ['./src/proxy', './src/compaction', './src/engine', './src/ops', './src/config', './src/cli'],
+    from: ['./src/proxy', './src/compaction', './src/engine', './src/ops', './src/tables', './src/config', './src/cli'],
     message: 'upstream/ is below the proxy and the engine.',
   },
   {
@@ -31,16 +31,25 @@ const zones = [
   },
   {
     target: './src/proxy',
-    from: ['./src/compaction', './src/ops', './src/config', './src/cli'],
-    message: 'proxy/ knows no filter of compaction, no ops and no settings.',
+    from: ['./src/compaction', './src/ops', './src/tables', './src/config', './src/cli'],
+    message: 'proxy/ knows no filter of compaction, no ops, no table API and no settings.',
   },
-  ...['./src/proxy', './src/compaction', './src/ops', './src/config'].map((target) => ({
+  ...['./src/proxy', './src/compaction', './src/ops', './src/tables', './src/config'].map((target) => ({
     target,
     ...ENGINE_INSIDE,
     message: 'The main thread reaches the compaction engine only through src/engine/api.',
   })),
-  { target: './src/compaction', from: ['./src/ops', './src/config', './src/cli'], message: 'compaction/ is below ops, settings and the CLI.' },
-  { target: './src/ops', from: ['./src/config', './src/cli'], message: 'ops/ is below settings and the CLI.' },
+  {
+    target: './src/compaction',
+    from: ['./src/ops', './src/tables', './src/config', './src/cli'],
+    message: 'compaction/ is below ops, the table API, settings and the CLI.',
+  },
+  { target: './src/ops', from: ['./src/tables', './src/config', './src/cli'], message: 'ops/ is below the table API, settings and the CLI.' },
+  {
+    target: './src/tables',
+    from: ['./src/proxy', './src/compaction', './src/config', './src/cli'],
+    message: 'tables/ reaches the index through engine/api and the store through upstream/; it knows no proxy, no compaction filter, no settings.',
+  },
   { target: './src/config', from: './src/cli', message: 'config/ is below the CLI.' },
 ];
 

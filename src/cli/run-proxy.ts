@@ -15,12 +15,24 @@ import { compactionSettings, flagOf, listenerTlsSettings, type ProxyConfig } fro
 import { reloadWatchedFiles } from '../common/watched-files.js';
 import { UpstreamConnector } from '../upstream/upstream-connector.js';
 import { connectCluster } from '../upstream/connection-options.js';
+import type { CompactionEngine } from '../engine/api/engine-handle.js';
+import type { TableReads } from '../engine/api/table-reads.js';
+import { startTableServer, type TableServer } from '../tables/table-server.js';
+import { tablesGate } from '../tables/table-access.js';
+import { MetadataPartitions } from '../tables/topic-partitions.js';
+import { UpstreamTableWriter } from '../tables/table-writer.js';
 
 /**
  * After the drain, how long checkpointing and closing the key index may take before the process
  * gives up and exits 1 (a clean pass under way finishes first: a few seconds at most).
  */
 const CLOSE_BUDGET_MS = 20_000;
+
+/**
+ * The engine's answers for the table API. Until every engine has them (CompactionEngine.tables),
+ * one without them leaves the routes answering 503.
+ */
+const tableReadsOf = (engine: CompactionEngine): TableReads | undefined => (engine as CompactionEngine & { tables?: TableReads }).tables;
 
 function fail(msg: string, fields: Record<string, unknown>): never {
   log.error(msg, fields);
@@ -99,6 +111,40 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
     });
   }
   const adminServer = await listener('admin', 'adminListen', new Map(admin), adminGate(adminToken));
+  const tables = config.tablesListen === undefined ? undefined : await startTables(config, config.tablesListen);
+
+  /** The table API's listener, before compaction like the others: its routes answer 503 until the engine is up. */
+  async function startTables(c: ProxyConfig, listen: NonNullable<ProxyConfig['tablesListen']>): Promise<{ server: TableServer; token?: BearerToken }> {
+    let token: BearerToken | undefined;
+    try {
+      token = c.tablesTokenFile === undefined ? undefined : new BearerToken(c.tablesTokenFile, log, 'tables token file');
+    } catch (err) {
+      fail('cannot read the tables token file', {
+        tablesTokenFile: c.tablesTokenFile,
+        err,
+        fix: 'make the file readable by the proxy and write a token into it',
+      });
+    }
+    const server = await startTableServer({
+      listen,
+      gate: tablesGate(token),
+      onRefused: (reason) => metrics.refused('tables', reason),
+      deps: {
+        reads: () => (compaction ? tableReadsOf(compaction.engine) : undefined),
+        partitions: new MetadataPartitions(upstream),
+        writer: new UpstreamTableWriter(upstream, { produceTimeoutMs: Math.max(100, c.requestTimeoutMs - 1_000) }),
+        metrics: metrics.tables,
+        log: log.child({ subsystem: 'tables' }),
+      },
+    }).catch((err: unknown) =>
+      fail('cannot start the table API listener', {
+        tablesListen: `${listen.host}:${listen.port}`,
+        err,
+        fix: `free the port or choose another --${flagOf('tablesListen')}`,
+      }),
+    );
+    return { server, ...(token && { token }) };
+  }
 
   const topicIds = new TopicIds();
   topicIds.watch(upstream);
@@ -146,6 +192,7 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
     metrics: `http://${config.metricsListen.host}:${management.address.port}`,
     admin: `http://${config.adminListen.host}:${adminServer.address.port}`,
     adminToken: adminToken ? 'required' : 'none (loopback)',
+    tables: tables ? `http://${config.tablesListen!.host}:${tables.server.address.port}${tables.token ? ' (token required)' : ''}` : 'off',
     upstream: config.upstream.map((u) => `${u.host}:${u.port}`),
     dataDir: config.dataDir,
     listenerTls: config.tlsCertFile === undefined ? 'off' : config.tlsClientCaFile === undefined ? 'on' : 'on, client certificates required',
@@ -169,8 +216,9 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
       log.warn('drain deadline passed; closing connections with requests still in flight', { connections: undrained, drainTimeoutMs: config.drainTimeoutMs });
     else log.info('connections drained');
     await proxy.stop();
-    await Promise.all([management.close(), adminServer.close()]);
+    await Promise.all([management.close(), adminServer.close(), tables?.server.close()]);
     adminToken?.close();
+    tables?.token?.close();
     // Before the index: the config store's and the reads' requests in flight end now, not at their timeout.
     upstream.close();
     log.info('closing the key index');

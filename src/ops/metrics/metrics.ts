@@ -1,6 +1,6 @@
 /**
- * The proxy's Prometheus registry: traffic (proxy-meter.ts), compaction (compaction-metrics.ts)
- * and prom-client's default process and Node.js runtime metrics under their standard names
+ * The proxy's Prometheus registry: traffic (proxy-meter.ts), compaction (compaction-metrics.ts),
+ * the table API (table-metrics.ts) and prom-client's default process and Node.js runtime metrics under their standard names
  * (process_*, nodejs_*), so stock dashboards and alerts for Node services work unchanged.
  */
 import { collectDefaultMetrics, Counter, Registry } from 'prom-client';
@@ -9,6 +9,7 @@ import type { Logger } from '../../common/log.js';
 import { CompactionMetrics } from './compaction-metrics.js';
 import { ProxyMeter } from '../../proxy/proxy-meter.js';
 import { topicFilter } from './topic-filter.js';
+import { TableMetrics } from './table-metrics.js';
 
 export interface MetricsOptions {
   perPartition: boolean;
@@ -20,6 +21,7 @@ export interface MetricsOptions {
 export interface Metrics {
   readonly proxy: ProxyMeter;
   readonly compaction: CompactionMetrics;
+  readonly tables: TableMetrics;
   /** Counts a management request turned away before its route ran. */
   refused(listener: ListenerName, reason: RefusalReason): void;
   /** The text exposition and the content type to serve it with. */
@@ -43,10 +45,13 @@ export function createMetrics(opts: MetricsOptions): Metrics {
   });
   // Present from the start, so that an alert on their rate sees the first refusal.
   refused.inc({ listener: 'metrics', reason: 'admin-route' }, 0);
-  for (const reason of ['no-token', 'wrong-token', 'browser'] as const) refused.inc({ listener: 'admin', reason }, 0);
+  for (const listener of ['admin', 'tables'] as const) {
+    for (const reason of ['no-token', 'wrong-token', 'browser'] as const) refused.inc({ listener, reason }, 0);
+  }
   return {
     proxy,
     compaction,
+    tables: new TableMetrics(registry),
     refused: (listener, reason) => refused.inc({ listener, reason }),
     scrape: async () => ({ contentType: registry.contentType, body: await registry.metrics() }),
   };

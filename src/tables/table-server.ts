@@ -1,0 +1,167 @@
+/**
+ * The table API's HTTP listener (--tables-listen; docs/tables.md): its own node:http server,
+ * never the Kafka or management listeners. Each request passes the gate (the bearer token, no web
+ * pages), is parsed whole, then goes to its route; whatever fails is answered as JSON
+ * `{"error", "fix"}` with its status, and counted.
+ */
+import http from 'node:http';
+import type { HostPort } from '../common/host-port.js';
+import { LogThrottle } from '../common/log-throttle.js';
+import type { Gate, RefusalReason } from '../ops/management-server.js';
+import type { TableRouteName } from '../ops/metrics/table-metrics.js';
+import { ApiError, apiErrorOf } from './api-error.js';
+import { ChangeStreams, type ChangeStreamOptions } from './change-stream.js';
+import { getKey, topicInfo } from './key-reads.js';
+import { writeKey } from './key-writes.js';
+import type { TableAnswer } from './table-answer.js';
+import type { TableDeps } from './table-deps.js';
+import { parseTableRequest, routeOf, type TableRequest } from './table-request.js';
+
+/** Larger values are refused before they are read whole (413); the store's own limit is usually lower (1 MiB in Kafka). */
+export const MAX_BODY_BYTES = 16 * 1024 * 1024;
+/** Failures of one kind are logged at warn once per this. */
+const FAILURE_LOG_INTERVAL_MS = 10_000;
+
+export interface TableServerOptions {
+  listen: HostPort;
+  deps: TableDeps;
+  /** The bearer token and web-page check (ops/admin-access.ts bearerGate). */
+  gate?: Gate;
+  /** Counts each refusal by the gate. */
+  onRefused?: (reason: RefusalReason) => void;
+  changes?: Partial<ChangeStreamOptions>;
+  maxBodyBytes?: number;
+}
+
+export interface TableServer {
+  address: HostPort;
+  /** Change streams open now. */
+  readonly watchers: number;
+  close(): Promise<void>;
+}
+
+/** The body whole; a 413 once it passes `max` (the rest is not read). */
+function readBody(req: http.IncomingMessage, max: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > max) {
+        req.removeAllListeners('data');
+        req.pause();
+        reject(new ApiError(413, `the body has more than ${max} bytes`, `write a value of at most ${max} bytes (the store's own limit may be lower)`));
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
+
+function send(res: http.ServerResponse, answer: TableAnswer, close = false): void {
+  const body = JSON.stringify(answer.body) + '\n';
+  res.writeHead(answer.status, {
+    ...answer.headers,
+    'content-type': 'application/json; charset=utf-8',
+    'cache-control': 'no-store',
+    ...(close && { connection: 'close' }),
+  });
+  res.end(body);
+}
+
+export async function startTableServer(opts: TableServerOptions): Promise<TableServer> {
+  const { deps } = opts;
+  const { log } = deps;
+  const maxBody = opts.maxBodyBytes ?? MAX_BODY_BYTES;
+  const streams = new ChangeStreams(deps, opts.changes);
+  const failures = new LogThrottle(FAILURE_LOG_INTERVAL_MS);
+
+  const answer = async (req: http.IncomingMessage, res: http.ServerResponse, parsed: TableRequest): Promise<TableAnswer | undefined> => {
+    switch (parsed.route) {
+      case 'get_key':
+        return getKey(deps, parsed);
+      case 'put_key':
+      case 'delete_key':
+        return writeKey(deps, parsed, await readBody(req, maxBody));
+      case 'topic':
+        return topicInfo(deps, parsed);
+      case 'changes':
+        await streams.start(parsed, res);
+        return undefined;
+    }
+  };
+
+  const server = http.createServer((req, res) => {
+    const started = performance.now();
+    const rawUrl = req.url ?? '/';
+    const route: TableRouteName = routeOf(req.method, rawUrl);
+    const done = (status: number) => deps.metrics?.answered(route, status, (performance.now() - started) / 1000);
+    const refusal = opts.gate?.(req, new URL(rawUrl, 'http://localhost'));
+    if (refusal) {
+      opts.onRefused?.(refusal.reason);
+      failures.warn(log, `refused ${refusal.reason} ${req.socket.remoteAddress}`, 'refused a table API request', {
+        source: req.socket.remoteAddress,
+        route,
+        status: refusal.reply.status,
+        reason: refusal.reason,
+        fix: refusal.fix,
+      });
+      res.writeHead(refusal.reply.status, { ...refusal.reply.headers, 'content-type': refusal.reply.contentType });
+      res.end(refusal.reply.body);
+      done(refusal.reply.status);
+      return;
+    }
+    let parsed: TableRequest;
+    try {
+      parsed = parseTableRequest(req.method, rawUrl, req.headers);
+    } catch (err) {
+      const e = apiErrorOf(err, `${req.method} ${rawUrl}`);
+      send(res, { status: e.status, body: e.body, headers: e.headers });
+      done(e.status);
+      return;
+    }
+    answer(req, res, parsed).then(
+      (a) => {
+        if (a) send(res, a);
+        done(a?.status ?? 200);
+      },
+      (err: unknown) => {
+        const e = apiErrorOf(err, `${req.method} ${route.replace('_', ' ')} of ${parsed.topic}`);
+        if (e.status >= 500)
+          failures.warn(log, `${route} ${e.status} ${e.message}`, 'a table API request failed', {
+            route,
+            topic: parsed.topic,
+            status: e.status,
+            err,
+            fix: e.fix,
+          });
+        else log.debug('a table API request was refused', { route, topic: parsed.topic, status: e.status, error: e.message });
+        if (res.headersSent) res.end();
+        // An unread body (413) is not waited for: the connection closes after the answer.
+        else send(res, { status: e.status, body: e.body, headers: e.headers }, e.status === 413);
+        done(e.status);
+      },
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen({ host: opts.listen.host, port: opts.listen.port }, () => resolve());
+  });
+  const addr = server.address() as { address: string; port: number };
+  log.info('table API listening', { address: `${addr.address}:${addr.port}` });
+  return {
+    address: { host: addr.address, port: addr.port },
+    get watchers() {
+      return streams.open;
+    },
+    close: () =>
+      new Promise((resolve) => {
+        streams.closeAll();
+        server.close(() => resolve());
+        // Keep-alive connections would hold close() open.
+        server.closeAllConnections();
+      }),
+  };
+}
