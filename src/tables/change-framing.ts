@@ -40,9 +40,13 @@ export function sseEvent(data: unknown, opts: { id?: string; event?: string } = 
   return `${opts.event ? `event: ${opts.event}\n` : ''}${opts.id !== undefined ? `id: ${opts.id}\n` : ''}data: ${JSON.stringify(data)}\n\n`;
 }
 
-/** A comment line: clients ignore it, proxies between see traffic and keep the connection. */
-export function sseComment(text: string): string {
-  return `: ${text}\n\n`;
+/**
+ * An event of an id alone: it dispatches nothing, but sets an EventSource's last id (the SSE
+ * spec sets it before it drops an event without data). A comment, when given, shows proxies
+ * between that the stream is alive.
+ */
+export function sseCursor(id: string, comment?: string): string {
+  return `${comment !== undefined ? `: ${comment}\n` : ''}id: ${id}\n\n`;
 }
 
 /** How long an EventSource waits before it reconnects after the stream ends. */

@@ -9,7 +9,7 @@ import type { ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { TableKey, TableRecord } from '../engine/api/table-reads.js';
 import { ApiError, apiErrorOf } from './api-error.js';
-import { formatCursor, ndjsonLine, sseComment, sseEvent, sseRetry, type Cursor } from './change-framing.js';
+import { formatCursor, ndjsonLine, sseCursor, sseEvent, sseRetry, type Cursor } from './change-framing.js';
 import { recordJson } from './record-json.js';
 import { readsOf, type TableDeps } from './table-deps.js';
 import type { Changes } from './table-request.js';
@@ -113,8 +113,8 @@ class ChangeStream {
     this.res.writeHead(200, { 'content-type': CONTENT_TYPE[this.req.format], 'cache-control': 'no-store', 'x-accel-buffering': 'no' });
     this.res.on('close', () => this.end());
     this.deps.metrics?.watcherOpened();
-    // An id with no data sets an EventSource's last id: a reconnect before the first record resumes here, not at a later "now".
-    if (this.req.format === 'sse') this.write(sseRetry(this.opts.retryMs) + `id: ${this.cursor()}\n\n`);
+    // A reconnect before the first record resumes here, not at a later "now".
+    if (this.req.format === 'sse') this.write(sseRetry(this.opts.retryMs) + sseCursor(this.cursor()));
     else this.res.flushHeaders();
     for (const p of this.next.keys()) {
       this.follow(p).catch((err: unknown) => this.fail(err, p));
@@ -150,8 +150,7 @@ class ChangeStream {
       }
       this.next.set(partition, Math.max(this.next.get(partition)!, answer.next));
       if (answer.records.length > 0) continue;
-      if (this.req.format === 'sse' && Date.now() - this.lastWriteMs >= this.opts.heartbeatMs)
-        await this.write(sseComment('idle') + `id: ${this.cursor()}\n\n`);
+      if (this.req.format === 'sse' && Date.now() - this.lastWriteMs >= this.opts.heartbeatMs) await this.write(sseCursor(this.cursor(), 'idle'));
       const elapsed = Date.now() - asked;
       if (elapsed < MIN_EMPTY_POLL_MS) await sleep(MIN_EMPTY_POLL_MS - elapsed);
     }

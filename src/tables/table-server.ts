@@ -129,15 +129,11 @@ export async function startTableServer(opts: TableServerOptions): Promise<TableS
       },
       (err: unknown) => {
         const e = apiErrorOf(err, `${req.method} ${route.replace('_', ' ')} of ${parsed.topic}`);
-        if (e.status >= 500)
-          failures.warn(log, `${route} ${e.status} ${e.message}`, 'a table API request failed', {
-            route,
-            topic: parsed.topic,
-            status: e.status,
-            err,
-            fix: e.fix,
-          });
-        else log.debug('a table API request was refused', { route, topic: parsed.topic, status: e.status, error: e.message });
+        // A 503 a route chose (the index behind, the engine starting) is an answer, not a failure.
+        const failed = e.status >= 500 && !(err instanceof ApiError && e.status === 503);
+        const fields = { route, topic: parsed.topic, status: e.status, err, fix: e.fix };
+        if (failed) failures.warn(log, `${route} ${e.status} ${err instanceof Error ? err.name : typeof err}`, 'a table API request failed', fields);
+        else log.debug('a table API request was refused', fields);
         if (res.headersSent) res.end();
         // An unread body (413) is not waited for: the connection closes after the answer.
         else send(res, { status: e.status, body: e.body, headers: e.headers }, e.status === 413);
