@@ -2,12 +2,15 @@
 /**
  * `kcompact` command line: `proxy` runs the proxy; `status`, `inspect`, `compact` and
  * `rebuild-index` administer a running one through its management endpoint (`status` and
- * `inspect` also read a stopped one's data directory).
+ * `inspect` also read a stopped one's data directory); `get` and `put` read and write keys of
+ * compacted topics through its table API.
  */
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../config/settings.js';
 import { CliError, EXIT_USAGE } from './commands/cli-error.js';
 import { addCompactCommand } from './commands/compact.js';
+import { addGetCommand } from './commands/get.js';
+import { addPutCommand } from './commands/put.js';
 import { addInspectCommand } from './commands/inspect.js';
 import { addProxyCommand } from './commands/proxy.js';
 import { addRebuildIndexCommand } from './commands/rebuild-index.js';
@@ -18,13 +21,18 @@ const program = new Command('kcompact')
   .showHelpAfterError()
   // Usage errors then end up below with the rest, as exit code 2; subcommands inherit both.
   .exitOverride()
-  .addHelpText('after', '\nExit codes: 0 done, 1 the operation failed (proxy unreachable, unknown topic, ...), 2 invalid configuration or usage.');
+  .addHelpText(
+    'after',
+    '\nExit codes: 0 done, 1 the operation failed (proxy unreachable, unknown topic, no value for a key, a condition not met, ...), 2 invalid configuration or usage.',
+  );
 
 addProxyCommand(program);
 addStatusCommand(program);
 addInspectCommand(program);
 addCompactCommand(program);
 addRebuildIndexCommand(program);
+addGetCommand(program);
+addPutCommand(program);
 
 try {
   await program.parseAsync(process.argv);
