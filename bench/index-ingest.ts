@@ -36,6 +36,7 @@ const OPTIONS = {
   upstream: { type: 'string' },
   topic: { type: 'string' },
   kafka: { type: 'boolean', default: false },
+  table: { type: 'boolean', default: false },
   help: { type: 'boolean', default: false },
 } as const;
 
@@ -47,6 +48,7 @@ const HELP: Record<keyof typeof OPTIONS, string> = {
   upstream: 'also index --topic from this upstream (HOST:PORT), end to end',
   topic: 'the topic --upstream holds (every partition is indexed)',
   kafka: 'also end to end: a Kafka 4.4 broker gets the partition from kbench, then the worker indexes it',
+  table: 'also index it as a partition the table API reads (its latest record per key kept in memory), side by side',
   help: 'print the flags',
 };
 
@@ -103,12 +105,14 @@ function rate(records: number, seconds: number): string {
   return Math.round(records / seconds).toLocaleString('en');
 }
 
-async function inProcess(codec: number, name: string): Promise<void> {
+async function inProcess(codec: number, name: string, table = false): Promise<void> {
   const answers = await fetchAnswers(codec);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kcompact-ingest-'));
   try {
     const { store } = PartitionStore.open(path.join(dir, 'p.sqlite'), { topic: 'bench', partition: 0 });
     const rows = new RowBuffer(4096);
+    // A table read before the first ingest: from then on ingest keeps each key's latest record.
+    if (table) store.latestOf(Buffer.alloc(16));
     const roll = { segmentBytes: DEFAULT_POLICY.segmentBytes, maxSegmentMs: DEFAULT_POLICY.segmentMs };
     const cpuBefore = process.cpuUsage();
     const started = performance.now();
@@ -187,6 +191,8 @@ async function withKafka(run: (bootstrap: string, topic: string) => Promise<void
 
 console.log(`index ingest: ${RECORDS} records, ${KEYS} keys, ${PER_BATCH} per batch, ${VALUE_SIZE}-byte values, one core`);
 await inProcess(Compression.None, 'uncompressed');
+if (values.table) await inProcess(Compression.None, 'table');
 await inProcess(Compression.Lz4, 'lz4');
+if (values.table) await inProcess(Compression.Lz4, 'table lz4');
 if (values.kafka) await withKafka(endToEnd);
 else if (values.upstream && values.topic) await endToEnd(values.upstream, values.topic);

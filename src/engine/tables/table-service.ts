@@ -29,6 +29,7 @@ import {
   type VerdictAnswer,
 } from '../api/table-reads.js';
 import { RecordReads, type ReadStore } from './record-reads.js';
+import { partitionKey } from '../api/partition-key.js';
 
 export interface TableServiceDeps {
   registry: StoreRegistry;
@@ -48,8 +49,10 @@ export interface TableServiceDeps {
 
 /** Records kept decoded, by partition and offset: a warm key's read does not go to the store. */
 const CACHED_RECORDS = 10_000;
-/** How often a wait looks at the index again. */
-const POLL_MS = 2;
+/** How often a read waiting for a topic's policy and partitions looks again. */
+const NEWS_POLL_MS = 20;
+/** How long a wait for the index sleeps at most before looking again without being told. */
+const FALLBACK_POLL_MS = 50;
 /** How long a read waits for a topic's policy and partitions to reach this replica. */
 const NEWS_WAIT_MS = 1_000;
 
@@ -57,6 +60,8 @@ export class TableService implements TableReads {
   private readonly cache = new Map<string, TableRecord>();
   /** Indexes that caught up with the store once since they opened. */
   private readonly caughtUpOnce = new WeakSet<PartitionStore>();
+  /** Per partition, the reads waiting for its index to move. */
+  private readonly waiting = new Map<string, Set<() => void>>();
 
   constructor(private readonly deps: TableServiceDeps) {}
 
@@ -82,8 +87,9 @@ export class TableService implements TableReads {
       const verdict = store.verdict(offset);
       if (verdict === 'won' || verdict === 'void') return { verdict };
       if (verdict === 'none') return { verdict: 'unconditional' };
-      if (this.deps.clock.now() >= deadline) return this.behind(topic, partition);
-      await this.deps.clock.sleep(POLL_MS);
+      const left = deadline - this.deps.clock.now();
+      if (left <= 0) return this.behind(topic, partition);
+      await this.nextMove(topic, partition, Math.min(left, FALLBACK_POLL_MS));
     }
   }
 
@@ -157,7 +163,7 @@ export class TableService implements TableReads {
         }
         throw new TableError(404, `topic ${topic} has no partition ${partition} that this replica knows of; check the partition count`);
       }
-      await clock.sleep(POLL_MS * 10);
+      await clock.sleep(NEWS_POLL_MS);
     }
   }
 
@@ -177,8 +183,34 @@ export class TableService implements TableReads {
       }
       // Records waiting for their verdict (a replica new to a carried store) are not answered for.
       if (store && store.checkpoint.nextOffset >= atLeast && store.firstUnjudged < 0) return store;
-      if (clock.now() >= deadline) return undefined;
-      await clock.sleep(POLL_MS);
+      const left = deadline - clock.now();
+      if (left <= 0) return undefined;
+      // The index says when it moves; the fallback covers an index opened or dropped meanwhile.
+      await this.nextMove(topic, partition, Math.min(left, FALLBACK_POLL_MS));
+    }
+  }
+
+  /** The partition's index moved (it read more of the store): the reads waiting on it look again. */
+  indexMoved(topic: string, partition: number): void {
+    const key = partitionKey(topic, partition);
+    const waiting = this.waiting.get(key);
+    if (!waiting) return;
+    this.waiting.delete(key);
+    for (const wake of waiting) wake();
+  }
+
+  /** Resolves when the partition's index next moves, or after ms. */
+  private async nextMove(topic: string, partition: number, ms: number): Promise<void> {
+    const key = partitionKey(topic, partition);
+    const cut = new AbortController();
+    const wake = () => cut.abort();
+    let waiting = this.waiting.get(key);
+    if (!waiting) this.waiting.set(key, (waiting = new Set()));
+    waiting.add(wake);
+    try {
+      await this.deps.clock.sleep(ms, cut.signal);
+    } finally {
+      waiting.delete(wake);
     }
   }
 

@@ -54,11 +54,16 @@ export async function createEngine(config: WorkerConfig, deps: EngineDeps): Prom
   const { log, send } = deps;
   const clock = deps.clock ?? SYSTEM_CLOCK;
   const now = (): number => clock.now();
+  // Told each time a partition's index moves (the registry's end sink): made once the indexer is.
+  let tables: TableService | undefined;
   const registry = new StoreRegistry(
     config.dataDir,
     log,
     (id, snapshot, transfer) => send({ type: 'snapshot', topic: id.topic, partition: id.partition, snapshot }, transfer),
-    (id, end) => send({ type: 'end', topic: id.topic, partition: id.partition, end }),
+    (id, end) => {
+      send({ type: 'end', topic: id.topic, partition: id.partition, end });
+      tables?.indexMoved(id.topic, id.partition);
+    },
   );
   const connector = new UpstreamConnector(config.connection.security, log);
   // The engine's own client of the upstream: a thread cannot share the main thread's sockets.
@@ -127,7 +132,7 @@ export async function createEngine(config: WorkerConfig, deps: EngineDeps): Prom
   const demand = new PartitionDemand(config.indexing.idleMs, now);
   if (config.indexing.onDemand) indexer.setWanted((topic, partition) => demand.wanted(topic, partition) || (group?.holds(topic, partition) ?? false));
 
-  const tables = new TableService({
+  tables = new TableService({
     registry,
     policies: () => policies,
     partitions: () => indexer.partitions(),
