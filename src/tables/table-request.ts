@@ -58,6 +58,24 @@ export interface TopicInfo {
 
 export type TableRequest = GetKey | WriteKey | Changes | TopicInfo;
 
+/** Every method and path the API serves (docs/tables.openapi.yaml describes each; a test holds them together). */
+export const SERVED_ROUTES = [
+  { method: 'GET', path: '/v1/topics/{topic}', route: 'topic' },
+  { method: 'GET', path: '/v1/topics/{topic}/keys/{key}', route: 'get_key' },
+  { method: 'PUT', path: '/v1/topics/{topic}/keys/{key}', route: 'put_key' },
+  { method: 'DELETE', path: '/v1/topics/{topic}/keys/{key}', route: 'delete_key' },
+  { method: 'GET', path: '/v1/topics/{topic}/changes', route: 'changes' },
+] as const;
+
+/** The query parameters each route takes; any other is refused. */
+export const QUERY_PARAMETERS: Readonly<Record<TableRequest['route'], readonly string[]>> = {
+  topic: [],
+  get_key: ['encoding', 'partition', 'min_offset', 'timeout_ms', 'key_format'],
+  put_key: ['encoding', 'partition', 'timeout_ms'],
+  delete_key: ['encoding', 'partition', 'timeout_ms'],
+  changes: ['from', 'partition', 'key', 'prefix', 'format', 'encoding', 'key_format'],
+};
+
 const TOPIC_NAME = /^[A-Za-z0-9._-]{1,249}$/;
 const DIGITS = /^\d+$/;
 
@@ -184,7 +202,7 @@ function partitionOf(params: URLSearchParams): number | undefined {
 
 function keyRoute(method: string | undefined, topic: string, segment: string, rawUrl: string, headers: IncomingHttpHeaders): TableRequest {
   if (method === 'GET') {
-    const params = queryOf(rawUrl, ['encoding', 'partition', 'min_offset', 'timeout_ms', 'key_format']);
+    const params = queryOf(rawUrl, QUERY_PARAMETERS.get_key);
     const encoding = encodingOf(params);
     return {
       route: 'get_key',
@@ -198,7 +216,7 @@ function keyRoute(method: string | undefined, topic: string, segment: string, ra
   }
   if (method !== 'PUT' && method !== 'DELETE') throw notAllowed(method, 'GET, PUT, DELETE');
   const route = method === 'PUT' ? 'put_key' : 'delete_key';
-  const params = queryOf(rawUrl, ['encoding', 'partition', 'timeout_ms']);
+  const params = queryOf(rawUrl, QUERY_PARAMETERS[route]);
   const encoding = encodingOf(params);
   return {
     route,
@@ -212,7 +230,7 @@ function keyRoute(method: string | undefined, topic: string, segment: string, ra
 }
 
 function changesRoute(topic: string, rawUrl: string, headers: IncomingHttpHeaders): Changes {
-  const params = queryOf(rawUrl, ['from', 'partition', 'key', 'prefix', 'format', 'encoding', 'key_format']);
+  const params = queryOf(rawUrl, QUERY_PARAMETERS.changes);
   const encoding = encodingOf(params);
   const fromRaw = params.get('from') ?? 'now';
   const from = fromRaw === 'now' ? 'now' : integerParam(params, 'from');
@@ -262,7 +280,7 @@ export function parseTableRequest(method: string | undefined, rawUrl: string, he
   if (route === 'topic' || route === 'changes') {
     if (method !== 'GET') throw notAllowed(method, 'GET');
     if (route === 'topic') {
-      queryOf(rawUrl, []);
+      queryOf(rawUrl, QUERY_PARAMETERS.topic);
       return { route, topic };
     }
     return changesRoute(topic, rawUrl, headers);
