@@ -15,8 +15,6 @@ import { compactionSettings, flagOf, listenerTlsSettings, type ProxyConfig } fro
 import { reloadWatchedFiles } from '../common/watched-files.js';
 import { UpstreamConnector } from '../upstream/upstream-connector.js';
 import { connectCluster } from '../upstream/connection-options.js';
-import type { CompactionEngine } from '../engine/api/engine-handle.js';
-import type { TableReads } from '../engine/api/table-reads.js';
 import { startTableServer, type TableServer } from '../tables/table-server.js';
 import { tablesGate } from '../tables/table-access.js';
 import { MetadataPartitions } from '../tables/topic-partitions.js';
@@ -27,12 +25,6 @@ import { UpstreamTableWriter } from '../tables/table-writer.js';
  * gives up and exits 1 (a clean pass under way finishes first: a few seconds at most).
  */
 const CLOSE_BUDGET_MS = 20_000;
-
-/**
- * The engine's answers for the table API. Until every engine has them (CompactionEngine.tables),
- * one without them leaves the routes answering 503.
- */
-const tableReadsOf = (engine: CompactionEngine): TableReads | undefined => (engine as CompactionEngine & { tables?: TableReads }).tables;
 
 function fail(msg: string, fields: Record<string, unknown>): never {
   log.error(msg, fields);
@@ -130,7 +122,7 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
       gate: tablesGate(token),
       onRefused: (reason) => metrics.refused('tables', reason),
       deps: {
-        reads: () => (compaction ? tableReadsOf(compaction.engine) : undefined),
+        reads: () => compaction?.engine.tables,
         partitions: new MetadataPartitions(upstream),
         writer: new UpstreamTableWriter(upstream, { produceTimeoutMs: Math.max(100, c.requestTimeoutMs - 1_000) }),
         metrics: metrics.tables,

@@ -11,7 +11,11 @@ export interface HttpAnswer {
   body: string;
 }
 
-export function httpRequest(hostPort: string, route: string, opts: { method?: string; headers?: Record<string, string> } = {}): Promise<HttpAnswer> {
+export function httpRequest(
+  hostPort: string,
+  route: string,
+  opts: { method?: string; headers?: Record<string, string>; body?: string | Buffer } = {},
+): Promise<HttpAnswer> {
   const at = hostPort.lastIndexOf(':');
   return new Promise((resolve, reject) => {
     const req = http.request(
@@ -31,6 +35,6 @@ export function httpRequest(hostPort: string, route: string, opts: { method?: st
       },
     );
     req.on('error', reject);
-    req.end();
+    req.end(opts.body);
   });
 }

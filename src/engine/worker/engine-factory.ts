@@ -23,7 +23,7 @@ import { KeyIdentities } from '../key-identity/key-identities.js';
 import { engineStatus, inspectTopic } from './engine-status.js';
 import { UpstreamConnector } from '../../upstream/upstream-connector.js';
 import { connectCluster } from '../../upstream/connection-options.js';
-import { TableService } from '../tables/table-service.js';
+import { TableService } from '../table-reads/table-service.js';
 import { fetchRecords } from '../indexer/partition-requests.js';
 
 export interface EngineDeps {

@@ -53,7 +53,9 @@ const CACHED_RECORDS = 10_000;
 const NEWS_POLL_MS = 20;
 /** How long a wait for the index sleeps at most before looking again without being told. */
 const FALLBACK_POLL_MS = 50;
-/** How long a read waits for a topic's policy and partitions to reach this replica. */
+/** How long a question for a partition's end waits for its index to catch up with the store, at least. */
+const END_WAIT_MS = 5_000;
+/** How long a read waits for a topic's policy and partitions to reach this replica, at least. */
 const NEWS_WAIT_MS = 1_000;
 
 export class TableService implements TableReads {
@@ -96,12 +98,17 @@ export class TableService implements TableReads {
   async changes(topic: string, partition: number, from: number, key: TableKey | null, limit: number, waitMs: number): Promise<ChangesAnswer> {
     const deadline = this.deps.clock.now() + waitMs;
     await this.check(topic, partition, deadline);
+    if (limit <= 0) {
+      // Where the partition ends now (a stream from now): its index caught up with the store first.
+      const store = await this.indexed(topic, partition, 0, Math.max(deadline, this.deps.clock.now() + END_WAIT_MS));
+      if (!store) throw new TableError(503, `the index of ${topic}-${partition} has not caught up with the store yet; retry in a moment`);
+      return { records: [], next: store.checkpoint.nextOffset };
+    }
     const digest = key === null ? null : await this.digestOf(topic, key);
     let store = await this.indexed(topic, partition, 0, deadline);
     for (;;) {
       if (!store) return { records: [], next: from };
       const next = Math.max(from, store.checkpoint.logStartOffset);
-      if (limit <= 0) return { records: [], next: store.checkpoint.nextOffset };
       const rows = store.changedRows(next, digest, limit);
       if (rows.length > 0) return this.changedRecords(topic, store, rows);
       const end = store.checkpoint.nextOffset;
@@ -144,11 +151,11 @@ export class TableService implements TableReads {
   /**
    * Throws unless the topic is compacted and has the partition. A topic just made (or made
    * compacted) may not have reached this replica's policies and metadata yet: they are waited for
-   * up to the deadline, or a second at most.
+   * up to the deadline, and a second at least.
    */
   private async check(topic: string, partition: number, deadline: number): Promise<void> {
     const { clock } = this.deps;
-    const until = Math.min(deadline, clock.now() + NEWS_WAIT_MS);
+    const until = Math.max(deadline, clock.now() + NEWS_WAIT_MS);
     for (;;) {
       const compacted = this.deps.policies().has(topic);
       const known = compacted && this.deps.partitions().some((p) => p.topic === topic && p.partition === partition);
