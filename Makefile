@@ -8,7 +8,7 @@ NODE_TEST := node --test --test-concurrency=1 --test-timeout=600000 \
 	--test-reporter=tap --test-reporter-destination=stdout \
 	--test-reporter=./scripts/failures-reporter.mjs --test-reporter-destination=stdout
 
-.PHONY: all deps build lint format peers test test-unit test-integration profiles soak run bench bench-compaction bench-carry bench-segments bench-pacing bench-replicas bench-scale fuzz gen clean
+.PHONY: all deps build lint format peers test test-unit test-integration profiles soak run bench bench-compaction bench-carry bench-segments bench-pacing bench-replicas bench-scale bench-tables fuzz gen clean
 
 all: build
 
@@ -86,6 +86,10 @@ bench-replicas: build peers
 # SCALE_ARGS="--partitions 50 --keys 200000 --soak-minutes 1 --soak-warm-up-minutes 0" for a run of a minute and a half.
 bench-scale: build peers
 	node dist/bench/scale.js $(SCALE_ARGS)
+
+# The table API (issue 35): GET latency and rate beside a bare node:http server, a write's latency beside a plain produce, CAS throughput over 1, 2 and 4 partitions; TABLES_ARGS="--store kfake --seconds 3" for a short run.
+bench-tables: build peers
+	node dist/bench/tables.js $(TABLES_ARGS)
 
 # A million mutated and random frames through the decoders; FUZZ_ARGS="--seed N --frames N" to replay.
 fuzz: build
