@@ -748,8 +748,7 @@ export class PartitionStore {
 
   /** Where the record at `offset` is (null: at its offset) and its timestamp; undefined when the index holds no such row. */
   rowAt(offset: number): { phys: number | null; timestamp: number; flags: number } | undefined {
-    const row = this.db.prepare('SELECT phys, ts, flags FROM records WHERE partition = ? AND offset = ?').raw().get(this.partition, offset) as
-      [number | null, number, number] | undefined;
+    const row = this.index.rowAt.get(this.partition, offset) as [number | null, number, number] | undefined;
     return row && { phys: row[0], timestamp: row[1], flags: row[2] };
   }
 

@@ -110,6 +110,8 @@ export class TopicIndex {
   readonly keyViews: Buffer[] = [];
   readonly saveCheckpoint: Database.Statement;
   readonly upsertSegment: Database.Statement;
+  /** Where a row's bytes are, its timestamp and flags (the table API's reads). */
+  readonly rowAt: Database.Statement;
 
   private constructor(
     /**
@@ -133,6 +135,7 @@ export class TopicIndex {
       `INSERT INTO segments (partition, base, rolling_ts, max_ts, bytes) VALUES (?, ?, ?, ?, ?)
        ON CONFLICT (partition, base) DO UPDATE SET rolling_ts = excluded.rolling_ts, max_ts = excluded.max_ts, bytes = excluded.bytes`,
     );
+    this.rowAt = db.prepare('SELECT phys, ts, flags FROM records WHERE partition = ? AND offset = ?').raw();
   }
 
   /** Opens (or creates) a topic's index file, recreating it when it is unusable. */

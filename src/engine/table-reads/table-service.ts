@@ -108,13 +108,12 @@ export class TableService implements TableReads {
     let store = await this.indexed(topic, partition, 0, deadline);
     for (;;) {
       if (!store) return { records: [], next: from };
-      const next = Math.max(from, store.checkpoint.logStartOffset);
-      const rows = store.changedRows(next, digest, limit);
+      const rows = store.changedRows(from, digest, limit);
       if (rows.length > 0) return this.changedRecords(topic, store, rows);
       const end = store.checkpoint.nextOffset;
-      if (this.deps.clock.now() >= deadline) return { records: [], next: Math.max(next, end) };
+      if (this.deps.clock.now() >= deadline) return { records: [], next: Math.max(from, end) };
       store = await this.indexed(topic, partition, end + 1, deadline);
-      if (!store) return { records: [], next: Math.max(next, end) };
+      if (!store) return { records: [], next: Math.max(from, end) };
     }
   }
 
