@@ -19,6 +19,7 @@ import { DemandNotes } from './demand-notes.js';
 import type { EngineReplies, EngineRequest, FromWorker, ToWorker, WorkerConfig } from '../../engine/api/engine-protocol.js';
 import { deserializeError, restoreFields } from '../../engine/api/worker-log.js';
 import { restoreRecord } from '../../engine/api/table-reads.js';
+import { LatestCache } from './latest-cache.js';
 
 const RESTART_DELAY_MS = 1000;
 const CLOSE_TIMEOUT_MS = 30_000;
@@ -48,6 +49,8 @@ export async function startCompactionEngine(options: EngineOptions, log: Logger)
     (topic, partition) => demand.note(topic, partition),
   );
   const config: WorkerConfig = { ...options, logLevel: levelOf(log) };
+  // A warm key's table read is answered here while its partition's index has not moved.
+  const latestAnswers = new LatestCache();
   const pending = new Map<number, Pending>();
   let nextId = 1;
   let policies: [string, TopicPolicy][] | undefined;
@@ -64,9 +67,11 @@ export async function startCompactionEngine(options: EngineOptions, log: Logger)
         break;
       case 'snapshot':
         index.apply(m.topic, m.partition, m.snapshot);
+        latestAnswers.moved(m.topic, m.partition);
         break;
       case 'end':
         index.applyEnd(m.topic, m.partition, m.end);
+        latestAnswers.moved(m.topic, m.partition);
         break;
       case 'log':
         log[m.level](m.msg, m.fields ? restoreFields(m.fields) : undefined);
@@ -99,6 +104,7 @@ export async function startCompactionEngine(options: EngineOptions, log: Logger)
       w.on('error', (err) => log.error('compaction worker failed', { err }));
       w.on('exit', (code) => {
         workerGone = true;
+        latestAnswers.clear();
         for (const call of pending.values()) call.reject(new Error(`compaction worker exited (code ${code})`));
         pending.clear();
         if (!isReady) reject(new Error(`compaction worker exited (code ${code}) before it was ready`));
@@ -140,8 +146,14 @@ export async function startCompactionEngine(options: EngineOptions, log: Logger)
     rebuildIndex: (topic) => call('rebuild', topic === undefined ? {} : { topic }),
     tables: {
       async latest(topic, partition, key, atLeast, timeoutMs) {
+        const bytes = 'bytes' in key ? key.bytes : undefined;
+        const kept = bytes && latestAnswers.get(topic, partition, bytes, atLeast);
+        if (kept) return kept;
+        const moves = latestAnswers.movesOf(topic, partition);
         const answer = await call('tableLatest', { topic, partition, key, atLeast, timeoutMs });
-        if (!answer.behind && answer.record) restoreRecord(answer.record);
+        if (answer.behind) return answer;
+        if (answer.record) restoreRecord(answer.record);
+        if (bytes) latestAnswers.put(topic, partition, bytes, answer, moves);
         return answer;
       },
       verdict: (topic, partition, offset, timeoutMs) => call('tableVerdict', { topic, partition, offset, timeoutMs }),
