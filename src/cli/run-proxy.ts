@@ -123,6 +123,7 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
       onRefused: (reason) => metrics.refused('tables', reason),
       deps: {
         reads: () => compaction?.engine.tables,
+        compacted: (topic) => compaction?.configs.view.compacted(topic) !== undefined,
         partitions: new MetadataPartitions(upstream),
         writer: new UpstreamTableWriter(upstream, { produceTimeoutMs: Math.max(100, c.requestTimeoutMs - 1_000) }),
         metrics: metrics.tables,

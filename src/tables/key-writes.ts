@@ -34,7 +34,7 @@ export async function writeKey(deps: TableDeps, req: WriteKey, body: Buffer): Pr
   const key = { bytes: req.key };
   const partition = await keyPartition(deps.partitions, req.topic, key, req.partition);
   // Refuses a topic the index does not serve (409) before anything is written to it.
-  await reads.changes(req.topic, partition, 0, null, 0, 0);
+  if (!deps.compacted?.(req.topic)) await reads.changes(req.topic, partition, 0, null, 0, 0);
   const offset = await deps.writer.append(
     req.topic,
     partition,

@@ -12,6 +12,11 @@ import type { TableWriter } from './table-writer.js';
 export interface TableDeps {
   /** The index's answers; undefined while the engine is starting (the routes answer 503). */
   reads(): TableReads | undefined;
+  /**
+   * Whether this replica's config layer holds the topic as compacted: a write to one goes to the
+   * store without asking the index first (the index refuses the others, 409).
+   */
+  compacted?: (topic: string) => boolean;
   partitions: TopicPartitions;
   writer: TableWriter;
   metrics?: TableMetrics;
