@@ -179,7 +179,6 @@ export class TableService implements TableReads {
    */
   private async indexed(topic: string, partition: number, atLeast: number, deadline: number): Promise<PartitionStore | undefined> {
     const { registry, clock } = this.deps;
-    this.deps.use(topic, partition);
     for (;;) {
       const store = registry.get(topic, partition);
       if (store && !this.caughtUpOnce.has(store)) {
