@@ -2,7 +2,8 @@
  * The table API (docs/tables.md) against the store it sits on, in one run: three kcompact
  * replicas (their own processes) in front of one Kafka 4.4 broker (or kfake), and
  *
- * - GET of a warm key: latency one at a time (p50, p99), and throughput with concurrent readers
+ * - GET of a warm key, from khttp (a Go client, so the client is not what limits it): latency one
+ *   at a time (p50, p99), and throughput with concurrent connections
  *   per CPU second of the replica's process, beside a bare node:http server answering the same
  *   JSON on this machine in the same run (the floor any HTTP API in node stands on);
  * - a write's latency: PUT, and PUT with If-Match, each one after the other, beside a plain
@@ -14,14 +15,19 @@
  * Prints figures and ratios; asserts nothing.
  *
  *   node dist/bench/tables.js [--store kafka|kfake] [--gets 5000] [--writes 500] [--seconds 10]
+ *     [--cpu-prof DIR]
  */
 import { spawn } from 'node:child_process';
 import http from 'node:http';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import kafkajs from 'kafkajs';
-import { freePort, startKafka, startKfake } from '../test/support/index.js';
+import { freePort, runProcess, startKafka, startKfake, tail } from '../test/support/index.js';
+import { binDir } from '../test/support/paths.js';
 import { printHelpAndExit } from './bench-help.js';
 import { numberFlags } from './number-flag.js';
+import { benchDirs } from './bench-dirs.js';
+import { profileReport, profileThreadId } from './cpu-profile.js';
 import { cpuSeconds } from './proc-stats.js';
 import { startProxyProcess, type RunningProxyProcess } from './proxy-process.js';
 import { table } from './text-table.js';
@@ -34,17 +40,19 @@ const OPTIONS = {
   writes: { type: 'string', default: '500' },
   writers: { type: 'string', default: '8' },
   seconds: { type: 'string', default: '10' },
+  'cpu-prof': { type: 'string' },
   help: { type: 'boolean', default: false },
 } as const;
 
 const HELP: Record<keyof typeof OPTIONS, string> = {
   store: 'kafka (Kafka 4.4, compaction off) or kfake',
   keys: 'keys written before the reads',
-  gets: 'GETs timed one at a time, and per reader in the throughput run',
-  readers: 'concurrent readers in the throughput run',
+  gets: 'GETs timed one at a time; four times as many in the throughput run',
+  readers: 'concurrent connections in the throughput run',
   writes: 'writes timed one at a time, per kind',
   writers: 'compare-and-set writers per partition',
   seconds: 'length of each compare-and-set run',
+  'cpu-prof': "write the reading replica's CPU profiles here and report where its main thread's time went",
   help: 'print the flags',
 };
 
@@ -58,6 +66,7 @@ const WRITES = number('writes');
 const WRITERS = number('writers');
 const SECONDS = number('seconds');
 const TOPIC = 'bench-table';
+const khttpBin = path.join(binDir, 'khttp');
 const PARTITIONS = [1, 2, 4];
 
 function percentile(sorted: number[], p: number): number {
@@ -106,28 +115,28 @@ async function timed(n: number, f: (i: number) => Promise<void>): Promise<number
   return out;
 }
 
-/** Runs `readers` loops of `perReader` calls of `f` at once; calls per second and the process's CPU seconds meanwhile. */
-async function throughput(
-  pid: number | undefined,
-  readers: number,
-  perReader: number,
-  f: (i: number) => Promise<void>,
-): Promise<{ perSecond: number; perCpuSecond: number }> {
-  const cpuBefore = pid === undefined ? process.cpuUsage() : cpuSeconds(pid);
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: readers }, async (_, r) => {
-      for (let i = 0; i < perReader; i++) await f(r * perReader + i);
-    }),
-  );
-  const seconds = (performance.now() - started) / 1000;
-  let cpu: number;
-  if (pid === undefined) {
-    const used = process.cpuUsage(cpuBefore as NodeJS.CpuUsage);
-    cpu = (used.user + used.system) / 1e6;
-  } else cpu = (cpuSeconds(pid) ?? 0) - ((cpuBefore as number | null) ?? 0);
-  const calls = readers * perReader;
-  return { perSecond: calls / seconds, perCpuSecond: cpu > 0 ? calls / cpu : NaN };
+interface KhttpResult {
+  latencyMs: { p50: number; p99: number };
+  requests: number;
+  perSecond: number;
+}
+
+/** One run of khttp (test/peers/go/cmd/khttp) against `url`, "{i}" walking `keys` key indexes. */
+async function khttp(url: string, keys: number, counts: { warmup?: number; latency?: number; requests?: number }): Promise<KhttpResult> {
+  const argv = ['--url', url, '--keys', String(keys), '--connections', String(READERS)];
+  argv.push('--warmup', String(counts.warmup ?? 0), '--latency', String(counts.latency ?? 0), '--requests', String(counts.requests ?? 0));
+  const r = await runProcess(khttpBin, argv, { timeoutMs: 600_000 });
+  const line = r.stdout.trimEnd().split('\n').pop() ?? '';
+  if (r.code !== 0 || !line.startsWith('{')) throw new Error(`khttp ${argv.join(' ')} exited ${r.code ?? r.signal}: ${tail(r.stdout, 5)} ${tail(r.stderr)}`);
+  return JSON.parse(line) as KhttpResult;
+}
+
+/** GETs per second from `READERS` connections at once, and per CPU second of the answering process `pid`. */
+async function khttpRate(pid: number | undefined, url: string, keys: number): Promise<{ perSecond: number; perCpuSecond: number }> {
+  const before = pid === undefined ? null : cpuSeconds(pid);
+  const run = await khttp(url, keys, { requests: GETS * 4 });
+  const cpu = pid === undefined || before === null ? NaN : (cpuSeconds(pid) ?? 0) - before;
+  return { perSecond: run.perSecond, perCpuSecond: cpu > 0 ? run.requests / cpu : NaN };
 }
 
 /** A bare node:http server answering a fixed JSON body, in a process of its own: the floor of any HTTP API in node. */
@@ -153,11 +162,17 @@ interface Replica {
   tables: string;
 }
 
+const { profDir } = benchDirs(values);
+const readerProfile = profDir('reader');
+
 async function startReplicas(upstream: string, nodeId: number): Promise<Replica[]> {
   const replicas: Replica[] = [];
   for (let i = 0; i < 3; i++) {
     const tables = `127.0.0.1:${await freePort()}`;
-    const proxy = await startProxyProcess(upstream, nodeId, { args: ['--tables-listen', tables, '--carrier-group', 'bench-tables'] });
+    const proxy = await startProxyProcess(upstream, nodeId, {
+      args: ['--tables-listen', tables, '--carrier-group', 'bench-tables'],
+      ...(i === 0 && { cpuProfDir: readerProfile }),
+    });
     replicas.push({ proxy, tables });
   }
   return replicas;
@@ -227,18 +242,17 @@ try {
     await producer.send({ topic: TOPIC, acks: -1, messages });
   }
 
-  // Reads: every key once to warm the replica, then timed.
+  // Reads: every key once to warm the replica, then timed by khttp (Go), so the client is not what limits them.
   const reader = replicas[0]!;
-  const key = (i: number) => `key-${(i * 7919) % KEYS}`;
   for (let i = 0; i < KEYS; i++) await getOffset(reader, `key-${i}`, 0);
-  const getOnce = async (i: number) => void (await getOffset(reader, key(i), 0));
-  const getLatency = latencies(await timed(GETS, getOnce));
-  const getRate = await throughput(reader.proxy.proc.pid, READERS, GETS / READERS, getOnce);
-  const sample = await httpRequest(reader.tables, keyPath(key(0), 0));
+  const keyUrl = `http://${reader.tables}${keyPath('key-{i}', 0)}`;
+  const getLatency = (await khttp(keyUrl, KEYS, { latency: GETS })).latencyMs;
+  const getRate = await khttpRate(reader.proxy.proc.pid, keyUrl, KEYS);
+  const sample = await httpRequest(reader.tables, keyPath('key-0', 0));
   const bare = await bareServer(sample.body);
-  const bareGet = async () => void (await httpRequest(bare.address, '/'));
-  const bareLatency = latencies(await timed(GETS, bareGet));
-  const bareRate = await throughput(bare.pid, READERS, GETS / READERS, bareGet);
+  const bareUrl = `http://${bare.address}/`;
+  const bareLatency = (await khttp(bareUrl, 1, { latency: GETS })).latencyMs;
+  const bareRate = await khttpRate(bare.pid, bareUrl, 1);
   await bare.close();
 
   // Writes: a plain produce, a PUT and a PUT with If-Match, one after the other.
@@ -316,4 +330,8 @@ try {
   await producer.disconnect().catch(() => {});
   for (const r of replicas) await r.proxy.stop().catch(() => {});
   await (kafka ?? kfake)!.stop();
+}
+if (readerProfile) {
+  const title = "CPU profile of the reading replica's main thread (the whole run: reads, writes, compare-and-set)";
+  console.log('\n' + profileReport(readerProfile, { title, files: (name) => profileThreadId(name) === 0 }));
 }

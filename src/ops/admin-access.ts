@@ -8,7 +8,7 @@
 import { isIP } from 'node:net';
 import { isLoopbackHost } from '../common/host-port.js';
 import type { BearerToken } from './bearer-token.js';
-import { Reply, type Gate, type Refusal } from './management-server.js';
+import { Reply, type Gate, type Refusal, type RequestGate } from './management-server.js';
 
 /** On the metrics listener: the admin routes' paths are not there, by any method. */
 export function adminRoutesElsewhere(adminPaths: ReadonlySet<string>): Gate {
@@ -58,7 +58,7 @@ const ADMIN: GuardedListener = {
  * address or loopback (a page served from a name that resolves to 127.0.0.1, DNS rebinding, names
  * that name). The refusals say what to do in their body too, for clients other than the CLI.
  */
-export function bearerGate(token: BearerToken | undefined, listener: GuardedListener): Gate {
+export function bearerGate(token: BearerToken | undefined, listener: GuardedListener): RequestGate {
   /** RFC 6750: the realm names what the token is for; `error` says why a token was refused. */
   const challenge = (error?: string) => ({ 'www-authenticate': `Bearer realm="${listener.realm}"${error ? `, error="${error}"` : ''}` });
   const refusal = (reason: Refusal['reason'], status: number, error: string, fix: string, headers: Record<string, string> = {}): Refusal => ({

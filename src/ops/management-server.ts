@@ -41,6 +41,8 @@ export interface Refusal {
 
 /** Looks at a request before its route: a Refusal answers it instead, and nothing it asked for happens. */
 export type Gate = (req: http.IncomingMessage, url: URL) => Refusal | undefined;
+/** A gate that looks at the request's headers only. */
+export type RequestGate = (req: http.IncomingMessage) => Refusal | undefined;
 
 /** The HTTP listeners; 'tables' is the table API's (src/tables/), which shares the gates and the refusals metric. */
 export type ListenerName = 'metrics' | 'admin' | 'tables';

@@ -3,13 +3,29 @@
  * to reach a write the caller made (read-your-writes), and what the table API knows of a topic
  * (GET /v1/topics/{topic}).
  */
-import { TableError } from '../engine/api/table-reads.js';
+import { TableError, type TableRecord } from '../engine/api/table-reads.js';
 import { ApiError, unavailable } from './api-error.js';
 import { keyPartition } from './key-partition.js';
-import { recordJson } from './record-json.js';
-import { etagOf, type TableAnswer } from './table-answer.js';
+import { recordJson, type Encoding } from './record-json.js';
+import { etagOf, JsonText, type TableAnswer } from './table-answer.js';
 import { readsOf, type TableDeps } from './table-deps.js';
 import type { GetKey, TopicInfo } from './table-request.js';
+
+/**
+ * Each record's answer as sent, per encoding: the engine client hands out the same record for a
+ * warm key until its partition's index moves, so a warm GET renders nothing.
+ */
+const rendered = new WeakMap<TableRecord, Partial<Record<Encoding, TableAnswer>>>();
+
+function answerOf(record: TableRecord, encoding: Encoding): TableAnswer {
+  let byEncoding = rendered.get(record);
+  if (!byEncoding) rendered.set(record, (byEncoding = {}));
+  return (byEncoding[encoding] ??= {
+    status: 200,
+    body: new JsonText(JSON.stringify(recordJson(record, encoding)) + '\n'),
+    headers: { etag: etagOf(record.offset) },
+  });
+}
 
 export async function getKey(deps: TableDeps, req: GetKey): Promise<TableAnswer> {
   const reads = readsOf(deps);
@@ -30,7 +46,7 @@ export async function getKey(deps: TableDeps, req: GetKey): Promise<TableAnswer>
       indexedTo: answer.indexedTo,
     });
   }
-  return { status: 200, body: recordJson(answer.record, req.encoding), headers: { etag: etagOf(answer.record.offset) } };
+  return answerOf(answer.record, req.encoding);
 }
 
 export async function topicInfo(deps: TableDeps, req: TopicInfo): Promise<TableAnswer> {

@@ -266,9 +266,13 @@ function notAllowed(method: string | undefined, allow: string): ApiError {
 }
 
 /** The request as its route takes it; an ApiError (400, 404, 405) when it is not one the API serves. */
-export function parseTableRequest(method: string | undefined, rawUrl: string, headers: IncomingHttpHeaders): TableRequest {
+export function parseTableRequest(
+  method: string | undefined,
+  rawUrl: string,
+  headers: IncomingHttpHeaders,
+  route: TableRouteName = routeOf(method, rawUrl),
+): TableRequest {
   const segments = pathOf(rawUrl).split('/');
-  const route = routeOf(method, rawUrl);
   if (route === 'unmatched') {
     throw new ApiError(
       404,

@@ -7,13 +7,13 @@
 import http from 'node:http';
 import type { HostPort } from '../common/host-port.js';
 import { LogThrottle } from '../common/log-throttle.js';
-import type { Gate, RefusalReason } from '../ops/management-server.js';
+import type { RefusalReason, RequestGate } from '../ops/management-server.js';
 import type { TableRouteName } from '../ops/metrics/table-metrics.js';
 import { ApiError, apiErrorOf } from './api-error.js';
 import { ChangeStreams, type ChangeStreamOptions } from './change-stream.js';
 import { getKey, topicInfo } from './key-reads.js';
 import { writeKey } from './key-writes.js';
-import type { TableAnswer } from './table-answer.js';
+import { JsonText, type TableAnswer } from './table-answer.js';
 import type { TableDeps } from './table-deps.js';
 import { parseTableRequest, routeOf, type TableRequest } from './table-request.js';
 
@@ -26,7 +26,7 @@ export interface TableServerOptions {
   listen: HostPort;
   deps: TableDeps;
   /** The bearer token and web-page check (ops/admin-access.ts bearerGate). */
-  gate?: Gate;
+  gate?: RequestGate;
   /** Counts each refusal by the gate. */
   onRefused?: (reason: RefusalReason) => void;
   changes?: Partial<ChangeStreamOptions>;
@@ -61,13 +61,17 @@ function readBody(req: http.IncomingMessage, max: number): Promise<Buffer> {
 }
 
 function send(res: http.ServerResponse, answer: TableAnswer, close = false): void {
-  const body = JSON.stringify(answer.body) + '\n';
-  res.writeHead(answer.status, {
-    ...answer.headers,
+  const body = answer.body instanceof JsonText ? answer.body.text : JSON.stringify(answer.body) + '\n';
+  const headers: Record<string, string | number> = {
     'content-type': 'application/json; charset=utf-8',
+    // With its length given, node writes head and body in one piece; without, writeHead commits
+    // to chunked framing, which costs a larger write and the client's parsing of it.
+    'content-length': Buffer.byteLength(body),
     'cache-control': 'no-store',
-    ...(close && { connection: 'close' }),
-  });
+  };
+  if (answer.headers) Object.assign(headers, answer.headers);
+  if (close) headers.connection = 'close';
+  res.writeHead(answer.status, headers);
   res.end(body);
 }
 
@@ -98,7 +102,7 @@ export async function startTableServer(opts: TableServerOptions): Promise<TableS
     const rawUrl = req.url ?? '/';
     const route: TableRouteName = routeOf(req.method, rawUrl);
     const done = (status: number) => deps.metrics?.answered(route, status, (performance.now() - started) / 1000);
-    const refusal = opts.gate?.(req, new URL(rawUrl, 'http://localhost'));
+    const refusal = opts.gate?.(req);
     if (refusal) {
       opts.onRefused?.(refusal.reason);
       failures.warn(log, `refused ${refusal.reason} ${req.socket.remoteAddress}`, 'refused a table API request', {
@@ -115,7 +119,7 @@ export async function startTableServer(opts: TableServerOptions): Promise<TableS
     }
     let parsed: TableRequest;
     try {
-      parsed = parseTableRequest(req.method, rawUrl, req.headers);
+      parsed = parseTableRequest(req.method, rawUrl, req.headers, route);
     } catch (err) {
       const e = apiErrorOf(err, `${req.method} ${rawUrl}`);
       send(res, { status: e.status, body: e.body, headers: e.headers });

@@ -104,7 +104,7 @@ java_programs() {
 go_programs() {
   command -v go >&2 || { echo "go is not installed" >&2; return 1; }
   # go build is incremental (module and build caches), so this is cheap when nothing changed.
-  (cd "$here/go" && go build -mod=readonly -buildvcs=false -o "$bin/" ./cmd/kfake ./cmd/franzclient ./cmd/kbench ./cmd/kworkload ./cmd/krelay) >&2
+  (cd "$here/go" && go build -mod=readonly -buildvcs=false -o "$bin/" ./cmd/kfake ./cmd/franzclient ./cmd/kbench ./cmd/kworkload ./cmd/krelay ./cmd/khttp) >&2
 }
 
 python_venv() {

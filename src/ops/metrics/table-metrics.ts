@@ -45,10 +45,17 @@ export class TableMetrics {
     });
   }
 
+  /** Per route, its latency child and its request counter per status: label lookups cost more than the count. */
+  private readonly byRoute = new Map<TableRouteName, { duration: Histogram.Internal<'route'>; requests: Map<number, Counter.Internal> }>();
+
   /** Counts an answered request and its latency. */
   answered(route: TableRouteName, status: number, seconds: number): void {
-    this.requests.inc({ route, status: String(status) });
-    this.duration.observe({ route }, seconds);
+    let children = this.byRoute.get(route);
+    if (!children) this.byRoute.set(route, (children = { duration: this.duration.labels({ route }), requests: new Map() }));
+    let requests = children.requests.get(status);
+    if (!requests) children.requests.set(status, (requests = this.requests.labels({ route, status: String(status) })));
+    requests.inc();
+    children.duration.observe(seconds);
   }
 
   conflict(): void {
