@@ -96,7 +96,7 @@ fuzz: build
 	node dist/bench/fuzz-codec.js $(FUZZ_ARGS)
 
 gen:
-	node scripts/gen-protocol.mjs ../shared/kafka-protocol/messages src/protocol/generated/messages.ts
+	node scripts/gen-protocol.mjs
 
 clean:
 	rm -rf dist

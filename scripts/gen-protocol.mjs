@@ -1,17 +1,21 @@
 #!/usr/bin/env node
 // Generates src/protocol/generated/messages.ts (schema data, not code) from Apache Kafka's
 // JSON message definitions, and next to it types.ts and fields.ts (gen-protocol-types.mjs).
-// Usage: node scripts/gen-protocol.mjs [messagesDir] [outFile]
+// The definitions are those of the pinned kafka-clients jar (kafka-definitions.mjs), or of a
+// directory of them given with --from.
+// Usage: node scripts/gen-protocol.mjs [--from messagesDir] [outFile]
 // The output depends only on the definitions, so running it twice gives identical bytes.
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 import { renderFieldTable, renderTypes } from './gen-protocol-types.mjs';
+import { kafkaDefinitions } from './kafka-definitions.mjs';
 import { AMENDMENTS } from './protocol-amendments.mjs';
 
 const projectRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const messagesDir = process.argv[2] ? resolve(process.argv[2]) : resolve(projectRoot, '../shared/kafka-protocol/messages');
-const outFile = process.argv[3] ? resolve(process.argv[3]) : resolve(projectRoot, 'src/protocol/generated/messages.ts');
+const { values: flags, positionals } = parseArgs({ options: { from: { type: 'string' } }, allowPositionals: true });
+const outFile = positionals[0] ? resolve(positionals[0]) : resolve(projectRoot, 'src/protocol/generated/messages.ts');
 
 const OPEN_END = 0x7fff;
 const PRIMITIVES = new Set(['bool', 'int8', 'int16', 'uint16', 'int32', 'uint32', 'int64', 'float64', 'string', 'uuid', 'bytes', 'records']);
@@ -88,12 +92,15 @@ function normalizeDefault(field, where) {
   }
 }
 
-function loadDefinitions(dir) {
+/** File name to text: the directory's definitions. */
+function definitionsIn(dir) {
+  return new Map(readdirSync(dir).map((f) => [f, readFileSync(join(dir, f), 'utf8')]));
+}
+
+function loadDefinitions(files) {
   const apis = new Map();
-  for (const file of readdirSync(dir)
-    .filter((f) => /(Request|Response)\.json$/.test(f))
-    .sort()) {
-    const def = JSON.parse(stripComments(readFileSync(join(dir, file), 'utf8')));
+  for (const file of [...files.keys()].filter((f) => /(Request|Response)\.json$/.test(f)).sort()) {
+    const def = JSON.parse(stripComments(files.get(file)));
     if (def.type !== 'request' && def.type !== 'response') continue;
     const name = def.name.replace(/(Request|Response)$/, '');
     const entry = apis.get(def.apiKey) ?? { apiKey: def.apiKey, name };
@@ -284,7 +291,7 @@ ${slots.join('\n')}
 `;
 }
 
-const apis = loadDefinitions(messagesDir).map(buildApi);
+const apis = loadDefinitions(flags.from ? definitionsIn(resolve(flags.from)) : await kafkaDefinitions()).map(buildApi);
 writeFileSync(outFile, render(apis));
 writeFileSync(join(dirname(outFile), 'types.ts'), renderTypes(apis));
 writeFileSync(join(dirname(outFile), 'fields.ts'), renderFieldTable(apis));

@@ -1,4 +1,4 @@
-// Versions Apache Kafka released after the message definitions in ../shared were taken, written
+// Versions Apache Kafka released after the definitions the generator reads (kafka-definitions.mjs), written
 // from the KIPs that define them. gen-protocol.mjs applies an amendment only while the
 // definitions stop short of its version, so newer definitions make it a no-op.
 export const AMENDMENTS = [

@@ -2789,7 +2789,7 @@ export const APIS: readonly (ApiDef | undefined)[] = [
       { name: "HeartbeatIntervalMs", type: "int32", versions: [0, 32767] },
       { name: "AcceptableRecoveryLag", type: "int32", versions: [0, 32767] },
       { name: "TaskOffsetIntervalMs", type: "int32", versions: [0, 32767] },
-      { name: "Status", type: "[]Status", versions: [0, 32767], nullableVersions: [0, 32767], default: null, fields: [
+      { name: "Status", type: "[]Status", versions: [0, 32767], nullableVersions: [0, 32767], fields: [
         { name: "StatusCode", type: "int8", versions: [0, 32767] },
         { name: "StatusDetail", type: "string", versions: [0, 32767] },
       ] },

@@ -9996,8 +9996,8 @@ export interface StreamsGroupHeartbeatResponse {
    */
   taskOffsetIntervalMs: number;
   /**
-   * Indicate zero or more status for the group. Null if unchanged since last heartbeat.
-   * Versions 0+. Nullable in versions 0+. Default null.
+   * Indicate zero or more status for the group.
+   * Versions 0+. Nullable in versions 0+.
    */
   status: StreamsGroupHeartbeatResponseStatus[] | null;
   /**
