@@ -5,6 +5,7 @@
  * `inspect` also read a stopped one's data directory); `get` and `put` read and write keys of
  * compacted topics through its table API.
  */
+import fs from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../config/settings.js';
 import { CliError, EXIT_USAGE } from './commands/cli-error.js';
@@ -16,8 +17,22 @@ import { addProxyCommand } from './commands/proxy.js';
 import { addRebuildIndexCommand } from './commands/rebuild-index.js';
 import { addStatusCommand } from './commands/status.js';
 
+// A reader that goes away (`kcompact --help | head`, a log shipper restarting) must not crash the
+// process with an unhandled EPIPE: what it would have read is dropped, the work goes on.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE') throw err;
+  });
+}
+
+/** The installed package's version: package.json sits three levels above dist/src/cli/, in a clone and in a package alike. */
+function packageVersion(): string {
+  return (JSON.parse(fs.readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+}
+
 const program = new Command('kcompact')
   .description('Kafka wire-protocol proxy that adds log compaction to Kafka-protocol stores that lack it')
+  .version(packageVersion(), '-V, --version', 'print the version')
   .showHelpAfterError()
   // Usage errors then end up below with the rest, as exit code 2; subcommands inherit both.
   .exitOverride()

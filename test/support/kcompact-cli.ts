@@ -35,6 +35,8 @@ export interface CliProxyOptions {
   startTimeoutMs?: number;
   /** More environment variables (KCOMPACT_* settings, secrets kept off the command line). */
   env?: Record<string, string>;
+  /** The `kcompact` command to run, e.g. an installed package's; default this clone's build, with its node flags. */
+  executable?: string;
 }
 
 export interface LogLine {
@@ -87,8 +89,7 @@ export async function startCliProxy(opts: CliProxyOptions): Promise<CliProxy> {
   const adminHost = opts.adminHost ?? '127.0.0.1';
   const admin = `127.0.0.1:${adminPort}`;
   const args = [
-    ...NODE_FLAGS,
-    main,
+    ...(opts.executable === undefined ? [...NODE_FLAGS, main] : []),
     'proxy',
     '--upstream',
     opts.upstream,
@@ -111,7 +112,11 @@ export async function startCliProxy(opts: CliProxyOptions): Promise<CliProxy> {
     ...(opts.args?.includes('--index-on-demand') || opts.env?.KCOMPACT_INDEX_ON_DEMAND !== undefined ? [] : ['--index-on-demand', 'false']),
     ...(opts.args ?? []),
   ];
-  const proc = startBackground(process.execPath, args, { stdoutFile: path.join(temp.path, 'stdout.log'), stderrFile, env: { ...process.env, ...opts.env } });
+  const proc = startBackground(opts.executable ?? process.execPath, args, {
+    stdoutFile: path.join(temp.path, 'stdout.log'),
+    stderrFile,
+    env: { ...process.env, ...opts.env },
+  });
   const stderr = () => (fs.existsSync(stderrFile) ? fs.readFileSync(stderrFile, 'utf8') : '');
   const gone = () => {
     const s = proc.exitStatus();
