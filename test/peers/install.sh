@@ -107,6 +107,18 @@ go_programs() {
   (cd "$here/go" && go build -mod=readonly -buildvcs=false -o "$bin/" ./cmd/kfake ./cmd/franzclient ./cmd/kbench ./cmd/kworkload ./cmd/krelay ./cmd/khttp) >&2
 }
 
+# helm for the chart's tests (helm lint, helm template), pinned, from the Go module proxy.
+helm_version=v4.3.2
+helm_cli() {
+  # A helm built by go install says only its minor version; the module's version is in the binary.
+  if [[ -x "$bin/helm" ]] && go version -m "$bin/helm" 2>/dev/null | grep -qE "^\s+mod\s+helm.sh/helm/v4\s+$helm_version\s"; then
+    echo cached
+    return
+  fi
+  command -v go >&2 || { echo "go is not installed" >&2; return 1; }
+  GOBIN="$bin" GOFLAGS=-buildvcs=false go install "helm.sh/helm/v4/cmd/helm@$helm_version" >&2
+}
+
 python_venv() {
   local marker="$venv/.complete" want
   want=$(stamp "$here/python/requirements.txt")
@@ -156,6 +168,7 @@ step "kafka $kafka_version jars" kafka_jars
 step "java programs" java_programs
 step "apicurio registry $apicurio_version" apicurio_registry
 step "go kfake, franzclient" go_programs
+step "helm $helm_version" helm_cli
 step "python venv" python_venv
 step "openssl (debian)" openssl_tool
 step "kcat (debian)" kcat_tool

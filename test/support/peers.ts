@@ -18,7 +18,7 @@ import { javaBin } from './java.js';
 
 /** Something a test can need: the parts install.sh builds, and the Debian tools it installs. */
 export type Peer =
-  'Kafka jars' | 'java programs' | 'java' | 'kfake' | 'franzclient' | 'kbench' | 'kworkload' | 'python venv' | 'schema registry' | 'kcat' | 'openssl';
+  'Kafka jars' | 'java programs' | 'java' | 'kfake' | 'franzclient' | 'kbench' | 'kworkload' | 'helm' | 'python venv' | 'schema registry' | 'kcat' | 'openssl';
 
 /** What most integration tests use, and what requirePeers checks unless told otherwise. */
 export const TEST_BED: readonly Peer[] = ['Kafka jars', 'java programs', 'java', 'kfake', 'franzclient', 'python venv'];
@@ -40,6 +40,7 @@ const CHECKS: Record<Peer, () => boolean> = {
   franzclient: () => fs.existsSync(path.join(binDir, 'franzclient')),
   kbench: () => fs.existsSync(path.join(binDir, 'kbench')),
   kworkload: () => fs.existsSync(path.join(binDir, 'kworkload')),
+  helm: () => fs.existsSync(path.join(binDir, 'helm')),
   'python venv': () => fs.existsSync(venvPython),
   'schema registry': () => fs.existsSync(apicurioCompleteMarker),
   kcat: () => onPath('kcat', '-V'),
