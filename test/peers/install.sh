@@ -164,11 +164,26 @@ kcat_tool() {
   echo missing
 }
 
+# helm takes minutes of compiling on a fresh machine: it starts first, beside the downloads.
+helm_out=$(mktemp)
+helm_log=$(mktemp)
+helm_cli >"$helm_out" 2>"$helm_log" &
+helm_pid=$!
+# A step runs in a subshell, which cannot wait for this shell's jobs: the step reports the outcome.
+helm_done() {
+  cat "$helm_out"
+  cat "$helm_log" >&2
+  return "$helm_status"
+}
+
 step "kafka $kafka_version jars" kafka_jars
 step "java programs" java_programs
 step "apicurio registry $apicurio_version" apicurio_registry
 step "go kfake, franzclient" go_programs
-step "helm $helm_version" helm_cli
+helm_status=0
+wait "$helm_pid" || helm_status=$?
+step "helm $helm_version" helm_done
+rm -f "$helm_out" "$helm_log"
 step "python venv" python_venv
 step "openssl (debian)" openssl_tool
 step "kcat (debian)" kcat_tool
