@@ -20,7 +20,7 @@
  * every process run anywhere.
  *
  *   node dist/bench/proxy-throughput.js [--rounds 7] [--produce-records 600000]
- *     [--consume-records 1500000] [--value-size 1024] [--partitions 4] [--latency-seconds 5]
+ *     [--consume-records 1500000] [--value-size 1024] [--partitions 4] [--latency-seconds 5] [--latency-value-size 100]
  *     [--rate 10000] [--modes produce,consume,latency]
  *     [--relays splice-relay,node-pipe|none] [--cpu-layout shared|sidecar] [--cpu-prof DIR] [--json FILE]
  *
@@ -51,6 +51,7 @@ const OPTIONS = {
   'produce-records': { type: 'string', default: '600000' },
   'consume-records': { type: 'string', default: '1500000' },
   'value-size': { type: 'string', default: '1024' },
+  'latency-value-size': { type: 'string', default: '100' },
   partitions: { type: 'string', default: '4' },
   'latency-seconds': { type: 'string', default: '5' },
   rate: { type: 'string', default: '10000' },
@@ -67,6 +68,7 @@ const HELP: Record<keyof typeof OPTIONS, string> = {
   'produce-records': 'records kbench produces per produce measurement',
   'consume-records': 'records kbench consumes per consume measurement',
   'value-size': 'value bytes per record',
+  'latency-value-size': 'value bytes per record of the fixed-rate latency runs (1024 to size CPU per MB/s as Kroxylicious does)',
   partitions: 'partitions of the bench topic',
   'latency-seconds': 'seconds of each produce-latency measurement',
   rate: 'records/s of the produce-latency measurements',
@@ -88,6 +90,7 @@ const cfg = {
   produceRecords: positive('produce-records'),
   consumeRecords: positive('consume-records'),
   valueSize: positive('value-size'),
+  latencyValueSize: positive('latency-value-size'),
   partitions: positive('partitions'),
   latencySeconds: positive('latency-seconds'),
   rate: positive('rate'),
@@ -151,7 +154,7 @@ function flagsFor(mode: Mode): string[] {
     case 'consume':
       return ['--count', String(cfg.consumeRecords)];
     case 'latency':
-      return ['--rate', String(cfg.rate), '--duration', `${cfg.latencySeconds}s`];
+      return ['--rate', String(cfg.rate), '--duration', `${cfg.latencySeconds}s`, '--value-size', String(cfg.latencyValueSize)];
   }
 }
 
@@ -311,7 +314,9 @@ function proxyCost(runs: Run[]): string {
     const records = rs.reduce((s, r) => s + r.records, 0);
     const requests = rs.reduce((s, r) => s + (mode === 'consume' ? r.requests.fetch : r.requests.produce), 0);
     const gb = rs.reduce((s, r) => s + r.bytes, 0) / 1e9;
-    const perGb = mode === 'latency' ? '' : `${(cpu / gb).toFixed(2)} CPU s/GB, `;
+    // CPU seconds per GB is millicores per MB/s sustained (a GB at 1 MB/s takes 1,000 s): the figure proxies size by.
+    // The latency runs are the fixed-rate ones, as Kroxylicious measures its figure; the others run flat out.
+    const perGb = `${(cpu / gb).toFixed(2)} CPU s/GB = ${(cpu / gb).toFixed(1)} millicores per MB/s${mode === 'latency' ? ' at the fixed rate' : ''}, `;
     parts.push(
       `${mode}: ${perGb}${((1e6 * cpu) / requests).toFixed(1)} CPU µs per ${mode === 'consume' ? 'Fetch' : 'Produce'} request ` +
         `(${(records / requests).toFixed(1)} records each), ${((100 * cpu) / wall).toFixed(0)}% of a core`,
@@ -394,7 +399,7 @@ async function main(): Promise<void> {
     `${cfg.rounds} rounds, each measurement run as a direct/proxied pair back to back; medians over rounds, ratio of medians`,
     `produce: ${cfg.produceRecords} records of ${cfg.valueSize} B, ${cfg.partitions} partitions, franz-go acks=all idempotent linger 5 ms batch 1 MiB`,
     `consume: ${cfg.consumeRecords} records from offset 0, no group, fetch max 50 MiB / 1 MiB per partition`,
-    `latency: ${cfg.rate} records/s of 100 B for ${cfg.latencySeconds} s (first second left out), linger 0, one partition`,
+    `latency: ${cfg.rate} records/s of ${cfg.latencyValueSize} B for ${cfg.latencySeconds} s (first second left out), linger 0, one partition`,
     `MB = 10^6 bytes of key+value. Kafka keeps its log on ${tmp ?? 'the default temp dir'} and runs with the test bed's JVM flags (512 MiB, SerialGC, C1 only).`,
     cpus
       ? `CPUs split as a sidecar has them (--cpu-layout sidecar): Kafka (JVM) and kbench on CPU ${cpus.client}, the proxy (node) and the relays on CPU ${cpus.proxy}.`
