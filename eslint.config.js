@@ -8,7 +8,7 @@ import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescrip
 // The layers of src/ (docs/architecture.md, "Which folder may import which"): each zone names a
 // folder (target) and what it may not import (from). The compaction worker (src/engine) and the
 // main thread meet only in src/engine/api.
-const MAIN_THREAD = ['./src/proxy', './src/compaction', './src/ops', './src/tables', './src/config', './src/cli'];
+const MAIN_THREAD = ['./src/proxy', './src/compaction', './src/ops', './src/tables', './src/config', './src/inject', './src/cli'];
 const ENGINE_INSIDE = { from: './src/engine', except: ['./api'] };
 const zones = [
   { target: './src/common', from: './src', except: ['./common'], message: 'common/ is the bottom layer: it imports nothing of kcompact.' },
@@ -34,7 +34,7 @@ const zones = [
     from: ['./src/compaction', './src/ops', './src/tables', './src/config', './src/cli'],
     message: 'proxy/ knows no filter of compaction, no ops, no table API and no settings.',
   },
-  ...['./src/proxy', './src/compaction', './src/ops', './src/tables', './src/config'].map((target) => ({
+  ...['./src/proxy', './src/compaction', './src/ops', './src/tables', './src/config', './src/inject'].map((target) => ({
     target,
     ...ENGINE_INSIDE,
     message: 'The main thread reaches the compaction engine only through src/engine/api.',
@@ -50,7 +50,13 @@ const zones = [
     from: ['./src/proxy', './src/compaction', './src/config', './src/cli'],
     message: 'tables/ reaches the index through engine/api and the store through upstream/; it knows no proxy, no compaction filter, no settings.',
   },
-  { target: './src/config', from: './src/cli', message: 'config/ is below the CLI.' },
+  { target: './src/config', from: ['./src/inject', './src/cli'], message: 'config/ is below inject/ and the CLI.' },
+  ...['./src/upstream', './src/proxy', './src/compaction', './src/ops', './src/tables'].map((target) => ({
+    target,
+    from: './src/inject',
+    message: 'inject/ (the manifests of `kcompact inject`) sits just below the CLI: only cli/ imports it.',
+  })),
+  { target: './src/inject', from: './src/cli', message: 'inject/ is below the CLI.' },
 ];
 
 export default tseslint.config(

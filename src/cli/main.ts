@@ -3,7 +3,7 @@
  * `kcompact` command line: `proxy` runs the proxy; `status`, `inspect`, `compact` and
  * `rebuild-index` administer a running one through its management endpoint (`status` and
  * `inspect` also read a stopped one's data directory); `get` and `put` read and write keys of
- * compacted topics through its table API.
+ * compacted topics through its table API; `inject` adds kcompact as a sidecar to Kubernetes manifests.
  */
 import fs from 'node:fs';
 import { Command, CommanderError } from 'commander';
@@ -12,6 +12,7 @@ import { CliError, EXIT_USAGE } from './commands/cli-error.js';
 import { addCompactCommand } from './commands/compact.js';
 import { addGetCommand } from './commands/get.js';
 import { addPutCommand } from './commands/put.js';
+import { addInjectCommand } from './commands/inject.js';
 import { addInspectCommand } from './commands/inspect.js';
 import { addProxyCommand } from './commands/proxy.js';
 import { addRebuildIndexCommand } from './commands/rebuild-index.js';
@@ -48,6 +49,7 @@ addCompactCommand(program);
 addRebuildIndexCommand(program);
 addGetCommand(program);
 addPutCommand(program);
+addInjectCommand(program);
 
 try {
   await program.parseAsync(process.argv);
