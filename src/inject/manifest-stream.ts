@@ -45,3 +45,14 @@ export function writeStream(docs: readonly SourceDocument[]): string {
   }
   return out;
 }
+
+/** Several files' manifests as one stream: each file after the first starts a document of its own. */
+export function concatStreams(texts: readonly string[]): string {
+  let out = '';
+  for (const text of texts) {
+    if (text === '') continue;
+    if (out !== '' && !out.endsWith('\n')) out += '\n';
+    out += out !== '' && !text.startsWith('---') ? `---\n${text}` : text;
+  }
+  return out;
+}

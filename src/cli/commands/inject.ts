@@ -9,6 +9,7 @@ import type { Command } from 'commander';
 import { InjectError } from '../../inject/inject-error.js';
 import { injectManifests, type InjectOptions, type InputFile } from '../../inject/inject-manifests.js';
 import { unifiedDiff } from '../../inject/line-diff.js';
+import { concatStreams } from '../../inject/manifest-stream.js';
 import { DEFAULT_SIDECAR } from '../../inject/sidecar.js';
 import { CliError, EXIT_USAGE } from './cli-error.js';
 
@@ -103,12 +104,7 @@ export function addInjectCommand(program: Command): void {
       if (flags.dryRun) {
         for (const f of result.files) process.stdout.write(unifiedDiff(f.before, f.after, `a/${f.name}`, `b/${f.name}`));
       } else {
-        // Files after the first start a document of their own, so that the output is one stream.
-        result.files.forEach((f, i) => {
-          const text = i > 0 && f.after !== '' && !f.after.startsWith('---') ? `---\n${f.after}` : f.after;
-          process.stdout.write(text);
-          if (text !== '' && !text.endsWith('\n') && i + 1 < result.files.length) process.stdout.write('\n');
-        });
+        process.stdout.write(concatStreams(result.files.map((f) => f.after)));
       }
       if (!flags.quiet) for (const note of result.notes) process.stderr.write(`kcompact inject: ${note}\n`);
     });
