@@ -26,7 +26,8 @@ function kcompact(args: string[], env: Record<string, string> = {}) {
 test('--help documents every verb, and every flag with its environment twin, config key and default', () => {
   const top = spawnSync(process.execPath, [main, '--help'], { encoding: 'utf8' });
   assert.equal(top.status, 0);
-  for (const verb of ['proxy', 'status', 'inspect', 'compact', 'rebuild-index', 'get', 'put']) assert.match(top.stdout, new RegExp(`\\n  ${verb} `), verb);
+  for (const verb of ['proxy', 'status', 'inspect', 'compact', 'rebuild-index', 'get', 'put', 'inject'])
+    assert.match(top.stdout, new RegExp(`\\n  ${verb} `), verb);
   const proxy = spawnSync(process.execPath, [main, 'proxy', '--help'], { encoding: 'utf8' }).stdout.replace(/\s+/g, ' ');
   for (const key of SETTING_KEYS) {
     const s = SETTINGS[key];

@@ -14,16 +14,13 @@ import { parseAllDocuments } from 'yaml';
 import { startCliProxy, type CliProxy, ADMIN_PATHS } from '../support/kcompact-cli.js';
 import { scrape } from '../support/prometheus.js';
 import { NODE_FLAGS } from '../../src/cli/node-flags.js';
-import { isLoopbackHost } from '../../src/common/host-port.js';
 import { envOf } from '../../src/config/setting.js';
 import { makeTempDir, requirePeers, startKfake, type RunningKfake } from '../support/index.js';
+import { checkSidecarAgainstProxy, checkSidecarPod, portOf as port, type Doc } from '../support/sidecar-manifests.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const k8s = path.join(root, 'deploy', 'kubernetes');
 const skip = requirePeers();
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Doc = any;
 
 function manifests(file: string): Doc[] {
   return parseAllDocuments(fs.readFileSync(path.join(k8s, file), 'utf8')).map((d) => {
@@ -41,10 +38,6 @@ function only(file: string, kind: string): Doc {
 const deployment = () => only('deployment.yaml', 'Deployment');
 const sidecar = () => deployment().spec.template.spec.initContainers.find((c: Doc) => c.name === 'kcompact');
 const configJson = () => JSON.parse(only('configmap.yaml', 'ConfigMap').data['kcompact.json']);
-const port = (hostPort: string) => Number(hostPort.slice(hostPort.lastIndexOf(':') + 1));
-const host = (hostPort: string) => hostPort.slice(0, hostPort.lastIndexOf(':')).replace(/^\[|\]$/g, '');
-/** The config file the container reads (KCOMPACT_CONFIG, as the admin verbs run in it do). */
-const configPath = () => sidecar().env.find((e: Doc) => e.name === 'KCOMPACT_CONFIG')?.value as string | undefined;
 
 /**
  * Whether a NetworkPolicy admits a connection from a pod in a namespace with these labels to the
@@ -103,27 +96,7 @@ test('every manifest parses, and kustomize lists files that exist', () => {
 });
 
 test('kcompact is a native sidecar with a restricted security context, probes, resources and an emptyDir', () => {
-  const pod = deployment().spec.template.spec;
-  const c = sidecar();
-  assert.equal(c.restartPolicy, 'Always', 'an init container with restartPolicy Always is a native sidecar');
-  assert.deepEqual(c.args.slice(0, 1), ['proxy']);
-  assert.equal(c.securityContext.allowPrivilegeEscalation, false);
-  assert.equal(c.securityContext.readOnlyRootFilesystem, true);
-  assert.equal(c.securityContext.runAsNonRoot, true);
-  assert.deepEqual(c.securityContext.capabilities.drop, ['ALL']);
-  assert.equal(pod.securityContext.seccompProfile.type, 'RuntimeDefault');
-  assert.ok(c.resources.requests.cpu && c.resources.requests.memory && c.resources.limits.memory);
-  const volumes = new Map(pod.volumes.map((v: Doc) => [v.name, v]));
-  const dataMount = c.volumeMounts.find((m: Doc) => m.mountPath === configJson().dataDir);
-  assert.ok(dataMount, 'the data directory of the config is mounted');
-  const data = volumes.get(dataMount.name) as Doc;
-  assert.ok(data.emptyDir?.sizeLimit, 'the index lives on an emptyDir with a sizeLimit');
-  assert.ok(
-    c.volumeMounts.some((m: Doc) => m.mountPath === '/tmp'),
-    "SQLite's temp files need a writable /tmp",
-  );
-  const grace = pod.terminationGracePeriodSeconds * 1000;
-  assert.ok(grace >= (configJson().drainTimeoutMs ?? 10_000) + 20_000, 'the grace period covers the drain and closing the index');
+  checkSidecarPod(deployment().spec.template.spec, configJson());
 });
 
 test('the sidecars elect the carriers: several replicas share one carrier group, no carrier of their own', () => {
@@ -139,26 +112,8 @@ test('the sidecars elect the carriers: several replicas share one carrier group,
 
 test("ports, flags and probe paths are the CLI's, and the probes answer on a running proxy", { skip }, async () => {
   const c = sidecar();
-  const config = configJson();
   const ports = new Map<string, number>(c.ports.map((p: Doc) => [p.name, p.containerPort]));
-  assert.equal(ports.get('kafka'), port(config.listen));
-  assert.equal(ports.get('management'), port(config.metricsListen));
-  assert.ok(config.metricsListen.startsWith('0.0.0.0:'), 'the kubelet reaches the probes on the pod IP');
-  assert.ok(isLoopbackHost(host(config.adminListen)), "the admin listener stays on the pod's loopback");
-  assert.equal(config.adminTokenFile, undefined, 'on loopback it needs no token');
-  assert.ok(![...ports.values()].includes(port(config.adminListen)), 'the admin port is no container port');
-  const file = configPath();
-  assert.ok(file, 'the container names its config file in KCOMPACT_CONFIG, which the admin verbs read too');
-  assert.ok(!c.args.includes('--config'), 'one place names the config file');
-  const mount = c.volumeMounts.find((m: Doc) => file.startsWith(`${m.mountPath}/`));
-  assert.ok(mount, 'the config file is on a mounted volume');
-  assert.equal(`${mount.mountPath}/kcompact.json`, file, 'the ConfigMap key is the file');
-  for (const probe of ['startupProbe', 'livenessProbe', 'readinessProbe']) {
-    const get = c[probe].httpGet;
-    assert.ok(ports.has(get.port), `${probe} uses a named container port`);
-    assert.equal(get.port, 'management', `${probe} is served on the metrics listener`);
-    assert.equal((await proxy.http(get.path, 'GET', { listener: 'metrics' })).status, 200, `${probe} ${get.path} answers 200 on a running proxy`);
-  }
+  await checkSidecarAgainstProxy(deployment().spec.template.spec, configJson(), proxy, only('configmap.yaml', 'ConfigMap').metadata.name);
   const monitor = only('podmonitor.yaml', 'PodMonitor');
   const endpoint = monitor.spec.podMetricsEndpoints[0];
   assert.ok(ports.has(endpoint.port));
