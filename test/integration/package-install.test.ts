@@ -68,6 +68,10 @@ test('npm install -g of the tarball into an empty prefix gives a kcompact that p
   assert.ok(fs.existsSync(kcompact), 'npm linked the bin');
   const version = await runProcess(kcompact, ['--version'], { cwd: temp.path });
   assert.equal(version.stdout.trim(), pkg.version);
+  // inject reads YAML at run time: the package brings the parser along.
+  const injected = await runProcess(kcompact, ['inject', path.join(root, 'test', 'fixtures', 'manifests', 'orders-app.yaml')], { cwd: temp.path });
+  assert.equal(injected.code, 0, `kcompact inject failed: ${injected.stderr}`);
+  assert.match(injected.stdout, /- name: kcompact\n\s+image: ghcr\.io\/kcompact\/kcompact:/);
 
   const proxy = await startCliProxy({ upstream: kfake.bootstrap, executable: kcompact });
   const kafka = new kafkajs.Kafka({ clientId: 'package-install', brokers: [proxy.bootstrap], logLevel: kafkajs.logLevel.NOTHING });
