@@ -3,7 +3,7 @@
  * from: a document inject does not change is written back as those bytes, so an input with
  * nothing to do comes out byte for byte the same.
  */
-import { isMap, parseAllDocuments, type Document } from 'yaml';
+import { isMap, parseAllDocuments, visit, type Document } from 'yaml';
 import { InjectError } from './inject-error.js';
 
 export interface SourceDocument {
@@ -38,6 +38,7 @@ export const TO_STRING = { lineWidth: 0, flowCollectionPadding: false } as const
 export function writeStream(docs: readonly SourceDocument[]): string {
   let out = '';
   for (const [i, d] of docs.entries()) {
+    if (d.changed) asBlockIfJson(d.doc);
     let text = d.changed ? d.doc.toString(TO_STRING) : d.source;
     if (d.changed && i > 0 && !text.startsWith('---')) text = `---\n${text}`;
     if (out !== '' && !out.endsWith('\n')) out += '\n';
@@ -55,4 +56,20 @@ export function concatStreams(texts: readonly string[]): string {
     out += out !== '' && !text.startsWith('---') ? `---\n${text}` : text;
   }
   return out;
+}
+
+/**
+ * JSON (`kubectl get -o json`) is YAML of flow collections, which would come out as one long
+ * line with the sidecar in it; a changed JSON document is written as block YAML instead.
+ */
+function asBlockIfJson(doc: Document): void {
+  if (!isMap(doc.contents) || !doc.contents.flow) return;
+  visit(doc, {
+    Collection(_, node) {
+      node.flow = false;
+    },
+    Scalar(_, node) {
+      if (node.type === 'QUOTE_DOUBLE') delete node.type;
+    },
+  });
 }

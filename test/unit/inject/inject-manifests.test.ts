@@ -196,6 +196,22 @@ test('input inject cannot use is refused with the document named and what to do'
   );
 });
 
+test('JSON in, block YAML out for the documents that change', () => {
+  const json = JSON.stringify({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'p' },
+    spec: { containers: [{ name: 'a', image: 'a', args: ['--port', '80'] }] },
+  });
+  const text = injected(`${json}\n`);
+  assert.match(text, /^apiVersion: v1\nkind: Pod\nmetadata:\n {2}name: p\n/);
+  const pod = docs(text)[0];
+  assert.deepEqual(pod.spec.containers, [{ name: 'a', image: 'a', args: ['--port', '80'] }]);
+  assert.equal(sidecarOf(pod).name, 'kcompact');
+  const service = JSON.stringify({ apiVersion: 'v1', kind: 'Service', metadata: { name: 's' } });
+  assert.equal(injected(`${service}\n`), `${service}\n`, 'unchanged JSON stays JSON');
+});
+
 test('empty input and documents without pods come out as they went in', () => {
   assert.equal(injected(''), '');
   const text = '# only a comment\n---\napiVersion: v1\nkind: Secret\nmetadata: { name: s }\n...\n';
