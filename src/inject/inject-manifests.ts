@@ -4,7 +4,7 @@
  * and (asked for) the application's bootstrap variables pointed at the sidecar.
  */
 import { Document, isMap, isScalar, isSeq, type YAMLMap } from 'yaml';
-import { bootstrapVariables, pointAtSidecar, upstreamFromVariables, type BootstrapVariable } from './bootstrap-vars.js';
+import { bootstrapVariables, normalizedServers, pointAtSidecar, upstreamFromVariables, type BootstrapVariable } from './bootstrap-vars.js';
 import { parseStream, TO_STRING, writeStream, type SourceDocument } from './manifest-stream.js';
 import { injectPod } from './pod-injection.js';
 import { podTemplates, type PodTemplate } from './pod-templates.js';
@@ -79,7 +79,9 @@ export function injectManifests(inputs: readonly InputFile[], o: InjectOptions):
   for (const { source, v } of variables) {
     if (pointAtSidecar(v)) {
       source.changed = true;
-      notes.push(`${v.where}: ${v.value} -> the sidecar`);
+      // --upstream wins, but an application that went elsewhere is worth a word: it now reaches another cluster.
+      const elsewhere = o.upstream !== undefined && normalizedServers(v.value) !== normalizedServers(o.upstream);
+      notes.push(`${v.where}: ${v.value} -> the sidecar${elsewhere ? `, which fronts ${o.upstream} (--upstream), not ${v.value}` : ''}`);
     }
   }
   if (o.pointBootstrap && variables.length === 0 && pods.length > 0) {

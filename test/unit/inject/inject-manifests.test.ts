@@ -137,6 +137,10 @@ test('--point-bootstrap points every *_BOOTSTRAP_SERVERS variable at the sidecar
   refused(() => inject(disagree, { pointBootstrap: true }), /name different upstreams: a:9092 \(.*KAFKA_BOOTSTRAP_SERVERS\), b:9092 .*--upstream/);
   const given = docs(injected(disagree, { pointBootstrap: true, upstream: 'store:9092' }));
   assert.equal(JSON.parse(given[1].data['kcompact.json']).upstream, 'store:9092', '--upstream decides');
+  assert.match(
+    inject(disagree, { pointBootstrap: true, upstream: 'store:9092' }).notes.join('\n'),
+    /a:9092 -> the sidecar, which fronts store:9092 \(--upstream\), not a:9092/,
+  );
   refused(
     () =>
       inject(pod('        - name: KAFKA_BOOTSTRAP_SERVERS\n          valueFrom: { configMapKeyRef: { name: kafka, key: bootstrap } }\n'), {
