@@ -8,7 +8,9 @@ const root = resolve(process.argv.find((a) => a.startsWith('--root='))?.slice(7)
 const fail = process.argv.includes('--fail');
 
 // Lowest first. A folder not named here is reported as unlayered.
-const LAYERS = (process.env.KCOMPACT_LAYERS ?? 'common,protocol,upstream,engine/api,engine,proxy,compaction,ops,tables,config,cli').split(',').filter(Boolean);
+const LAYERS = (process.env.KCOMPACT_LAYERS ?? 'common,protocol,upstream,engine/api,engine,proxy,compaction,ops,tables,config,inject,cli')
+  .split(',')
+  .filter(Boolean);
 
 function files(dir) {
   return readdirSync(dir).flatMap((name) => {

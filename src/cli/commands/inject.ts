@@ -73,7 +73,9 @@ export function addInjectCommand(program: Command): void {
   const d = DEFAULT_SIDECAR;
   program
     .command('inject')
-    .description('add kcompact as a native sidecar to Kubernetes manifests (Deployment, StatefulSet, DaemonSet, Job, CronJob, Pod, List) and print them')
+    .description(
+      'add kcompact as a native sidecar to Kubernetes manifests (Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob, List) and print them',
+    )
     .argument('[files...]', 'manifest files, multi-document YAML; - or none: stdin')
     .option('--image <IMAGE>', 'the kcompact image', d.image)
     .option('--config-map <NAME>', 'the ConfigMap holding kcompact.json, mounted at /etc/kcompact', d.configMap)
