@@ -6,11 +6,9 @@ const CONTEXT = 3;
 
 type Op = { kind: ' ' | '-' | '+'; line: string };
 
+/** Lines with their newline, so that a last line without one differs from the same line with one, as diff has it. */
 function splitLines(text: string): string[] {
-  if (text === '') return [];
-  const lines = text.split('\n');
-  if (lines[lines.length - 1] === '') lines.pop();
-  return lines;
+  return text.match(/[^\n]*\n|[^\n]+$/g) ?? [];
 }
 
 function lineOps(a: string[], b: string[]): Op[] {
@@ -74,10 +72,11 @@ export function unifiedDiff(before: string, after: string, nameBefore: string, n
     // diff -u names the line before an empty range.
     const range = (line: number, count: number) => `${count === 0 ? line - 1 : line}${count === 1 ? '' : `,${count}`}`;
     out.push(`@@ -${range(oldLine, oldCount)} +${range(newLine, newCount)} @@`);
-    for (const o of hunk) out.push(o.kind + o.line);
+    for (const o of hunk) {
+      if (o.line.endsWith('\n')) out.push(o.kind + o.line.slice(0, -1));
+      else out.push(o.kind + o.line, '\\ No newline at end of file');
+    }
     k = stop;
   }
-  const noNewline = (text: string) => text !== '' && !text.endsWith('\n');
-  if (noNewline(before) || noNewline(after)) out.push('\\ No newline at end of file');
   return out.join('\n') + '\n';
 }

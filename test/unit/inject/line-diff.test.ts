@@ -29,6 +29,10 @@ test('changes far apart are separate hunks, near ones share one; additions at th
   assert.equal(unifiedDiff('a\n', 'a\nb\n', 'a/x', 'b/x'), '--- a/x\n+++ b/x\n@@ -1 +1,2 @@\n a\n+b\n');
 });
 
+test('a last line without a newline is marked as diff marks it', () => {
+  assert.equal(unifiedDiff('a\nb', 'a\nb\nc\n', 'a/x', 'b/x'), '--- a/x\n+++ b/x\n@@ -1,2 +1,3 @@\n a\n-b\n\\ No newline at end of file\n+b\n+c\n');
+});
+
 test('applying the diff to the old text gives the new one', () => {
   const before = lines(200, (i) => (i % 7 === 0 ? 'same' : `l${i}`));
   const after = lines(210, (i) => (i % 5 === 0 ? 'same' : i % 11 === 0 ? `x${i}` : `l${i}`));
