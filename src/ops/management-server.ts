@@ -41,8 +41,12 @@ export interface Refusal {
 
 /** Looks at a request before its route: a Refusal answers it instead, and nothing it asked for happens. */
 export type Gate = (req: http.IncomingMessage, url: URL) => Refusal | undefined;
+/** The fields a RequestGate reads: node:http's IncomingMessage has them, and so has the table API's own server's request. */
+export interface GatedRequest {
+  headers: { origin?: string; 'sec-fetch-site'?: string; host?: string; authorization?: string };
+}
 /** A gate that looks at the request's headers only. */
-export type RequestGate = (req: http.IncomingMessage) => Refusal | undefined;
+export type RequestGate = (req: GatedRequest) => Refusal | undefined;
 
 /** The HTTP listeners; 'tables' is the table API's (src/tables/), which shares the gates and the refusals metric. */
 export type ListenerName = 'metrics' | 'admin' | 'tables';

@@ -5,8 +5,8 @@
  * bytes. A stream ends when its client goes, when the proxy stops, or on the first failure (a last
  * event says what failed; the client resumes from the last id it got).
  */
-import type { ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { ResponseWriter } from '../common/http1/server.js';
 import type { TableKey, TableRecord } from '../engine/api/table-reads.js';
 import { ApiError, apiErrorOf } from './api-error.js';
 import { formatCursor, ndjsonLine, sseCursor, sseEvent, sseRetry, type Cursor } from './change-framing.js';
@@ -52,7 +52,7 @@ export class ChangeStreams {
    * Checks the request against the index and the store, then answers 200 and streams in the
    * background. Rejects (nothing written yet) when the request cannot be served.
    */
-  async start(req: Changes, res: ServerResponse): Promise<void> {
+  async start(req: Changes, res: ResponseWriter): Promise<void> {
     const reads = readsOf(this.deps);
     const count = await this.deps.partitions.count(req.topic);
     if (req.partition !== undefined && req.partition >= count) {
@@ -100,7 +100,7 @@ class ChangeStream {
     private readonly deps: TableDeps,
     private readonly opts: ChangeStreamOptions,
     private readonly req: Changes,
-    private readonly res: ServerResponse,
+    private readonly res: ResponseWriter,
     /** Per partition, the next offset to ask the index for. */
     private readonly next: Map<number, number>,
     private readonly onEnd: () => void,

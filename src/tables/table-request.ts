@@ -3,7 +3,6 @@
  * route, the key decoded, the query and the condition headers checked. Anything malformed is an
  * ApiError saying which part and what is allowed, before anything is read or written.
  */
-import type { IncomingHttpHeaders } from 'node:http';
 import type { TableKey } from '../engine/api/table-reads.js';
 import type { TableRouteName } from '../ops/metrics/table-metrics.js';
 import { ApiError } from './api-error.js';
@@ -75,6 +74,9 @@ export const QUERY_PARAMETERS: Readonly<Record<TableRequest['route'], readonly s
   delete_key: ['encoding', 'partition', 'timeout_ms'],
   changes: ['from', 'partition', 'key', 'prefix', 'format', 'encoding', 'key_format'],
 };
+
+/** Header fields by lowercased name, repeated ones joined with ", " (node:http's and common/http1's alike). */
+export type RequestHeaders = Readonly<Record<string, string | undefined>>;
 
 const TOPIC_NAME = /^[A-Za-z0-9._-]{1,249}$/;
 const DIGITS = /^\d+$/;
@@ -181,7 +183,7 @@ function ifMatchOffset(raw: string): number {
   return n;
 }
 
-function conditionOf(route: WriteKey['route'], headers: IncomingHttpHeaders): Condition {
+function conditionOf(route: WriteKey['route'], headers: RequestHeaders): Condition {
   const ifMatch = headers['if-match'];
   const ifNoneMatch = headers['if-none-match'];
   if (ifMatch !== undefined && ifNoneMatch !== undefined) {
@@ -200,7 +202,7 @@ function partitionOf(params: URLSearchParams): number | undefined {
   return integerParam(params, 'partition', 2 ** 31 - 1);
 }
 
-function keyRoute(method: string | undefined, topic: string, segment: string, rawUrl: string, headers: IncomingHttpHeaders): TableRequest {
+function keyRoute(method: string | undefined, topic: string, segment: string, rawUrl: string, headers: RequestHeaders): TableRequest {
   if (method === 'GET') {
     const params = queryOf(rawUrl, QUERY_PARAMETERS.get_key);
     const encoding = encodingOf(params);
@@ -229,7 +231,7 @@ function keyRoute(method: string | undefined, topic: string, segment: string, ra
   };
 }
 
-function changesRoute(topic: string, rawUrl: string, headers: IncomingHttpHeaders): Changes {
+function changesRoute(topic: string, rawUrl: string, headers: RequestHeaders): Changes {
   const params = queryOf(rawUrl, QUERY_PARAMETERS.changes);
   const encoding = encodingOf(params);
   const fromRaw = params.get('from') ?? 'now';
@@ -247,8 +249,7 @@ function changesRoute(topic: string, rawUrl: string, headers: IncomingHttpHeader
     key !== null ? { key: tableKey(key, encoding, params) } : prefix !== null ? { prefix: keyBytes(prefix, encoding, 'prefix') } : null;
   const format = params.get('format') ?? (/\btext\/event-stream\b/.test(headers.accept ?? '') ? 'sse' : 'ndjson');
   if (format !== 'sse' && format !== 'ndjson') throw badRequest(`format=${format} is not known`, 'use format=sse (Server-Sent Events) or format=ndjson');
-  const raw = headers['last-event-id'];
-  const lastEventId = Array.isArray(raw) ? raw.join(',') : raw;
+  const lastEventId = headers['last-event-id'];
   return {
     route: 'changes',
     topic,
@@ -269,7 +270,7 @@ function notAllowed(method: string | undefined, allow: string): ApiError {
 export function parseTableRequest(
   method: string | undefined,
   rawUrl: string,
-  headers: IncomingHttpHeaders,
+  headers: RequestHeaders,
   route: TableRouteName = routeOf(method, rawUrl),
 ): TableRequest {
   const segments = pathOf(rawUrl).split('/');

@@ -1,11 +1,11 @@
 /**
- * The table API's HTTP listener (--tables-listen; docs/tables.md): its own node:http server,
- * never the Kafka or management listeners. Each request passes the gate (the bearer token, no web
+ * The table API's HTTP listener (--tables-listen; docs/tables.md): its own HTTP/1.1 server
+ * (common/http1, leaner per request than node:http), never the Kafka or management listeners. Each request passes the gate (the bearer token, no web
  * pages), is parsed whole, then goes to its route; whatever fails is answered as JSON
  * `{"error", "fix"}` with its status, and counted.
  */
-import http from 'node:http';
 import type { HostPort } from '../common/host-port.js';
+import { HttpError, startHttp1Server, type Http1Request, type ResponseWriter } from '../common/http1/server.js';
 import { LogThrottle } from '../common/log-throttle.js';
 import type { RefusalReason, RequestGate } from '../ops/management-server.js';
 import type { TableRouteName } from '../ops/metrics/table-metrics.js';
@@ -40,38 +40,24 @@ export interface TableServer {
   close(): Promise<void>;
 }
 
-/** The body whole; a 413 once it passes `max` (the rest is not read). */
-function readBody(req: http.IncomingMessage, max: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > max) {
-        req.removeAllListeners('data');
-        req.pause();
-        reject(new ApiError(413, `the body has more than ${max} bytes`, `write a value of at most ${max} bytes (the store's own limit may be lower)`));
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on('end', () => resolve(Buffer.concat(chunks)));
-    req.on('error', reject);
-  });
+/** The body whole; a 413 once it passes `max` (the server reads no further). */
+async function readBody(req: Http1Request, max: number): Promise<Buffer> {
+  try {
+    return await req.body();
+  } catch (err) {
+    if (err instanceof HttpError && err.status === 413) {
+      throw new ApiError(413, `the body has more than ${max} bytes`, `write a value of at most ${max} bytes (the store's own limit may be lower)`);
+    }
+    throw err instanceof HttpError ? new ApiError(err.status, err.message, err.fix) : err;
+  }
 }
 
-function send(res: http.ServerResponse, answer: TableAnswer, close = false): void {
+const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' } as const;
+
+/** Head and body in one write, with its Content-Length (the writer's rule for an answer ended at once). */
+function send(res: ResponseWriter, answer: TableAnswer): void {
   const body = answer.body instanceof JsonText ? answer.body.text : JSON.stringify(answer.body) + '\n';
-  const headers: Record<string, string | number> = {
-    'content-type': 'application/json; charset=utf-8',
-    // With its length given, node writes head and body in one piece; without, writeHead commits
-    // to chunked framing, which costs a larger write and the client's parsing of it.
-    'content-length': Buffer.byteLength(body),
-    'cache-control': 'no-store',
-  };
-  if (answer.headers) Object.assign(headers, answer.headers);
-  if (close) headers.connection = 'close';
-  res.writeHead(answer.status, headers);
+  res.writeHead(answer.status, answer.headers ? { ...JSON_HEADERS, ...answer.headers } : JSON_HEADERS);
   res.end(body);
 }
 
@@ -82,7 +68,7 @@ export async function startTableServer(opts: TableServerOptions): Promise<TableS
   const streams = new ChangeStreams(deps, opts.changes);
   const failures = new LogThrottle(FAILURE_LOG_INTERVAL_MS);
 
-  const answer = async (req: http.IncomingMessage, res: http.ServerResponse, parsed: TableRequest): Promise<TableAnswer | undefined> => {
+  const answer = async (req: Http1Request, res: ResponseWriter, parsed: TableRequest): Promise<TableAnswer | undefined> => {
     switch (parsed.route) {
       case 'get_key':
         return getKey(deps, parsed);
@@ -97,9 +83,9 @@ export async function startTableServer(opts: TableServerOptions): Promise<TableS
     }
   };
 
-  const server = http.createServer((req, res) => {
+  const server = await startHttp1Server({ host: opts.listen.host, port: opts.listen.port, maxBodyBytes: maxBody }, (req, res) => {
     const started = performance.now();
-    const rawUrl = req.url ?? '/';
+    const rawUrl = req.url;
     const route: TableRouteName = routeOf(req.method, rawUrl);
     const done = (status: number) => deps.metrics?.answered(route, status, (performance.now() - started) / 1000);
     const refusal = opts.gate?.(req);
@@ -139,29 +125,22 @@ export async function startTableServer(opts: TableServerOptions): Promise<TableS
         if (failed) failures.warn(log, `${route} ${e.status} ${err instanceof Error ? err.name : typeof err}`, 'a table API request failed', fields);
         else log.debug('a table API request was refused', fields);
         if (res.headersSent) res.end();
-        // An unread body (413) is not waited for: the connection closes after the answer.
-        else send(res, { status: e.status, body: e.body, headers: e.headers }, e.status === 413);
+        // A body not read whole (413) is not waited for: the server closes the connection after the answer.
+        else send(res, { status: e.status, body: e.body, headers: e.headers });
         done(e.status);
       },
     );
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen({ host: opts.listen.host, port: opts.listen.port }, () => resolve());
-  });
-  const addr = server.address() as { address: string; port: number };
-  log.info('table API listening', { address: `${addr.address}:${addr.port}` });
+  const addr = server.address;
+  log.info('table API listening', { address: `${addr.host}:${addr.port}` });
   return {
-    address: { host: addr.address, port: addr.port },
+    address: addr,
     get watchers() {
       return streams.open;
     },
-    close: () =>
-      new Promise((resolve) => {
-        streams.closeAll();
-        server.close(() => resolve());
-        // Keep-alive connections would hold close() open.
-        server.closeAllConnections();
-      }),
+    close: () => {
+      streams.closeAll();
+      return server.close();
+    },
   };
 }

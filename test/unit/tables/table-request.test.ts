@@ -1,12 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { IncomingHttpHeaders } from 'node:http';
-import { parseTableRequest, routeOf, DEFAULT_TIMEOUT_MS, type TableRequest, type WriteKey } from '../../../src/tables/table-request.js';
+import { parseTableRequest, routeOf, DEFAULT_TIMEOUT_MS, type RequestHeaders, type TableRequest, type WriteKey } from '../../../src/tables/table-request.js';
 import { ApiError } from '../../../src/tables/api-error.js';
 
-const parse = (method: string, url: string, headers: IncomingHttpHeaders = {}): TableRequest => parseTableRequest(method, url, headers);
+const parse = (method: string, url: string, headers: RequestHeaders = {}): TableRequest => parseTableRequest(method, url, headers);
 
-function refused(method: string, url: string, status: number, pattern: RegExp, headers: IncomingHttpHeaders = {}): ApiError {
+function refused(method: string, url: string, status: number, pattern: RegExp, headers: RequestHeaders = {}): ApiError {
   let caught: unknown;
   try {
     parse(method, url, headers);
@@ -80,7 +79,7 @@ test('query parameters: only the ones a route takes, each once, integers as digi
 });
 
 test('conditions: If-Match an offset (bare or as an entity tag), If-None-Match only *', () => {
-  const put = (headers: IncomingHttpHeaders) => (parse('PUT', '/v1/topics/t/keys/k', headers) as WriteKey).condition;
+  const put = (headers: RequestHeaders) => (parse('PUT', '/v1/topics/t/keys/k', headers) as WriteKey).condition;
   assert.equal(put({}), null);
   assert.deepEqual(put({ 'if-match': '42' }), { ifMatch: 42 });
   assert.deepEqual(put({ 'if-match': ' "42" ' }), { ifMatch: 42 });
@@ -98,7 +97,7 @@ test('conditions: If-Match an offset (bare or as an entity tag), If-None-Match o
 });
 
 test('changes: from now by default, a key or a prefix, SSE when the client accepts it', () => {
-  const changes = (url: string, headers: IncomingHttpHeaders = {}) => parse('GET', url, headers) as Extract<TableRequest, { route: 'changes' }>;
+  const changes = (url: string, headers: RequestHeaders = {}) => parse('GET', url, headers) as Extract<TableRequest, { route: 'changes' }>;
   const plain = changes('/v1/topics/t/changes');
   assert.deepEqual([plain.from, plain.partition, plain.filter, plain.format, plain.resume], ['now', undefined, null, 'ndjson', undefined]);
   assert.equal(changes('/v1/topics/t/changes', { accept: 'text/event-stream' }).format, 'sse');
