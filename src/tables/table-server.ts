@@ -5,7 +5,7 @@
  * `{"error", "fix"}` with its status, and counted.
  */
 import type { HostPort } from '../common/host-port.js';
-import { HttpError, startHttp1Server, type Http1Request, type ResponseWriter } from '../common/http1/server.js';
+import { HeaderFields, HttpError, startHttp1Server, type Http1Request, type ResponseWriter } from '../common/http1/server.js';
 import { LogThrottle } from '../common/log-throttle.js';
 import type { RefusalReason, RequestGate } from '../ops/management-server.js';
 import type { TableRouteName } from '../ops/metrics/table-metrics.js';
@@ -53,11 +53,22 @@ async function readBody(req: Http1Request, max: number): Promise<Buffer> {
 }
 
 const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' } as const;
+const JSON_FIELDS = new HeaderFields(JSON_HEADERS);
+/** An answer made once and sent many times (a warm key's, key-reads.ts) has its fields written out once. */
+const fieldsOf = new WeakMap<TableAnswer, HeaderFields>();
+
+function headerFields(answer: TableAnswer): HeaderFields {
+  if (!answer.headers) return JSON_FIELDS;
+  if (!(answer.body instanceof JsonText)) return new HeaderFields({ ...JSON_HEADERS, ...answer.headers });
+  let fields = fieldsOf.get(answer);
+  if (!fields) fieldsOf.set(answer, (fields = new HeaderFields({ ...JSON_HEADERS, ...answer.headers })));
+  return fields;
+}
 
 /** Head and body in one write, with its Content-Length (the writer's rule for an answer ended at once). */
 function send(res: ResponseWriter, answer: TableAnswer): void {
   const body = answer.body instanceof JsonText ? answer.body.text : JSON.stringify(answer.body) + '\n';
-  res.writeHead(answer.status, answer.headers ? { ...JSON_HEADERS, ...answer.headers } : JSON_HEADERS);
+  res.writeHead(answer.status, headerFields(answer));
   res.end(body);
 }
 

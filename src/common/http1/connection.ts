@@ -185,8 +185,11 @@ export class Connection implements ResponseSink {
           else this.setPhase('busy');
         }
         return;
-      case 'busy':
       case 'closing':
+        // A client that reads nothing holds the answer in the socket's buffer: it gets the head's time to take it.
+        if (elapsed > this.opts.headersTimeoutMs) this.destroy();
+        return;
+      case 'busy':
         return;
     }
   }
@@ -310,11 +313,11 @@ export class Connection implements ResponseSink {
 
   private closeAfterAnswer(): void {
     if (this.phase === 'closing') return;
-    this.phase = 'closing';
+    this.setPhase('closing');
     if (this.socket.isPaused()) this.socket.resume();
-    this.socket.end();
-    // Unread bytes at close would make the kernel reset the connection, and the client could lose the answer.
-    setTimeout(() => this.destroy(), this.opts.lingerMs).unref();
+    // Unread bytes at close would make the kernel reset the connection and the client could lose
+    // the answer: what the client still sends is read and dropped for a while after the answer is out.
+    this.socket.end(() => setTimeout(() => this.destroy(), this.opts.lingerMs).unref());
   }
 
   private closed(): void {

@@ -62,6 +62,7 @@ const MAX_CHUNK_SIZE_DIGITS = 12;
 const MAX_CHUNK_LINE_BYTES = 4096;
 
 const CR = 13;
+const HEAD_END = Buffer.from('\r\n\r\n');
 const LF = 10;
 const EMPTY = Buffer.alloc(0);
 
@@ -198,6 +199,11 @@ export class RequestParser {
       this.take(start);
       return this.head();
     }
+    const whole = buf.indexOf(HEAD_END);
+    if (whole >= 0) {
+      const head = this.wholeHead(whole + 4);
+      if (head) return head;
+    }
     const { maxRequestLineBytes, maxHeaderBytes } = this.limits;
     let end = -1;
     let i = this.scanned;
@@ -229,6 +235,29 @@ export class RequestParser {
     const lines = text.split('\r\n');
     const head = this.requestLine(lines[0]!);
     this.fields(lines, head);
+    this.framing(head);
+    return { kind: 'head', head };
+  }
+
+  /**
+   * A head already whole, read without looking at each byte in JavaScript: the checks of its
+   * lines refuse every CR, LF and NUL the byte loop would, so a head that passes them and the
+   * limits is the one the loop would give. Anything else is left to the loop, which says what
+   * is wrong first, as it would had the bytes come one at a time.
+   */
+  private wholeHead(end: number): ParseEvent | undefined {
+    const lineEnd = this.buf.indexOf('\r\n');
+    if (lineEnd > this.limits.maxRequestLineBytes || end - 1 - lineEnd > this.limits.maxHeaderBytes + 3) return undefined;
+    const lines = this.buf.toString('latin1', 0, end - 4).split('\r\n');
+    let head: RequestHead;
+    try {
+      head = this.requestLine(lines[0]!);
+      this.fields(lines, head);
+    } catch (err) {
+      if (err instanceof HttpError) return undefined;
+      throw err;
+    }
+    this.take(end);
     this.framing(head);
     return { kind: 'head', head };
   }

@@ -24,6 +24,34 @@ const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 /** No CR or LF (or other control) in a value: it would let a caller's text start a field of its own. */
 const FIELD_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 
+/**
+ * Header fields checked and written out once, for answers that send the same fields many times
+ * (a warm key's answer): writeHead then only copies the text.
+ */
+export class HeaderFields {
+  readonly text: string;
+  /** Whether the fields ask for the connection to close. */
+  readonly close: boolean;
+
+  constructor(headers: OutgoingHeaders) {
+    let text = '';
+    let close = false;
+    for (const name in headers) {
+      const value = String(headers[name]);
+      const lower = name.toLowerCase();
+      if (!TOKEN.test(name) || !FIELD_VALUE.test(value)) throw new TypeError(`invalid header field ${JSON.stringify(name)}: ${JSON.stringify(value)}`);
+      if (FRAMING_FIELDS.has(lower)) throw new TypeError(`${name} is set by the writer`);
+      if (lower === 'connection') {
+        close ||= value.toLowerCase() === 'close';
+        continue;
+      }
+      text += `${name}: ${value}\r\n`;
+    }
+    this.text = text;
+    this.close = close;
+  }
+}
+
 export class ResponseWriter extends EventEmitter {
   statusCode = 200;
   private head: string | undefined;
@@ -61,23 +89,13 @@ export class ResponseWriter extends EventEmitter {
     this.closeAfter = true;
   }
 
-  writeHead(status: number, headers: OutgoingHeaders = {}): this {
+  writeHead(status: number, headers: OutgoingHeaders | HeaderFields = EMPTY_FIELDS): this {
     if (this.sent) throw new Error('writeHead after the head was sent');
     if (!Number.isInteger(status) || status < 200 || status > 999) throw new RangeError(`status ${status} is not a final status`);
     this.statusCode = status;
-    let text = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Unknown'}\r\n`;
-    for (const name in headers) {
-      const value = String(headers[name]);
-      const lower = name.toLowerCase();
-      if (!TOKEN.test(name) || !FIELD_VALUE.test(value)) throw new TypeError(`invalid header field ${JSON.stringify(name)}: ${JSON.stringify(value)}`);
-      if (FRAMING_FIELDS.has(lower)) throw new TypeError(`${name} is set by the writer`);
-      if (lower === 'connection') {
-        if (value.toLowerCase() === 'close') this.closeAfter = true;
-        continue;
-      }
-      text += `${name}: ${value}\r\n`;
-    }
-    this.head = text;
+    const fields = headers instanceof HeaderFields ? headers : new HeaderFields(headers);
+    if (fields.close) this.closeAfter = true;
+    this.head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Unknown'}\r\n${fields.text}`;
     return this;
   }
 
@@ -145,3 +163,4 @@ export class ResponseWriter extends EventEmitter {
 }
 
 const CRLF = Buffer.from('\r\n');
+const EMPTY_FIELDS = new HeaderFields({});

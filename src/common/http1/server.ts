@@ -11,7 +11,7 @@ import { DEFAULT_PARSER_LIMITS } from './request-parser.js';
 
 export type { Http1Handler, Http1Request } from './connection.js';
 export { HttpError } from './request-parser.js';
-export type { ResponseWriter } from './response-writer.js';
+export { HeaderFields, type ResponseWriter } from './response-writer.js';
 
 export interface Http1ServerOptions extends Partial<ConnectionOptions> {
   host: string;

@@ -381,3 +381,17 @@ test('curl: GET, PUT from stdin (chunked), a large PUT (100-continue), HTTP/1.0'
     await s.close();
   }
 });
+
+test('the writer refuses fields that would break the head: CR or LF in a value, framing fields of its own', async () => {
+  const { ResponseWriter, HeaderFields } = await import('../../../../src/common/http1/response-writer.js');
+  const written: string[] = [];
+  const sink = { write: (d: string | Buffer) => (written.push(d.toString()), true), finished: () => {} };
+  const res = new ResponseWriter(sink, '1.1', true);
+  assert.throws(() => res.writeHead(200, { 'x-a': 'b\r\nset-cookie: c' }), TypeError);
+  assert.throws(() => res.writeHead(200, { 'content-length': 3 }), TypeError);
+  assert.throws(() => res.writeHead(200, { 'bad name': 'v' }), TypeError);
+  assert.throws(() => res.writeHead(101, {}), RangeError);
+  res.writeHead(201, new HeaderFields({ 'x-a': 'b', connection: 'close' }));
+  res.end('{}');
+  assert.deepEqual(written, ['HTTP/1.1 201 Created\r\nx-a: b\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}']);
+});
