@@ -117,6 +117,8 @@ export class Connection implements ResponseSink {
   private pumping = false;
   private again = false;
   private destroyed = false;
+  /** The client will send nothing more. */
+  private ended = false;
   /** The answer to a request refused before it reached the handler. */
   private refusal: ResponseWriter | undefined;
 
@@ -131,11 +133,18 @@ export class Connection implements ResponseSink {
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('drain', () => this.current?.res.emit('drain'));
     socket.on('error', () => socket.destroy());
+    socket.on('end', () => this.readEnded());
     socket.on('close', () => this.closed());
   }
 
   write(data: string | Buffer): boolean {
     if (this.destroyed) return true;
+    // A stream to a client that has sent its last byte: it is gone (as node:http's server takes a
+    // half close), and an idle stream would otherwise never learn it.
+    if (this.ended && this.current && !this.current.res.writableEnded) {
+      this.destroy();
+      return true;
+    }
     return this.socket.write(data);
   }
 
@@ -164,6 +173,31 @@ export class Connection implements ResponseSink {
     this.setPhase(this.parser.idle ? 'idle' : 'head');
     if (this.socket.isPaused()) this.socket.resume();
     this.pump();
+    if (this.ended && !this.current) this.closeAfterAnswer();
+  }
+
+  /**
+   * The client sent its last byte (a half close, as `nc` does after its request): what it asked
+   * whole is still answered, then the connection closes; a stream, which would never end, is cut.
+   * The server is half-open for this: with node's default the socket would end before an
+   * asynchronous answer could be written.
+   */
+  private readEnded(): void {
+    this.ended = true;
+    const ex = this.current;
+    if (!ex) {
+      if (!this.refusal) this.closeAfterAnswer();
+      return;
+    }
+    if (ex.res.headersSent && !ex.res.writableEnded) {
+      this.destroy();
+      return;
+    }
+    if (!ex.complete) {
+      ex.fail(new HttpError(400, 'the request ended before its body did', 'send the whole body'));
+      if (ex.answered) this.closeAfterAnswer();
+      else this.setPhase('busy');
+    }
   }
 
   /** Called by the server's timer. */

@@ -42,7 +42,7 @@ export async function startHttp1Server(options: Http1ServerOptions, handler: Htt
   const { host, port, ...rest } = options;
   const opts: ConnectionOptions = { ...DEFAULT_CONNECTION_OPTIONS, ...rest };
   const open = new Set<Connection>();
-  const server = net.createServer((socket) => {
+  const server = net.createServer({ allowHalfOpen: true }, (socket) => {
     open.add(new Connection(socket, handler, opts, (c) => open.delete(c)));
   });
   const interval = Math.min(MAX_CHECK_INTERVAL_MS, opts.headersTimeoutMs / 2, opts.keepAliveTimeoutMs / 2, opts.requestTimeoutMs / 2);

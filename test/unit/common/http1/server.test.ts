@@ -395,3 +395,33 @@ test('the writer refuses fields that would break the head: CR or LF in a value, 
   res.end('{}');
   assert.deepEqual(written, ['HTTP/1.1 201 Created\r\nx-a: b\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}']);
 });
+
+test('a client that half-closes after its requests still gets every answer, then the connection closes', async () => {
+  const s = await server((req, res) => {
+    setTimeout(() => res.end(req.url), 10);
+  });
+  try {
+    const socket = net.connect(s.address.port, '127.0.0.1');
+    await once(socket, 'connect');
+    let text = '';
+    socket.on('data', (c: Buffer) => (text += c.toString('latin1')));
+    socket.end(GET('/one') + GET('/two'));
+    await once(socket, 'close');
+    assert.deepEqual(statuses(text), [200, 200]);
+    assert.match(text, /\/one[\s\S]*\/two$/);
+  } finally {
+    await s.close();
+  }
+  const e = await server();
+  try {
+    const socket = net.connect(e.address.port, '127.0.0.1');
+    await once(socket, 'connect');
+    let text = '';
+    socket.on('data', (c: Buffer) => (text += c.toString('latin1')));
+    socket.end('PUT /k HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\nabc');
+    await once(socket, 'close');
+    assert.deepEqual(statuses(text), [400], 'a body cut short by the half close is refused');
+  } finally {
+    await e.close();
+  }
+});
