@@ -1,8 +1,8 @@
 /**
  * The table API's HTTP listener (--tables-listen; docs/tables.md): its own HTTP/1.1 server
- * (common/http1, leaner per request than node:http), never the Kafka or management listeners. Each request passes the gate (the bearer token, no web
- * pages), is parsed whole, then goes to its route; whatever fails is answered as JSON
- * `{"error", "fix"}` with its status, and counted.
+ * (common/http1, leaner per request than node:http), never the Kafka or management listeners.
+ * Each request passes the gate (the bearer token, no web pages), is parsed whole, then goes to
+ * its route; whatever fails is answered as JSON `{"error", "fix"}` with its status, and counted.
  */
 import type { HostPort } from '../common/host-port.js';
 import { HeaderFields, HttpError, startHttp1Server, type Http1Request, type ResponseWriter } from '../common/http1/server.js';
