@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { HttpError, RequestParser, type ParserLimits, type RequestHead } from '../../../../src/common/http1/request-parser.js';
+import { seededRandom } from '../../../support/seeded-random.js';
 
 type Parsed = { head: RequestHead; body: string }[];
 interface Outcome {
@@ -172,17 +173,6 @@ test('empty lines before a request line are ignored', () => {
   assert.equal(whole('\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n').requests.length, 1);
 });
 
-/** A small seeded generator, so that a failure names the case that makes it. */
-function rng(seed: number): () => number {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    return (s >>> 0) / 2 ** 32;
-  };
-}
-
 const SAMPLES = [
   'GET /v1/topics/t/keys/k HTTP/1.1\r\nHost: a\r\n\r\n',
   'GET / HTTP/1.0\r\n\r\n',
@@ -212,7 +202,7 @@ function splitAt(bytes: Buffer, random: () => number): Buffer[] {
 const summary = (o: Outcome) => JSON.stringify({ requests: o.requests, refused: o.refused });
 
 test('property: however the bytes are split, the parse is the same (every boundary, then random splits)', () => {
-  const random = rng(35);
+  const random = seededRandom(35);
   for (let n = 0; n < 400; n++) {
     // Requests in a row, sometimes with garbage at the end, sometimes cut short.
     const count = 1 + Math.floor(random() * 4);
@@ -232,7 +222,7 @@ test('property: however the bytes are split, the parse is the same (every bounda
 });
 
 test('property: random bytes and mutated requests never throw anything but an HttpError, and never loop', () => {
-  const random = rng(9112);
+  const random = seededRandom(9112);
   for (let n = 0; n < 3000; n++) {
     let bytes: Buffer;
     if (random() < 0.3) {

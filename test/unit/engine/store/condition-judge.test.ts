@@ -9,6 +9,7 @@ import { keyDigestInto, KEY_DIGEST_BYTES } from '../../../../src/engine/store/ke
 import { PartitionStore } from '../../../../src/engine/store/partition-store.js';
 import { RecordFlag } from '../../../../src/engine/store/record-flags.js';
 import { RowBuffer } from '../../../../src/engine/store/row-buffer.js';
+import { seededRandom } from '../../../support/seeded-random.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kcompact-conditions-'));
 after(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -23,23 +24,12 @@ interface Written {
   condition: number;
 }
 
-/** A small deterministic generator, so a failure names its seed. */
-function random(seed: number): () => number {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    return (s >>> 0) / 2 ** 32;
-  };
-}
-
 /**
  * A log of `n` records over `keys` keys in which writers race: conditions name the latest offset
  * a writer read, often stale, sometimes malformed; tombstones and If-None-Match mixed in.
  */
 function generate(seed: number, n: number, keys: number): Written[] {
-  const rnd = random(seed);
+  const rnd = seededRandom(seed);
   const log: Written[] = [];
   const seen = new Map<number, number[]>();
   for (let o = 0; o < n; o++) {
@@ -131,7 +121,7 @@ describe('conditional records', () => {
       const log = generate(seed, 400, keys);
       const want = model(log);
       const store = freshStore();
-      ingest(store, log, 0, log.length, random(seed * 7));
+      ingest(store, log, 0, log.length, seededRandom(seed * 7));
       assert.deepEqual(verdictsOf(store, log), want.won);
       assert.deepEqual(liveOf(store, keys), want.latest);
       // No void record is ever a survivor or visible past the horizon.
@@ -159,7 +149,7 @@ describe('conditional records', () => {
     const start = 180;
     // What a carry pass copied: the survivors below `start`, as a full clean leaves them.
     const carrier = freshStore();
-    ingest(carrier, log, 0, start, random(3), start);
+    ingest(carrier, log, 0, start, seededRandom(3), start);
     cleanPartition(carrier, carrier.checkpoint.firstDirty, start, 10_000, 1e9);
     const survivors = carrier.rowsIn(0, start);
     carrier.close();
@@ -167,7 +157,7 @@ describe('conditional records', () => {
     const fresh = freshStore();
     fresh.dropBelow(start);
     // The store's records from its log start, then the pass: its start marker, its copies, its end.
-    ingest(fresh, log, start, log.length, random(4), 10_000);
+    ingest(fresh, log, start, log.length, seededRandom(4), 10_000);
     assert.ok(fresh.firstUnjudged >= start, 'conditional records wait for the records below them');
     const pass = log.length;
     const copies = new RowBuffer(4);
@@ -191,9 +181,9 @@ describe('conditional records', () => {
     const log = generate(12, 100, 4);
     const fresh = freshStore();
     fresh.dropBelow(40);
-    ingest(fresh, log, 40, 70, random(5), 100);
+    ingest(fresh, log, 40, 70, seededRandom(5), 100);
     assert.ok(fresh.firstUnjudged >= 40);
-    ingest(fresh, log, 70, 100, random(6), 100);
+    ingest(fresh, log, 70, 100, seededRandom(6), 100);
     assert.equal(fresh.firstUnjudged, -1);
     // Judged against what it holds, the records from 40 on: a condition naming an offset below is one that cannot hold.
     const rebased = log.slice(40).map((w) => ({ ...w, condition: w.condition >= 40 ? w.condition - 40 : w.condition >= 0 ? Condition.Never : w.condition }));
@@ -205,10 +195,10 @@ describe('conditional records', () => {
     const log = generate(13, 120, 5);
     const file = path.join(dir, 'restart.sqlite');
     const first = PartitionStore.open(file, { topic: 't', partition: 0 }).store;
-    ingest(first, log, 0, 60, random(7));
+    ingest(first, log, 0, 60, seededRandom(7));
     first.close();
     const again = PartitionStore.open(file, { topic: 't', partition: 0 }).store;
-    ingest(again, log, 60, 120, random(8));
+    ingest(again, log, 60, 120, seededRandom(8));
     assert.deepEqual(verdictsOf(again, log), model(log).won);
     assert.equal(again.conditional, true);
     again.close();
