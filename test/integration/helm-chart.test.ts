@@ -18,6 +18,7 @@ import { isLoopbackHost } from '../../src/common/host-port.js';
 import { binDir } from '../support/paths.js';
 import { startCliProxy, type CliProxy } from '../support/kcompact-cli.js';
 import { scrape } from '../support/prometheus.js';
+import { hostOf, portOf, type Doc } from '../support/sidecar-manifests.js';
 import { createTestCa } from '../support/tls-certs.js';
 import { makeTempDir, requirePeers, startKfake, type RunningKfake, type TempDir } from '../support/index.js';
 import { runProcess } from '../support/processes.js';
@@ -28,9 +29,6 @@ const k8s = path.join(root, 'deploy', 'kubernetes');
 const helm = path.join(binDir, 'helm');
 const skip = requirePeers(['helm', 'kfake', 'openssl']);
 const examples = fs.readdirSync(path.join(chart, 'examples')).filter((f) => f.endsWith('.yaml'));
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Doc = any;
 
 async function helmRun(args: string[]): Promise<string> {
   const r = await runProcess(helm, args, { cwd: root, timeoutMs: 120_000 });
@@ -54,8 +52,6 @@ const render = async (valuesFile: string, ...set: string[]) =>
   );
 
 const ofKind = (docs: Doc[], kind: string) => docs.filter((d) => d.kind === kind);
-const port = (hostPort: string) => Number(hostPort.slice(hostPort.lastIndexOf(':') + 1));
-const host = (hostPort: string) => hostPort.slice(0, hostPort.lastIndexOf(':')).replace(/^\[|\]$/g, '');
 
 interface Rendering {
   file: string;
@@ -137,11 +133,11 @@ test(
       const { config, kcompact, pod } = r;
       if (!kcompact) continue;
       const ports = new Map<string, number>(kcompact.ports.map((p: Doc) => [p.name, p.containerPort]));
-      assert.equal(ports.get('kafka'), port(config.listen), `${r.file}: kafka port`);
-      assert.equal(ports.get('management'), port(config.metricsListen), `${r.file}: management port`);
-      assert.ok(isLoopbackHost(host(config.adminListen)), `${r.file}: the admin listener stays on the pod's loopback`);
-      assert.ok(![...ports.values()].includes(port(config.adminListen)), `${r.file}: the admin port is no container port`);
-      assert.equal(isLoopbackHost(host(config.listen)), !r.standalone, `${r.file}: a sidecar listens on loopback, a standalone proxy on the pod's address`);
+      assert.equal(ports.get('kafka'), portOf(config.listen), `${r.file}: kafka port`);
+      assert.equal(ports.get('management'), portOf(config.metricsListen), `${r.file}: management port`);
+      assert.ok(isLoopbackHost(hostOf(config.adminListen)), `${r.file}: the admin listener stays on the pod's loopback`);
+      assert.ok(![...ports.values()].includes(portOf(config.adminListen)), `${r.file}: the admin port is no container port`);
+      assert.equal(isLoopbackHost(hostOf(config.listen)), !r.standalone, `${r.file}: a sidecar listens on loopback, a standalone proxy on the pod's address`);
       if (r.standalone) {
         for (let n = 0; ports.has(`broker-${n}`); n++) assert.equal(ports.get(`broker-${n}`), config.brokerPortBase + n, `${r.file}: broker ${n}'s port`);
         assert.ok(ports.has('broker-0'));
@@ -217,7 +213,7 @@ test(
       if (r.standalone) assert.deepEqual(fromPods.slice(0, 2), ['kafka', 'broker-0'], `${r.file}: the namespace's clients reach the Kafka and broker ports`);
       else assert.deepEqual(fromPods, [], `${r.file}: a sidecar's Kafka port is on loopback`);
       assert.ok(
-        !rules.flatMap(portsOf).includes('admin') && !rules.flatMap(portsOf).includes(r.config && port(r.config.adminListen)),
+        !rules.flatMap(portsOf).includes('admin') && !rules.flatMap(portsOf).includes(r.config && portOf(r.config.adminListen)),
         `${r.file}: no one reaches admin`,
       );
     }
