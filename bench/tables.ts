@@ -7,7 +7,8 @@
  *   per CPU second of the replica's process, beside a bare node:http server answering the same
  *   JSON on this machine in the same run (the floor any HTTP API in node stands on);
  * - a write's latency: PUT, and PUT with If-Match, each one after the other, beside a plain
- *   produce (kafkajs, acks=all) of the same record straight to the store;
+ *   produce (kafkajs, acks=all) of the same record straight to the store, the three kinds taking
+ *   turns so that the machine's noise falls on each alike;
  * - compare-and-set throughput: 8 writers per partition, spread over the 3 replicas, each reading
  *   its partition's key and writing it If-Match, for 1, 2 and 4 partitions: writes that won and
  *   writes tried, per second.
@@ -73,7 +74,9 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
-function latencies(ms: number[]): { p50: number; p99: number } {
+type Latency = { p50: number; p99: number };
+
+function latencies(ms: number[]): Latency {
   const sorted = [...ms].sort((a, b) => a - b);
   return { p50: percentile(sorted, 50), p99: percentile(sorted, 99) };
 }
@@ -105,16 +108,6 @@ function httpRequest(
 }
 
 /** Times `n` calls of `f`, one after the other. */
-async function timed(n: number, f: (i: number) => Promise<void>): Promise<number[]> {
-  const out: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const started = performance.now();
-    await f(i);
-    out.push(performance.now() - started);
-  }
-  return out;
-}
-
 interface KhttpResult {
   latencyMs: { p50: number; p99: number };
   requests: number;
@@ -255,19 +248,29 @@ try {
   const bareRate = await khttpRate(bare.pid, bareUrl, 1);
   await bare.close();
 
-  // Writes: a plain produce, a PUT and a PUT with If-Match, one after the other.
-  const produceLatency = latencies(
-    await timed(WRITES, async (i) => void (await producer.send({ topic: TOPIC, acks: -1, messages: [{ key: `w-${i}`, value, partition: 0 }] }))),
-  );
-  const putLatency = latencies(await timed(WRITES, async (i) => void (await put(reader, `w-${i}`, 0, value))));
+  // Writes: a plain produce, a PUT and a PUT with If-Match, one after the other, interleaved so that the machine's moods fall on all three alike.
   let last = (await put(reader, 'chain', 0, value)).offset!;
-  const casLatency = latencies(
-    await timed(WRITES, async () => {
+  const writeKinds: (() => Promise<void>)[] = [
+    async () => void (await producer.send({ topic: TOPIC, acks: -1, messages: [{ key: `w-${written}`, value, partition: 0 }] })),
+    async () => void (await put(reader, `w-${written}`, 0, value)),
+    async () => {
       const res = await put(reader, 'chain', 0, value, { 'if-match': String(last) });
       if (res.status !== 200) throw new Error(`a lone If-Match write answered ${res.status}`);
       last = res.offset!;
-    }),
-  );
+    },
+  ];
+  let written = 0;
+  const writeTimes: number[][] = writeKinds.map(() => []);
+  for (let i = 0; i < WRITES; i++) {
+    for (let j = 0; j < writeKinds.length; j++) {
+      const kind = (i + j) % writeKinds.length;
+      const started = performance.now();
+      await writeKinds[kind]!();
+      writeTimes[kind]!.push(performance.now() - started);
+      written++;
+    }
+  }
+  const [produceLatency, putLatency, casLatency] = writeTimes.map(latencies) as [Latency, Latency, Latency];
 
   const cas: string[][] = [];
   for (const p of PARTITIONS) {

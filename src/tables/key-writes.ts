@@ -4,7 +4,7 @@
  * by the index from the log's order, as every replica judges it (docs/tables.md,
  * "Compare-and-set"): the answer waits for that verdict.
  */
-import { IF_MATCH_HEADER, IF_NONE_MATCH_HEADER } from '../engine/api/table-reads.js';
+import { IF_MATCH_HEADER, IF_NONE_MATCH_HEADER, type Behind, type VerdictAnswer } from '../engine/api/table-reads.js';
 import type { RecordHeader } from '../protocol/records/record-decode.js';
 import { ApiError, unavailable } from './api-error.js';
 import { keyPartition } from './key-partition.js';
@@ -35,16 +35,25 @@ export async function writeKey(deps: TableDeps, req: WriteKey, body: Buffer): Pr
   const partition = await keyPartition(deps.partitions, req.topic, key, req.partition);
   // Refuses a topic the index does not serve (409) before anything is written to it.
   if (!deps.compacted?.(req.topic)) await reads.changes(req.topic, partition, 0, null, 0, 0);
-  const offset = await deps.writer.append(
-    req.topic,
-    partition,
-    { key: req.key, value, headers: conditionHeaders(req.condition), timestamp: (deps.now ?? Date.now)() },
-    { conditional: req.condition !== null },
-  );
-  const written = { partition, offset };
-  if (req.condition === null) return { status: 200, body: written, headers: { etag: etagOf(offset) } };
+  const written = req.condition && { key: req.key, condition: req.condition };
+  // The replica starts foreseeing the verdict while the record is on its way.
+  const done = written && reads.expect(req.topic, partition, written);
+  try {
+    const offset = await deps.writer.append(
+      req.topic,
+      partition,
+      { key: req.key, value, headers: conditionHeaders(req.condition), timestamp: (deps.now ?? Date.now)() },
+      { conditional: written !== null },
+    );
+    if (!written) return { status: 200, body: { partition, offset }, headers: { etag: etagOf(offset) } };
+    return await answerVerdict(deps, req, partition, offset, await reads.verdict(req.topic, partition, offset, req.timeoutMs, written));
+  } finally {
+    done?.();
+  }
+}
 
-  const judged = await reads.verdict(req.topic, partition, offset, req.timeoutMs);
+async function answerVerdict(deps: TableDeps, req: WriteKey, partition: number, offset: number, judged: VerdictAnswer | Behind): Promise<TableAnswer> {
+  const written = { partition, offset };
   if (judged.behind) {
     throw unavailable(
       `written to ${req.topic}-${partition} at offset ${offset}, but the index has not judged its condition within ${req.timeoutMs} ms (it has read up to offset ${judged.indexedTo})`,

@@ -3,7 +3,7 @@
  * route, the key decoded, the query and the condition headers checked. Anything malformed is an
  * ApiError saying which part and what is allowed, before anything is read or written.
  */
-import type { TableKey } from '../engine/api/table-reads.js';
+import type { TableKey, WrittenRecord } from '../engine/api/table-reads.js';
 import type { TableRouteName } from '../ops/metrics/table-metrics.js';
 import { ApiError } from './api-error.js';
 import { decodeBase64, type Encoding } from './record-json.js';
@@ -14,7 +14,7 @@ export const DEFAULT_TIMEOUT_MS = 5_000;
 export const MAX_TIMEOUT_MS = 60_000;
 
 /** A write's condition (docs/tables.md, "Compare-and-set"). */
-export type Condition = { ifMatch: number } | { ifNoneMatch: true } | null;
+export type Condition = WrittenRecord['condition'] | null;
 
 interface Common {
   topic: string;

@@ -88,6 +88,18 @@ export class FakeTables implements TableReads, TableWriter, TopicPartitions {
     return { record: live && live.value !== null ? live : null, indexedTo };
   }
 
+  /** Writes expected and not yet let go of (TableReads.expect). */
+  expecting = 0;
+
+  expect(): () => void {
+    this.expecting++;
+    let done = false;
+    return () => {
+      if (!done) this.expecting--;
+      done = true;
+    };
+  }
+
   async verdict(topic: string, partition: number, offset: number, timeoutMs: number): Promise<VerdictAnswer | Behind> {
     this.check(topic, partition);
     if (!(await this.reach(topic, partition, offset + 1, timeoutMs))) return { behind: true, indexedTo: this.indexedTo(topic, partition) };

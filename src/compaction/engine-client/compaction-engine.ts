@@ -20,6 +20,7 @@ import type { EngineReplies, EngineRequest, FromWorker, ToWorker, WorkerConfig }
 import { deserializeError, restoreFields } from '../../engine/api/worker-log.js';
 import { restoreRecord } from '../../engine/api/table-reads.js';
 import { LatestCache } from './latest-cache.js';
+import { JudgedWrites } from './judged-writes.js';
 
 const RESTART_DELAY_MS = 1000;
 const CLOSE_TIMEOUT_MS = 30_000;
@@ -51,6 +52,8 @@ export async function startCompactionEngine(options: EngineOptions, log: Logger)
   const config: WorkerConfig = { ...options, logLevel: levelOf(log) };
   // A warm key's table read is answered here while its partition's index has not moved.
   const latestAnswers = new LatestCache();
+  // A conditional write's verdict, from the ends the worker publishes as it ingests.
+  const judgedWrites = new JudgedWrites((topic, partition) => index.end(topic, partition));
   const pending = new Map<number, Pending>();
   let nextId = 1;
   let policies: [string, TopicPolicy][] | undefined;
@@ -72,6 +75,10 @@ export async function startCompactionEngine(options: EngineOptions, log: Logger)
       case 'end':
         index.applyEnd(m.topic, m.partition, m.end);
         latestAnswers.moved(m.topic, m.partition);
+        judgedWrites.published(m.topic, m.partition, m.end);
+        break;
+      case 'foreseen':
+        judgedWrites.foreseen(m.write, m.at, m.verdict);
         break;
       case 'log':
         log[m.level](m.msg, m.fields ? restoreFields(m.fields) : undefined);
@@ -156,7 +163,26 @@ export async function startCompactionEngine(options: EngineOptions, log: Logger)
         if (bytes) latestAnswers.put(topic, partition, bytes, answer, moves);
         return answer;
       },
-      verdict: (topic, partition, offset, timeoutMs) => call('tableVerdict', { topic, partition, offset, timeoutMs }),
+      expect(topic, partition, written) {
+        const write = judgedWrites.expect(topic, partition, written);
+        post({ type: 'tableExpect', write, topic, partition, written });
+        return () => {
+          judgedWrites.forget(write);
+          post({ type: 'tableForget', write });
+        };
+      },
+      async verdict(topic, partition, offset, timeoutMs, written) {
+        if (!written) return call('tableVerdict', { topic, partition, offset, timeoutMs });
+        const known = judgedWrites.now(topic, partition, offset, written);
+        if (known) return { verdict: known };
+        // Whichever tells first: the worker asked, its foresight, or the end its ingest publishes.
+        const watch = judgedWrites.watch(topic, partition, offset, written);
+        try {
+          return await Promise.race([call('tableVerdict', { topic, partition, offset, timeoutMs, written }), watch.verdict.then((verdict) => ({ verdict }))]);
+        } finally {
+          watch.cancel();
+        }
+      },
       async changes(topic, partition, from, key, limit, waitMs) {
         const answer = await call('tableChanges', { topic, partition, from, key, limit, waitMs });
         for (const r of answer.records) restoreRecord(r);

@@ -38,6 +38,11 @@ export class SurvivorIndex implements IndexView {
   }
 
   /** Where the partition's log ends for clients, as the worker last said. */
+  /** The partition's log end as its index last published it. */
+  end(topic: string, partition: number): LogEnd | undefined {
+    return this.ends.get(partitionKey(topic, partition));
+  }
+
   applyEnd(topic: string, partition: number, end: LogEnd): void {
     this.ends.set(partitionKey(topic, partition), end);
     const set = this.topics.get(topic)?.get(partition);

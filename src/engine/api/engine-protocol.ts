@@ -8,7 +8,7 @@ import type { LogEnd } from './index-view.js';
 import type { EngineOptions } from './engine-options.js';
 import type { SurvivorSnapshot } from './survivor-set.js';
 import type { CleanReport, EngineStatus, OffsetAtTime, PartitionDetail } from './engine-reports.js';
-import type { Behind, ChangesAnswer, LatestAnswer, TableKey, VerdictAnswer } from './table-reads.js';
+import type { Behind, ChangesAnswer, LatestAnswer, TableKey, VerdictAnswer, WrittenRecord } from './table-reads.js';
 
 /** The worker's workerData: the engine's options as the settings built them, whole. */
 export interface WorkerConfig extends EngineOptions {
@@ -31,7 +31,10 @@ export type ToWorker =
   | { type: 'rebuild'; id: number; topic?: string }
   /** The table API's reads (table-reads.ts), answered from the partition's index. */
   | { type: 'tableLatest'; id: number; topic: string; partition: number; key: TableKey; atLeast: number; timeoutMs: number }
-  | { type: 'tableVerdict'; id: number; topic: string; partition: number; offset: number; timeoutMs: number }
+  | { type: 'tableVerdict'; id: number; topic: string; partition: number; offset: number; timeoutMs: number; written?: WrittenRecord }
+  /** A conditional write of the table API is on its way (TableReads.expect): what its verdict would be, each time the index moves, until forgotten. */
+  | { type: 'tableExpect'; write: number; topic: string; partition: number; written: WrittenRecord }
+  | { type: 'tableForget'; write: number }
   | { type: 'tableChanges'; id: number; topic: string; partition: number; from: number; key: TableKey | null; limit: number; waitMs: number }
   | { type: 'close'; id: number };
 
@@ -76,5 +79,7 @@ export type FromWorker =
   /** Where the partition's log ends for clients (index-view.ts LogEnd), each time that moves. */
   | { type: 'end'; topic: string; partition: number; end: LogEnd }
   | { type: 'log'; level: LogLevel; msg: string; fields?: Record<string, unknown> }
+  /** An expected write (tableExpect) would have this verdict if the store put it at `at`, where the index ends now. */
+  | { type: 'foreseen'; write: number; at: number; verdict: 'won' | 'void' }
   | { type: 'reply'; id: number; ok: true; value: unknown }
   | { type: 'reply'; id: number; ok: false; error: SerializedError };

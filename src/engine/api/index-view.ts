@@ -45,6 +45,11 @@ export interface JudgedEnd {
   to: number;
   /** The void records past the cleaner's horizon, ascending (below it, no void record survives). */
   voids: number[];
+  /**
+   * The horizon `voids` starts at, as of this message: a conditional record in [voidsFrom, to)
+   * won unless `voids` holds it. Verdicts never change, so that stays true after the horizon moves.
+   */
+  voidsFrom: number;
 }
 
 export interface IndexView {

@@ -63,6 +63,15 @@ export interface ChangesAnswer {
   next: number;
 }
 
+/**
+ * A conditional record the table API has just appended: its key's bytes and its condition. The
+ * worker may judge it before its index reads it back (PartitionStore.foresee).
+ */
+export interface WrittenRecord {
+  key: Buffer;
+  condition: { ifMatch: number } | { ifNoneMatch: true };
+}
+
 /** A key as the request gives it: its bytes, or for a topic whose keys are compared through the schema registry, its JSON. */
 export type TableKey = { bytes: Buffer } | { json: unknown };
 
@@ -73,8 +82,18 @@ export interface TableReads {
    * compacted or the partition does not exist.
    */
   latest(topic: string, partition: number, key: TableKey, atLeast: number, timeoutMs: number): Promise<LatestAnswer | Behind>;
-  /** The verdict on the record at `offset`, once the index has read it (waiting up to timeoutMs). */
-  verdict(topic: string, partition: number, offset: number, timeoutMs: number): Promise<VerdictAnswer | Behind>;
+  /**
+   * A conditional record is about to be appended to the partition: the replica may foresee its
+   * verdict from here on, wherever the index ends (PartitionStore.foresee), so that verdict()
+   * with the same `written` answers as soon as the store says where the record went. Returns
+   * what to call once the write is answered or failed.
+   */
+  expect(topic: string, partition: number, written: WrittenRecord): () => void;
+  /**
+   * The verdict on the record at `offset`, once the index has read it (waiting up to timeoutMs);
+   * with `written`, the record as it was appended, as soon as the index ends at it.
+   */
+  verdict(topic: string, partition: number, offset: number, timeoutMs: number, written?: WrittenRecord): Promise<VerdictAnswer | Behind>;
   /**
    * Up to `limit` records from `from` on (see ChangesAnswer), of one key when `key` is given;
    * waits up to waitMs for the first one when the index holds none yet.

@@ -22,3 +22,8 @@ export function conditionHolds(condition: number, latestLive: number | null): bo
   if (condition >= 0) return latestLive === condition;
   return false;
 }
+
+/** A condition as the table API writes it in a record's header (src/engine/api/table-reads.ts), as the index keeps it. */
+export function writtenCondition(condition: { ifMatch: number } | { ifNoneMatch: true }): number {
+  return 'ifMatch' in condition ? condition.ifMatch : Condition.IfNoneMatch;
+}

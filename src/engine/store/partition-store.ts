@@ -18,7 +18,7 @@ import { CleanStatements } from './clean-statements.js';
 import { ConditionJudge, type StoredVerdict } from './condition-judge.js';
 import { LatestRecords, type LatestRecord } from './latest-records.js';
 import { KEY_DIGEST_BYTES } from './key-digest.js';
-import { Condition } from './condition.js';
+import { Condition, conditionHolds } from './condition.js';
 import { NOT_A_VALUE, RecordFlag } from './record-flags.js';
 import type { CarryEvent, RowBuffer } from './row-buffer.js';
 import type { CarriedSnapshot, PassReleaseSeen } from '../api/index-view.js';
@@ -626,10 +626,7 @@ export class PartitionStore {
    * there to nextOffset.
    */
   visibleEnd(): number {
-    const max = this.db
-      .prepare(`SELECT offset FROM records WHERE partition = ? AND flags & ${RecordFlag.Void} = 0 ORDER BY offset DESC LIMIT 1`)
-      .pluck()
-      .get(this.partition) as number | undefined;
+    const max = this.index.lastVisible.get(this.partition) as number | undefined;
     return max === undefined ? 0 : max + 1;
   }
 
@@ -731,6 +728,19 @@ export class PartitionStore {
   /** What the index decided of the record at `offset`, if it was conditional. */
   verdict(offset: number): StoredVerdict {
     return this.judge.verdict(offset);
+  }
+
+  /**
+   * The verdict the index will reach on a conditional record at `offset` that it has not read
+   * yet, or undefined when that cannot be told now. When the index ends right there and holds no
+   * record waiting, nothing can come before the record any more: ingest will judge it against
+   * the very rows held now (condition-judge.ts), so the verdict is known before the fetch brings
+   * it. The store's retention dropping the key's latest record meanwhile would change either.
+   */
+  foresee(offset: number, key: Buffer, condition: number): 'won' | 'void' | undefined {
+    if (this.cp.nextOffset !== offset || this.judge.gapBelow > 0 || this.judge.firstPending >= 0 || this.asStoredUntil > 0) return undefined;
+    const latest = this.latest.latest(key);
+    return conditionHolds(condition, latest && !latest.tombstone ? latest.offset : null) ? 'won' : 'void';
   }
 
   /** The void records held at or after `from`, ascending: the fetch view hides them. */

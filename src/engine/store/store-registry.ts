@@ -195,7 +195,8 @@ export class StoreRegistry {
     const end: LogEnd = { indexedTo, visibleEnd: store.visibleEnd() };
     if (store.conditional) {
       const unjudged = store.firstUnjudged;
-      end.judged = { to: unjudged >= 0 ? unjudged : indexedTo, voids: store.voidsFrom(store.checkpoint.firstDirty) };
+      const horizon = store.checkpoint.firstDirty;
+      end.judged = { to: unjudged >= 0 ? unjudged : indexedTo, voids: store.voidsFrom(horizon), voidsFrom: horizon };
     }
     const last = this.ends.get(key);
     if (last && last.indexedTo === end.indexedTo && last.visibleEnd === end.visibleEnd && sameJudged(last.judged, end.judged)) return;

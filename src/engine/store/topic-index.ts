@@ -15,6 +15,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { removeIndexFile } from './index-files.js';
 import { KEY_DIGEST_BYTES } from './key-digest.js';
+import { RecordFlag } from './record-flags.js';
 import { CREATE_SCHEMA, SCHEMA_VERSION } from './schema.js';
 import { isStorageFailure } from '../../common/storage-errors.js';
 
@@ -112,6 +113,8 @@ export class TopicIndex {
   readonly upsertSegment: Database.Statement;
   /** Where a row's bytes are, its timestamp and flags (the table API's reads). */
   readonly rowAt: Database.Statement;
+  /** The last record a client sees (every ingest publishes it). */
+  readonly lastVisible: Database.Statement;
 
   private constructor(
     /**
@@ -136,6 +139,7 @@ export class TopicIndex {
        ON CONFLICT (partition, base) DO UPDATE SET rolling_ts = excluded.rolling_ts, max_ts = excluded.max_ts, bytes = excluded.bytes`,
     );
     this.rowAt = db.prepare('SELECT phys, ts, flags FROM records WHERE partition = ? AND offset = ?').raw();
+    this.lastVisible = db.prepare(`SELECT offset FROM records WHERE partition = ? AND flags & ${RecordFlag.Void} = 0 ORDER BY offset DESC LIMIT 1`).pluck();
   }
 
   /** Opens (or creates) a topic's index file, recreating it when it is unusable. */

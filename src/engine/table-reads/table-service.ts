@@ -13,6 +13,7 @@ import type { Logger } from '../../common/log.js';
 import { canonicalJson } from '../key-identity/canonical-json.js';
 import { decodedDigestInto } from '../key-identity/key-digesters.js';
 import type { KeyIdentities } from '../key-identity/key-identities.js';
+import { writtenCondition } from '../store/condition.js';
 import { KEY_DIGEST_BYTES } from '../store/key-digest.js';
 import type { PartitionStore } from '../store/partition-store.js';
 import type { StoreRegistry } from '../store/store-registry.js';
@@ -27,6 +28,7 @@ import {
   type TableReads,
   type TableRecord,
   type VerdictAnswer,
+  type WrittenRecord,
 } from '../api/table-reads.js';
 import { RecordReads, type ReadStore } from './record-reads.js';
 import { partitionKey } from '../api/partition-key.js';
@@ -45,6 +47,18 @@ export interface TableServiceDeps {
   read: (topic: string, partition: number) => ReadStore;
   clock: Clock;
   log: Logger;
+  /** Tells the main thread what an expected write's verdict would be were it at `at` (foresee). */
+  foreseen: (write: number, at: number, verdict: 'won' | 'void') => void;
+}
+
+/** A write the main thread expects (foresee), and where the index ended when it was last foreseen. */
+interface Expected {
+  write: number;
+  topic: string;
+  partition: number;
+  digest?: Buffer;
+  condition: number;
+  at: number;
 }
 
 /** Records kept decoded, by partition and offset: a warm key's read does not go to the store. */
@@ -65,7 +79,59 @@ export class TableService implements TableReads {
   /** Per partition, the reads waiting for its index to move. */
   private readonly waiting = new Map<string, Set<() => void>>();
 
+  /** Writes the main thread expects, by their number and by partition. */
+  private readonly expected = new Map<number, Expected>();
+  private readonly expectedIn = new Map<string, Set<Expected>>();
+
   constructor(private readonly deps: TableServiceDeps) {}
+
+  /** The worker's own verdict() foresees at each look: nothing to start here. */
+  expect(): () => void {
+    return () => undefined;
+  }
+
+  /**
+   * The main thread expects a write (TableReads.expect): from now until forgotten, each time the
+   * partition's index moves, it is told what the record's verdict would be if the store put it
+   * where the index ends.
+   */
+  async foresee(write: number, topic: string, partition: number, written: WrittenRecord): Promise<void> {
+    const e: Expected = { write, topic, partition, condition: writtenCondition(written.condition), at: -1 };
+    this.expected.set(write, e);
+    try {
+      e.digest = await this.digestOf(topic, { bytes: written.key });
+    } catch (err) {
+      // The write's verdict() asks again and answers the failure.
+      this.deps.log.debug('cannot foresee a write', { topic, partition, err });
+      this.forget(write);
+      return;
+    }
+    if (!this.expected.has(write)) return;
+    const key = partitionKey(topic, partition);
+    let set = this.expectedIn.get(key);
+    if (!set) this.expectedIn.set(key, (set = new Set()));
+    set.add(e);
+    this.foreseeOne(e);
+  }
+
+  forget(write: number): void {
+    const e = this.expected.get(write);
+    if (!e) return;
+    this.expected.delete(write);
+    const key = partitionKey(e.topic, e.partition);
+    const set = this.expectedIn.get(key);
+    if (set?.delete(e) && set.size === 0) this.expectedIn.delete(key);
+  }
+
+  private foreseeOne(e: Expected): void {
+    const store = this.deps.registry.get(e.topic, e.partition);
+    const at = store?.checkpoint.nextOffset ?? -1;
+    if (!store || at === e.at) return;
+    const verdict = store.foresee(at, e.digest!, e.condition);
+    if (!verdict) return;
+    e.at = at;
+    this.deps.foreseen(e.write, at, verdict);
+  }
 
   async latest(topic: string, partition: number, key: TableKey, atLeast: number, timeoutMs: number): Promise<LatestAnswer | Behind> {
     const deadline = this.deps.clock.now() + timeoutMs;
@@ -80,13 +146,17 @@ export class TableService implements TableReads {
     return { record: record ?? null, indexedTo };
   }
 
-  async verdict(topic: string, partition: number, offset: number, timeoutMs: number): Promise<VerdictAnswer | Behind> {
+  async verdict(topic: string, partition: number, offset: number, timeoutMs: number, written?: WrittenRecord): Promise<VerdictAnswer | Behind> {
     const deadline = this.deps.clock.now() + timeoutMs;
     await this.check(topic, partition, deadline);
+    const foreseen = written && { digest: await this.digestOf(topic, { bytes: written.key }), condition: writtenCondition(written.condition) };
     for (;;) {
-      const store = await this.indexed(topic, partition, offset + 1, deadline);
+      // A written record is judged once the index ends at it, without waiting for the fetch that brings it.
+      const store = await this.indexed(topic, partition, foreseen ? offset : offset + 1, deadline);
       if (!store) return this.behind(topic, partition);
-      const verdict = store.verdict(offset);
+      const ahead = foreseen && store.foresee(offset, foreseen.digest, foreseen.condition);
+      if (ahead) return { verdict: ahead };
+      const verdict = store.checkpoint.nextOffset <= offset ? 'pending' : store.verdict(offset);
       if (verdict === 'won' || verdict === 'void') return { verdict };
       if (verdict === 'none') return { verdict: 'unconditional' };
       const left = deadline - this.deps.clock.now();
@@ -198,6 +268,7 @@ export class TableService implements TableReads {
   /** The partition's index moved (it read more of the store): the reads waiting on it look again. */
   indexMoved(topic: string, partition: number): void {
     const key = partitionKey(topic, partition);
+    for (const e of this.expectedIn.get(key) ?? []) this.foreseeOne(e);
     const waiting = this.waiting.get(key);
     if (!waiting) return;
     this.waiting.delete(key);

@@ -142,6 +142,7 @@ export async function createEngine(config: WorkerConfig, deps: EngineDeps): Prom
       indexer.want(topic, partition);
     },
     caughtUp: (topic, partition, deadlineMs) => indexer.caughtUp(topic, partition, deadlineMs),
+    foreseen: (write, at, verdict) => send({ type: 'foreseen', write, at, verdict }),
     identities,
     read: (topic, partition) => async (offset, maxBytes) => {
       const store = registry.get(topic, partition);
@@ -254,7 +255,13 @@ export async function createEngine(config: WorkerConfig, deps: EngineDeps): Prom
         void reply(message, () => tables.latest(message.topic, message.partition, message.key, message.atLeast, message.timeoutMs));
         break;
       case 'tableVerdict':
-        void reply(message, () => tables.verdict(message.topic, message.partition, message.offset, message.timeoutMs));
+        void reply(message, () => tables.verdict(message.topic, message.partition, message.offset, message.timeoutMs, message.written));
+        break;
+      case 'tableExpect':
+        void tables.foresee(message.write, message.topic, message.partition, message.written);
+        break;
+      case 'tableForget':
+        tables.forget(message.write);
         break;
       case 'tableChanges':
         void reply(message, () => tables.changes(message.topic, message.partition, message.from, message.key, message.limit, message.waitMs));

@@ -181,6 +181,7 @@ test('compare-and-set: If-None-Match * creates once, If-Match writes only over t
     assert.equal((await b.call('PUT', '/v1/topics/orders/keys/k', { body: 'x', headers: { 'if-match': 'five' } })).status, 400);
 
     const exposition = parseExposition(await b.registry.metrics());
+    assert.equal(b.tables.expecting, 0, 'every conditional write lets go of its expectation once answered');
     assert.equal(exposition.value('kcompact_table_cas_conflicts_total'), 3);
     assert.equal(exposition.value('kcompact_table_requests_total', { route: 'put_key', status: '412' }), 3);
   } finally {
@@ -249,6 +250,9 @@ test('errors: unknown topic 404, not compacted 409 (nothing written), no such pa
     const unknown = await b.call('PUT', '/v1/topics/orders/keys/k', { body: 'v' });
     assert.deepEqual([unknown.status, unknown.headers['retry-after']], [503, '1']);
     assert.match(String(unknown.json.fix), /read the key/);
+    b.tables.failNextAppend = new WriteOutcomeUnknown('the write to orders-0 went to the store and got no answer');
+    assert.equal((await b.call('PUT', '/v1/topics/orders/keys/k', { body: 'v', headers: { 'if-none-match': '*' } })).status, 503);
+    assert.equal(b.tables.expecting, 0, 'a conditional write that failed lets go of its expectation');
     const info = await b.call('GET', '/v1/topics/orders');
     assert.deepEqual(info.json, { topic: 'orders', partitions: 3, compacted: true });
     assert.deepEqual((await b.call('GET', '/v1/topics/plain')).json, { topic: 'plain', partitions: 1, compacted: false });

@@ -203,4 +203,42 @@ describe('conditional records', () => {
     assert.equal(again.conditional, true);
     again.close();
   });
+
+  for (const seed of [21, 22, 23, 24]) {
+    it(`foresees each conditional record's verdict when the index ends at it, as ingest then judges it (seed ${seed})`, () => {
+      const log = generate(seed, 300, 4 + (seed % 3));
+      const want = model(log);
+      const store = freshStore();
+      const rnd = seededRandom(seed * 5);
+      let foreseen = 0;
+      for (let o = 0; o < log.length;) {
+        const w = log[o]!;
+        if (w.condition !== Condition.None) {
+          const ahead = store.foresee(o, digestOf(w.key), w.condition);
+          assert.ok(ahead, `record ${o}: the index ends at it, so its verdict is known`);
+          assert.equal(ahead === 'won', want.won[o], `record ${o}`);
+          foreseen++;
+        }
+        // Not where the index ends: nothing to tell yet.
+        assert.equal(store.foresee(o + 1, digestOf(w.key), Condition.IfNoneMatch), undefined);
+        const next = Math.min(log.length, o + 1 + Math.floor(rnd() * 3));
+        store.ingest(rowsOf(log, o, next), position(next, log.length), ROLL, false);
+        o = next;
+        const dirty = store.checkpoint.firstDirty;
+        if (rnd() < 0.2) cleanPartition(store, dirty, dirty + Math.floor((o - dirty) * rnd()), 10_000, 1e9);
+      }
+      assert.ok(foreseen > 50);
+      assert.deepEqual(verdictsOf(store, log), want.won);
+      store.close();
+    });
+  }
+
+  it('foresees nothing while records below the index wait for their copies', () => {
+    const log = generate(25, 60, 3);
+    const fresh = freshStore();
+    fresh.dropBelow(20);
+    ingest(fresh, log, 20, 40, seededRandom(9), 100);
+    assert.equal(fresh.foresee(40, digestOf(0), Condition.IfNoneMatch), undefined);
+    fresh.close();
+  });
 });
