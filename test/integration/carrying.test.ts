@@ -99,11 +99,19 @@ async function carryingSuite(t: TestContext, upstream: string): Promise<void> {
   let rebuilt: RunningCompactingProxy | undefined;
   try {
     await Promise.all([admin.connect(), storeAdmin.connect(), producer.connect()]);
-    await createCompactedTopic(admin, TOPIC, { 'segment.ms': String(SEGMENT_MS), 'min.cleanable.dirty.ratio': '0.01' });
+    // Nothing is cleanable (so nothing carried) until the store's raw log has been read: the
+    // carrier cleans as soon as the group assigns it the partition, not only when asked. (An
+    // AlterConfigs sets every config it does not name back to its default.)
+    const configs = { 'cleanup.policy': 'compact', 'segment.ms': String(SEGMENT_MS), 'min.cleanable.dirty.ratio': '0.01' };
+    await createCompactedTopic(admin, TOPIC, { ...configs, 'min.compaction.lag.ms': String(3_600_000) });
     const written = await writeUpdates(producer, ROUNDS, 0);
     // The store's own records, timestamps and all, before anything is carried.
     const raw = recordsOf(await readToEnd(upstream.split(',')[0]!, TOPIC, { timeoutMs: 60_000 }));
     assert.equal(raw.length, written.length);
+    await admin.alterConfigs({
+      validateOnly: false,
+      resources: [{ type: 2, name: TOPIC, configEntries: Object.entries(configs).map(([name, value]) => ({ name, value })) }],
+    });
     const first = await cleanAndCarry(carrier, producer);
     const [pass] = first.carried;
     assert.ok(pass!.copies >= KEYS, `the pass copied every key's latest record (${pass!.copies})`);
