@@ -220,7 +220,11 @@ async function measureReplica(s: Stores, results: ShapeResult[]): Promise<void> 
   });
   try {
     const listening = (performance.now() - spawned) / 1000;
+    const cpuAtListening = threadCpuSeconds(replica.proc.pid);
     const indexed = await indexedAt(replica, ends, spawned, 600_000);
+    const worker = workerThread(replica.proc.pid);
+    // What its compaction worker spent indexing, from the moment it listened (its start before that is module loading).
+    const workerCpuSeconds = (threadCpuSeconds(replica.proc.pid).get(worker) ?? 0) - (cpuAtListening.get(worker) ?? 0);
     const status = await engineStatus(replica.admin);
     for (const r of results) {
       const topic = r.workload.config.topic;
@@ -228,12 +232,16 @@ async function measureReplica(s: Stores, results: ShapeResult[]): Promise<void> 
       r.replica = {
         listeningSeconds: listening,
         indexedSeconds: indexed.get(topic)!,
+        workerCpuSeconds,
         nextOffset: p!.nextOffset,
         ...(await recordsHeld(s.store.bootstrap, topic, r.store.logStart, p!.nextOffset)),
         read: await read(replica.bootstrap, topic, r.expected, 'the replica'),
       };
       log(`(replica) ${topic}: indexed ${r.replica.recordsRead} records in ${r.replica.indexedSeconds.toFixed(2)} s`);
     }
+    // Its worker indexed every topic at once: its CPU goes with all their records.
+    const together = results.reduce((n, r) => n + r.replica!.recordsRead, 0);
+    for (const r of results) r.replica!.recordsAllTopics = together;
   } finally {
     await replica.stop();
   }
