@@ -11,6 +11,7 @@
  */
 import type { JudgedEnd, LogEnd } from '../../engine/api/index-view.js';
 import { partitionKey } from '../../engine/api/partition-key.js';
+import { firstAtLeast } from '../../common/sorted-search.js';
 import type { WrittenRecord } from '../../engine/api/table-reads.js';
 
 export type JudgedVerdict = 'won' | 'void';
@@ -18,15 +19,7 @@ export type JudgedVerdict = 'won' | 'void';
 /** What `judged` says of the conditional record at `offset`, or undefined when it does not cover it. */
 export function judgedVerdict(judged: JudgedEnd | undefined, offset: number): JudgedVerdict | undefined {
   if (!judged || offset >= judged.to || offset < judged.voidsFrom) return undefined;
-  const voids = judged.voids;
-  let lo = 0;
-  let hi = voids.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (voids[mid]! < offset) lo = mid + 1;
-    else hi = mid;
-  }
-  return voids[lo] === offset ? 'void' : 'won';
+  return judged.voids[firstAtLeast(judged.voids, offset)] === offset ? 'void' : 'won';
 }
 
 /** A write on its way, and the worker's latest word on it. */

@@ -10,6 +10,7 @@
  *   mostly written once, where nearly every offset survives (10M such keys: 1.2 MiB, not 40).
  */
 import type { CarriedSnapshot, LogEnd, PartitionIndexView } from './index-view.js';
+import { firstAtLeast } from '../../common/sorted-search.js';
 
 export type SurvivorEncoding = 'u32' | 'f64' | 'bitmap';
 
@@ -173,16 +174,7 @@ class SortedOffsets implements OffsetSet {
 
   /** The index of the first offset >= offset. */
   private lowerBound(offset: number): number {
-    const target = offset - this.base;
-    const d = this.deltas;
-    let lo = 0;
-    let hi = d.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (d[mid]! < target) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
+    return firstAtLeast(this.deltas, offset - this.base);
   }
 }
 

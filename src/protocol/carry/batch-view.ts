@@ -6,6 +6,7 @@
 import { batchPayload, CorruptRecordError, firstRecordPayload, rebuildBatch, type BatchHeader, type RecordSpan } from '../records/batch.js';
 import { Cursor } from '../records/varint.js';
 import { CarryKind, carryKindAt } from './carry-record.js';
+import { firstAtLeast } from '../../common/sorted-search.js';
 
 export interface Visibility {
   /** The first offset the cleaner has not covered: from here on every record is visible. */
@@ -28,13 +29,7 @@ const NO_OFFSETS: readonly number[] = [];
 
 /** The offsets of `sorted` in [from, to). */
 function offsetsIn(sorted: readonly number[], from: number, to: number): readonly number[] {
-  let lo = 0;
-  let hi = sorted.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (sorted[mid]! < from) lo = mid + 1;
-    else hi = mid;
-  }
+  const lo = firstAtLeast(sorted, from);
   let end = lo;
   while (end < sorted.length && sorted[end]! < to) end++;
   return end === lo ? NO_OFFSETS : sorted.slice(lo, end);
