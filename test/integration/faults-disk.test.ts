@@ -275,6 +275,10 @@ test('a full disk: the proxy waits and says what to do, serves nothing it did no
     await pollUntil('the restarted proxy is stuck on the full disk too', 30_000, async () =>
       (await partitionsOf(proxy!, topic)).every((p) => /full/.test(p.lastError ?? '')) ? true : undefined,
     );
+    // Its cleaner too, before the disk is freed: only then can it say that cleaning resumed.
+    await pollUntil('the restarted cleaner meets the full disk too', 30_000, async () =>
+      proxy!.logs().some((l) => /storage of a partition index failed; cleaning waits/.test(l.msg)) ? true : undefined,
+    );
     await servesRightly('disk full, after a restart');
 
     fs.rmSync(filler);
