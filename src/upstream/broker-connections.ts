@@ -17,13 +17,11 @@ export const addressKey = (a: HostPort): string => `${a.host}:${a.port}`;
 
 /**
  * Which connection to a broker a request takes: `admin` for requests that may wait long, `group`
- * for the carrier group's JoinGroup, which the coordinator holds until the group rebalanced,
- * `catch-up` for the indexer's reads of partitions behind the store, which its long polls on
- * `main` would hold up.
+ * for the carrier group's JoinGroup, which the coordinator holds until the group rebalanced.
  */
-export type Lane = 'main' | 'admin' | 'group' | 'catch-up';
+export type Lane = 'main' | 'admin' | 'group';
 
-const LANES: readonly Lane[] = ['main', 'admin', 'group', 'catch-up'];
+const LANES: readonly Lane[] = ['main', 'admin', 'group'];
 const laneKey = (a: HostPort, lane: Lane): string => `${lane} ${addressKey(a)}`;
 
 export class BrokerConnections {

@@ -132,8 +132,7 @@ export class PartitionIngest {
   /** The fetch offset is outside the upstream log: moved log start, or an index ahead of it. */
   private async outOfRange(tail: Tail, nodeId: number): Promise<void> {
     const { registry, tails } = this.deps;
-    // Not on the main lane, where the follow loop's long poll would hold it up (fetch-loops.ts).
-    const [earliest, latest] = await logBounds(await this.deps.cluster.broker(nodeId, 'catch-up'), tail.topic, tail.partition);
+    const [earliest, latest] = await logBounds(await this.deps.cluster.broker(nodeId), tail.topic, tail.partition);
     if (!tails.isCurrent(tail)) return;
     const store = tails.storeOf(tail);
     const next = store.checkpoint.nextOffset;

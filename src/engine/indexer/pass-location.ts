@@ -34,8 +34,7 @@ export class PassLocation {
     const { topic, partition } = tail;
     tail.locating = true;
     try {
-      // The admin lane: the fetch loops' long polls on the main lane would hold up each of these reads.
-      const client = await cluster.broker(tail.leader, 'admin');
+      const client = await cluster.broker(tail.leader);
       const [logStart, end] = await logBounds(client, topic, partition);
       if (logStart === 0) return;
       const target = { topic, topicId: store.checkpoint.topicId, partition };

@@ -35,10 +35,6 @@ export interface Tail {
   lastError?: string;
   /** Fetched as soon as it has anything (the table API reads it, or it holds conditional records): no waiting for minBytes. */
   eager?: boolean;
-  /** The index a fetch answered for last (fetch-loops.ts): a new or reopened one counts as behind until fetched. */
-  positioned?: PartitionStore;
-  /** Where a read that was to catch the index up brought nothing: the long polls take it from there. */
-  stalledAt?: number;
 }
 
 export function newTail(topic: string, partition: number, roll: RollPolicy): Tail {
