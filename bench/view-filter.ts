@@ -21,6 +21,7 @@ import { encodeBatch, type RecordInput } from '../src/protocol/records/batch.js'
 import { cachedRecords, visibleRecords, type ViewedBatch } from '../src/compaction/fetch-view/visible-records.js';
 import { ViewCache } from '../src/compaction/fetch-view/view-cache.js';
 import { sharedCopies } from '../src/compaction/fetch-view/share-copies.js';
+import { firstAtLeast } from '../src/common/sorted-search.js';
 import { printHelpAndExit } from './bench-help.js';
 import { numberFlags } from './number-flag.js';
 
@@ -89,17 +90,7 @@ for (let base = from; base < RECORDS; base += PER_BATCH) {
 const records = Buffer.concat(parts);
 const idempotent = Buffer.concat(withProducer);
 
-function lowerBound(x: number): number {
-  let lo = 0;
-  let hi = survivors.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (survivors[mid]! < x) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-const visibility = { cleanedUpTo: RECORDS, survivors: (a: number, b: number) => survivors.slice(lowerBound(a), lowerBound(b)) };
+const visibility = { cleanedUpTo: RECORDS, survivors: (a: number, b: number) => survivors.slice(firstAtLeast(survivors, a), firstAtLeast(survivors, b)) };
 
 async function timed(what: () => Promise<unknown> | unknown): Promise<number> {
   for (let i = 0; i < 5; i++) await what();
