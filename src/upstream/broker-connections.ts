@@ -16,12 +16,16 @@ import { UpstreamClient, type UpstreamClientOptions } from './client.js';
 export const addressKey = (a: HostPort): string => `${a.host}:${a.port}`;
 
 /**
- * Which connection to a broker a request takes: `admin` for requests that may wait long, `group`
- * for the carrier group's JoinGroup, which the coordinator holds until the group rebalanced.
+ * Which connection to a broker a request takes. A broker answers a connection's requests one at
+ * a time, so a request that may wait long has a lane of its own, away from the short ones on
+ * `main`: `admin` for administrative requests and a carry pass's reads and writes, `group` for
+ * the carrier group's JoinGroup, which the coordinator holds until the group rebalanced, and the
+ * indexer's two fetch loops: `follow`, its long polls, and `catch-up`, its reads of partitions
+ * behind the store, which those long polls would hold up.
  */
-export type Lane = 'main' | 'admin' | 'group';
+export type Lane = 'main' | 'admin' | 'group' | 'follow' | 'catch-up';
 
-const LANES: readonly Lane[] = ['main', 'admin', 'group'];
+const LANES: readonly Lane[] = ['main', 'admin', 'group', 'follow', 'catch-up'];
 const laneKey = (a: HostPort, lane: Lane): string => `${lane} ${addressKey(a)}`;
 
 export class BrokerConnections {

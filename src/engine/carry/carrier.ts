@@ -48,6 +48,8 @@ export interface CarrierDeps {
   mandate?: CarryMandate;
   /** A connection to the partition's leader. */
   leader: (topic: string, partition: number) => Promise<UpstreamClient>;
+  /** Tells the index the store holds the partition up to `end` (a pass's end marker was written): it reads it now, without waiting out a long poll. */
+  wrote?: (topic: string, partition: number, end: number) => void;
   log: Logger;
   /** The time of carrying and of copies' age, and the read-back's waits (the system clock by default). */
   clock?: Clock;
@@ -150,6 +152,7 @@ export class Carrier {
           readBytes: this.pacing.readBytes(FETCH_BYTES),
           runBytes: this.pacing.runBytes(),
           readBackMs: this.deps.readBackMs ?? READ_BACK_MS,
+          wrote: (end) => this.deps.wrote?.(topic, partition, end),
         },
         releaseEnd,
       );

@@ -36,6 +36,8 @@ export interface CarryPassDeps {
   runBytes: number;
   /** How long the pass waits for the index to read its end marker back. */
   readBackMs: number;
+  /** The end marker is in the store, ending before `end`: the index is to read up to there now. */
+  wrote: (end: number) => void;
 }
 
 const ROWS_PER_QUERY = 10_000;
@@ -133,12 +135,13 @@ export class CarryPass {
   async end(): Promise<void> {
     const { client, store, clock } = this.deps;
     const { topic, partition } = store.id;
-    await produceBatch(
+    const at = await produceBatch(
       client,
       topic,
       partition,
       await markerBatch(encodePassEnd({ pass: this.pass, copies: this.copies, releaseEnd: this.releaseEnd }), clock.now()),
     );
+    this.deps.wrote(at + 1);
   }
 
   /** Waits until the index has read the pass's end marker back: before that, replicas would serve copies it has not seen. */

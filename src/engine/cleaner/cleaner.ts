@@ -1,7 +1,8 @@
 /**
  * When to clean what: Kafka's LogCleaner thread loop over the partition indexes. Each round it
- * cleans the dirtiest cleanable partition, then the next, until none qualifies, then applies
- * compact,delete retention, then sleeps the backoff (log.cleaner.backoff.ms). compactNow()
+ * cleans the dirtiest cleanable partition, then the next, until none qualifies (each partition
+ * once), then applies compact,delete retention; it sleeps the backoff (log.cleaner.backoff.ms)
+ * after a round that cleaned nothing, and starts the next one at once otherwise. compactNow()
  * cleans the asked partitions whether or not they qualify (an empty dirty part still lets
  * expired tombstones and markers go). A partition whose clean fails is marked uncleanable, as
  * in Kafka, until the engine restarts or its index is rebuilt; unless the storage failed it (a
@@ -96,8 +97,14 @@ export class Cleaner {
     this.running = true;
     this.loop = (async () => {
       while (this.running) {
-        await this.exclusive(() => this.round()).catch((err) => this.deps.log.error('cleaner round failed', { err }));
-        await this.wake.sleep(this.deps.backoffMs);
+        const report = await this.exclusive(() => this.round()).catch((err: unknown) => {
+          this.deps.log.error('cleaner round failed', { err });
+          return undefined;
+        });
+        // As Kafka's cleaner thread: the backoff only once nothing needed cleaning. A round that
+        // cleaned goes again at once, after whatever compactNow() queued meanwhile.
+        if (report && report.cleaned.length > 0) await yieldToLoop();
+        else await this.wake.sleep(this.deps.backoffMs);
       }
     })();
   }
@@ -164,14 +171,17 @@ export class Cleaner {
     this.stats.lastRunMs = this.now();
     this.stats.maxCleanTimeMs = 0;
     let first = true;
-    // A partition whose clean the storage failed stays the filthiest: once a round is enough.
-    const failed = new Set<string>();
+    // Each partition once a round: under steady writes a partition is dirty again by the time
+    // its pass is carried, and a round that went on cleaning it would never end, holding up
+    // compactNow(), aged copies and retention behind it. One whose clean the storage failed
+    // stays the filthiest the same way.
+    const done = new Set<string>();
     for (;;) {
-      const next = this.filthiest(first, failed);
+      const next = this.filthiest(first, done);
       first = false;
       if (!next) break;
-      if (this.cleanOne(next.store, next.range, next.policy, report) === undefined) failed.add(idOf(next.store));
-      else await this.carry(next.store, next.policy, report);
+      done.add(idOf(next.store));
+      if (this.cleanOne(next.store, next.range, next.policy, report) !== undefined) await this.carry(next.store, next.policy, report);
       await yieldToLoop();
     }
     await this.carryAged(report);

@@ -2,8 +2,8 @@
  * Waiting for the index to catch up with the upstream: an on-demand clean covers what was
  * produced before it was asked for, and a fetch the view holds for a partition's index answers
  * once that index has read what the store held. The target is each partition's last stable
- * offset as its leader gives it when asked; the fetch loops are woken meanwhile, so that a long
- * poll does not stand between the index and it.
+ * offset as its leader gives it when asked; the index is told to read up to it now, so that a
+ * long poll does not stand between the index and it.
  */
 import type { Clock } from '../../common/clock.js';
 import type { Logger } from '../../common/log.js';
@@ -24,8 +24,8 @@ export interface CatchUpDeps {
   clock: Clock;
   /** One metadata round now: partitions created since the last one count too. */
   refreshMetadata: () => Promise<void>;
-  /** Wakes the fetch loop of the broker (out of its long poll). */
-  wakeLoop: (nodeId: number) => void;
+  /** Has the partition's index read up to `end` now, not when a long poll answers (Indexer.readUpTo). */
+  readUpTo: (topic: string, partition: number, end: number) => void;
 }
 
 export class CatchUp {
@@ -78,7 +78,7 @@ export class CatchUp {
           reached.push(false);
           break;
         }
-        this.deps.wakeLoop(tails.get(t.topic, t.partition)?.leader ?? -1);
+        this.deps.readUpTo(t.topic, t.partition, t.offset);
         await clock.sleep(POLL_MS);
       }
     }

@@ -131,7 +131,7 @@ export class Indexer {
       log,
       clock,
       refreshMetadata: () => this.metadata.refresh(),
-      wakeLoop: (nodeId) => this.fetches.wake(nodeId),
+      readUpTo: (topic, partition, end) => this.readUpTo(topic, partition, end),
     });
   }
 
@@ -272,6 +272,18 @@ export class Indexer {
   }
 
   /**
+   * Something waits for the partition's index to read the store up to `end`: a carry pass's end
+   * marker this replica wrote, or a fetch the view holds (catch-up.ts). The catch-up loop reads
+   * it at once, rather than when a long poll answers.
+   */
+  readUpTo(topic: string, partition: number, end: number): void {
+    const tail = this.tails.get(topic, partition);
+    if (!tail || tail.leader < 0) return;
+    tail.awaitedEnd = Math.max(tail.awaitedEnd ?? 0, end);
+    this.fetches.wake(tail.leader);
+  }
+
+  /**
    * Asks the partition's leader to move its log start to `offset` (compact,delete retention).
    * Resolves false when the upstream cannot (no DeleteRecords, not allowed, no leader known).
    */
@@ -279,7 +291,8 @@ export class Indexer {
     const tail = this.tails.get(topic, partition);
     try {
       if (!tail || tail.leader < 0) throw new Error('no known leader');
-      await deleteRecordsBefore(await this.cluster.broker(tail.leader), topic, partition, offset);
+      // The admin lane, as the carrier's: the fetch loops' long polls on the main lane would hold it up.
+      await deleteRecordsBefore(await this.cluster.broker(tail.leader, 'admin'), topic, partition, offset);
       return true;
     } catch (err) {
       const key = partitionKey(topic, partition);

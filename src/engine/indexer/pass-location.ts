@@ -34,7 +34,8 @@ export class PassLocation {
     const { topic, partition } = tail;
     tail.locating = true;
     try {
-      const client = await cluster.broker(tail.leader);
+      // Reads of the store without waiting, as the catch-up loop's: none of them holds up `main`.
+      const client = await cluster.broker(tail.leader, 'catch-up');
       const [logStart, end] = await logBounds(client, topic, partition);
       if (logStart === 0) return;
       const target = { topic, topicId: store.checkpoint.topicId, partition };

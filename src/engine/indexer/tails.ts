@@ -27,6 +27,10 @@ export interface Tail {
   roll: RollPolicy;
   /** In a fetch now (a leader change may start a second loop before the first returns). */
   busy: boolean;
+  /** The fetch it is in is a long poll, which the catch-up loop may overtake (fetch-loops.ts). */
+  longPolled?: boolean;
+  /** Counts the fetches that took it: an answer for an earlier take than the last is not used. */
+  claims: number;
   retryAt: number;
   /** Fetched answers in a row whose key schemas the registry did not give (the backoff grows with them). */
   schemaFailures: number;
@@ -35,10 +39,16 @@ export interface Tail {
   lastError?: string;
   /** Fetched as soon as it has anything (the table API reads it, or it holds conditional records): no waiting for minBytes. */
   eager?: boolean;
+  /** The index a fetch answered for last (fetch-loops.ts): a new or reopened one counts as behind until fetched. */
+  positioned?: PartitionStore;
+  /** Where a read that was to catch the index up brought nothing: the long polls take it from there. */
+  stalledAt?: number;
+  /** An end something waits for the index to reach (Indexer.readUpTo): behind until it has read it. */
+  awaitedEnd?: number;
 }
 
 export function newTail(topic: string, partition: number, roll: RollPolicy): Tail {
-  return { topic, partition, topicId: '', locating: false, leader: -1, roll, busy: false, retryAt: 0, schemaFailures: 0, storageFailures: 0 };
+  return { topic, partition, topicId: '', locating: false, leader: -1, roll, busy: false, claims: 0, retryAt: 0, schemaFailures: 0, storageFailures: 0 };
 }
 
 export class Tails {

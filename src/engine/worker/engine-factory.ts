@@ -109,6 +109,7 @@ export async function createEngine(config: WorkerConfig, deps: EngineDeps): Prom
     ? new Carrier({
         registry,
         leader: (topic, partition) => indexer.leader(topic, partition),
+        wrote: (topic, partition, end) => indexer.readUpTo(topic, partition, end),
         log,
         clock,
         mandate: group,

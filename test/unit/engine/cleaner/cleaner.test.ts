@@ -5,6 +5,7 @@ import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { type CleanReport } from '../../../../src/engine/api/engine-reports.js';
 import { Cleaner } from '../../../../src/engine/cleaner/cleaner.js';
+import type { Carrier } from '../../../../src/engine/carry/carrier.js';
 import { rollPolicy } from '../../../../src/engine/store/segment-roller.js';
 import { StoreRegistry } from '../../../../src/engine/store/store-registry.js';
 import type { PartitionId } from '../../../../src/engine/store/partition-store.js';
@@ -24,7 +25,7 @@ const quiet = { ...createLogger(), warn: () => {}, info: () => {}, debug: () => 
 /** Small segments that roll every 200 bytes, so a few writes give closed (cleanable) segments. */
 const SMALL: TopicPolicy = { ...DEFAULT_POLICY, segmentBytes: 200 };
 
-function setup(policies: Map<string, TopicPolicy>, clock: { now: number }) {
+function setup(policies: Map<string, TopicPolicy>, clock: { now: number }, carrier?: Carrier) {
   const published: { id: PartitionId; snapshot: SurvivorSnapshot | null }[] = [];
   const registry = new StoreRegistry(path.join(dir, `r${n++}`), quiet, (id, snapshot) => published.push({ id, snapshot }));
   const deletes: [string, number, number][] = [];
@@ -38,6 +39,7 @@ function setup(policies: Map<string, TopicPolicy>, clock: { now: number }) {
     log: quiet,
     backoffMs: 1e9,
     clock: () => clock.now,
+    carrier,
   });
   return { registry, cleaner, published, deletes };
 }
@@ -96,6 +98,30 @@ describe('Cleaner', () => {
     const report = await round();
     assert.equal(report.cleaned.length, 1);
     assert.ok(cleaner.status().maxCompactionDelayMs > 0);
+    registry.closeAll();
+  });
+
+  it('cleans a partition once a round, so that a round under steady writes ends', { timeout: 20_000 }, async () => {
+    const clock = { now: 10_000 };
+    const policy = { ...SMALL, minCleanableDirtyRatio: 0.01 };
+    let log: FakeLog | undefined;
+    let passes = 0;
+    // Each pass takes long enough for more updates to arrive: the partition is dirty again after it.
+    const carrier = {
+      stats: {},
+      carry: async (store: Parameters<Carrier['carry']>[0]) => {
+        passes++;
+        for (let i = 0; i < 10; i++) await log!.append([{ key: `k${i % 5}`, value: `again-${passes}-${i}` }], 1000);
+        await log!.feed(store, rollPolicy(policy));
+        return undefined;
+      },
+    } as unknown as Carrier;
+    const { registry, cleaner } = setup(new Map([['t', policy]]), clock, carrier);
+    log = await fill(registry, 't', policy, 5, 30);
+    const round = (cleaner as unknown as { round(): Promise<CleanReport> }).round.bind(cleaner);
+    assert.equal((await round()).cleaned.length, 1, 'one clean, though the partition was dirty again after it');
+    assert.ok(cleaner.rangeOf(registry.get('t', 0)!)!.dirtyRatio > 0.01, 'dirty again');
+    assert.equal((await round()).cleaned.length, 1, 'the next round cleans it again');
     registry.closeAll();
   });
 
