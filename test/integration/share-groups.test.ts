@@ -197,8 +197,14 @@ test('share groups get the compacted view, as from Kafka 4.4 with its cleaner on
         committed,
         `${where}: the member that stayed got every record`,
       );
+      // What the leaving member's poll returned comes again, counted. It may also have acquired
+      // records its poll never returned (fetched ahead): those come again counted too, on Kafka as
+      // through kcompact, so a record the leaver never showed may count 2 as well.
       const again = new Set(left.map((r) => r.offset));
-      for (const r of stayed) assert.equal(r.deliveryCount, again.has(r.offset) ? 2 : 1, `${where}: offset ${r.offset}'s delivery count`);
+      for (const r of stayed) {
+        if (again.has(r.offset)) assert.equal(r.deliveryCount, 2, `${where}: offset ${r.offset}'s delivery count, after the leaver had it`);
+        else assert.ok(r.deliveryCount === 1 || r.deliveryCount === 2, `${where}: offset ${r.offset}'s delivery count ${r.deliveryCount}`);
+      }
       assert.equal(run.lag, 0, `${where}: nothing is left stuck in the group`);
     }
     t.diagnostic(`a member left with ${throughLeft!.records.filter((r) => r.member === 1).length} records through kcompact, all delivered again`);

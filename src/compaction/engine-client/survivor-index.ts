@@ -37,8 +37,7 @@ export class SurvivorIndex implements IndexView {
     partitions.set(partition, set);
   }
 
-  /** Where the partition's log ends for clients, as the worker last said. */
-  /** The partition's log end as its index last published it. */
+  /** Where the partition's log ends for clients, as its index last published it. */
   end(topic: string, partition: number): LogEnd | undefined {
     return this.ends.get(partitionKey(topic, partition));
   }
