@@ -262,8 +262,8 @@ export class Indexer {
 
   /**
    * A connection to the partition's leader, as the metadata loop last found it, on the admin
-   * lane: a broker answers a connection's requests one at a time, and the fetch loops' long
-   * polls on the main lane would hold up every read and write of a carry pass.
+   * lane: a broker answers a connection's requests one at a time, and a carry pass's large reads
+   * and writes would hold up the short requests on the main lane (metadata, ListOffsets).
    */
   async leader(topic: string, partition: number): Promise<UpstreamClient> {
     const tail = this.tails.get(topic, partition);
@@ -291,7 +291,7 @@ export class Indexer {
     const tail = this.tails.get(topic, partition);
     try {
       if (!tail || tail.leader < 0) throw new Error('no known leader');
-      // The admin lane, as the carrier's: the fetch loops' long polls on the main lane would hold it up.
+      // The admin lane, as the carrier's own DeleteRecords (range-release.ts).
       await deleteRecordsBefore(await this.cluster.broker(tail.leader, 'admin'), topic, partition, offset);
       return true;
     } catch (err) {
