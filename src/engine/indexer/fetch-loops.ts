@@ -149,12 +149,13 @@ export class FetchLoops {
       rotation = (rotation + 1) % ready.length;
       const order = [...ready.slice(rotation), ...ready.slice(0, rotation)];
       // Each take is a claim: an answer for a tail another loop has taken since is not used.
-      const claims = order.map((t) => {
+      const claims = new Map<Tail, number>();
+      for (const t of order) {
         t.busy = true;
         t.longPolled = !catchingUp;
-        return ++t.claims;
-      });
-      const held = () => order.filter((t, i) => t.claims === claims[i]);
+        claims.set(t, ++t.claims);
+      }
+      const held = () => order.filter((t) => claims.get(t) === t.claims);
       try {
         const throttleMs = await this.fetchOnce(nodeId, kind, order, claims, rows);
         if (fails > 0) log.info('upstream broker reachable again', { nodeId, after: fails });
@@ -206,7 +207,7 @@ export class FetchLoops {
   }
 
   /** Fetches the tails from the broker and indexes the answer; resolves with the store's throttle time. */
-  private async fetchOnce(nodeId: number, kind: LoopKind, order: Tail[], claims: readonly number[], rows: RowBuffer): Promise<number> {
+  private async fetchOnce(nodeId: number, kind: LoopKind, order: Tail[], claims: ReadonlyMap<Tail, number>, rows: RowBuffer): Promise<number> {
     const { tails, registry, opts } = this.deps;
     const client = await this.deps.cluster.broker(nodeId, LANE[kind]);
     const withIds = order.every((t) => tails.storeOf(t).checkpoint.topicId !== '');
@@ -247,14 +248,13 @@ export class FetchLoops {
       rackId: '',
     });
     if (body.errorCode) throw new UpstreamError(`Fetch from upstream broker ${nodeId}`, body.errorCode);
-    const claimOf = new Map(order.map((t, i) => [t, claims[i]!]));
     for (const r of body.responses) {
       const topic = version >= FETCH_TOPIC_IDS_VERSION ? topicOfId.get(r.topicId ?? '') : r.topic;
       if (topic === undefined) continue;
       for (const p of r.partitions) {
         const tail = tails.get(topic, p.partitionIndex);
         // Not asked for, or taken by the catch-up loop while this long poll waited.
-        if (!tail || claimOf.get(tail) !== tail.claims) continue;
+        if (!tail || claims.get(tail) !== tail.claims) continue;
         this.deps.reads.indexBytes += p.records?.length ?? 0;
         const from = registry.get(topic, p.partitionIndex)?.checkpoint.nextOffset;
         await this.deps.ingest.ingest(tail, p, nodeId, rows);
