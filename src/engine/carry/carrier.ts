@@ -113,6 +113,11 @@ export class Carrier {
     // index that has not read the last pass in the store knows neither (the survivors below the
     // store's log start are in that pass's copies), so it reads on first.
     if (!store.knowsTopicStart()) return false;
+    // The same holds for a pass whose start it read and whose end it has not (a new carrier
+    // reading the last one's pass): it holds only the survivors read so far, and a pass now would
+    // release the rest. A pass stopped halfway never ends: once the index has read all the store
+    // held, the pass is one of those.
+    if (store.carry.openPass >= 0 && store.checkpoint.nextOffset < store.checkpoint.lastStableOffset) return false;
     // A range kept for a share group is asked about again every round, written to or not.
     if (this.ranges.isHeld(topic, partition)) return true;
     const { firstDirty, logStartOffset } = store.checkpoint;
