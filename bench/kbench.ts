@@ -10,6 +10,15 @@ import { runProcess, tail } from '../test/support/index.js';
 
 export type KbenchMode = 'produce' | 'consume' | 'latency';
 
+export interface LatencySummary {
+  avg: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  p999: number;
+  max: number;
+}
+
 export interface KbenchResult {
   mode: KbenchMode;
   records: number;
@@ -17,7 +26,16 @@ export interface KbenchResult {
   seconds: number;
   mbPerSec: number;
   recordsPerSec: number;
-  latencyMs?: { p50: number; p90: number; p99: number; p999: number; max: number };
+  /** Per-record produce acknowledgement latency (produce, latency). */
+  latencyMs?: LatencySummary;
+  /**
+   * End-to-end latency (latency with --e2e, its default): from a record's scheduled send time
+   * to the poll of kbench's own reader that returned it, over the records it received.
+   */
+  e2eMs?: LatencySummary;
+  /** Records of the run the end-to-end reader received, and those it had not when it stopped. */
+  received?: number;
+  missing?: number;
   /** Produce and Fetch requests the client wrote. */
   requests: { produce: number; fetch: number };
   /** Record batches produced or fetched. */

@@ -159,6 +159,8 @@ export async function soak(
       String(cfg.tombstoneEvery),
       '--timeout',
       timeout,
+      // The soak's traffic is its own groups' reads; a reader per producer would add to it.
+      '--e2e=false',
     ]),
   );
   const groups: BackgroundKbench[] = Array.from({ length: cfg.groups }, (_, i) =>

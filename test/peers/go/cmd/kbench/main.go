@@ -2,12 +2,15 @@
 // `make bench-compaction` (bench/compaction.ts): a fast franz-go client, so the client is not
 // what limits the figures, run once per round against an upstream directly or through the proxy. Each run prints one JSON line on stdout:
 //
-//	{"mode","topic","records","bytes","seconds","mbPerSec","recordsPerSec","latencyMs"?,"requests","batches","distinctKeys"?,"settings","errors"}
+//	{"mode","topic","records","bytes","seconds","mbPerSec","recordsPerSec","latencyMs"?,"e2eMs"?,"received"?,"missing"?,
+//	 "requests","batches","distinctKeys"?,"settings","errors"}
 //
-// where bytes counts key plus value bytes, MB is 10^6 bytes, latencyMs holds p50, p90, p99,
-// p999 and max of the per-record produce acknowledgement latency, and requests counts the
-// Produce and Fetch requests the client wrote (warm-up included), batches the record batches it
-// produced or fetched. It exits 1 when errors is not empty.
+// where bytes counts key plus value bytes, MB is 10^6 bytes, latencyMs holds avg, p50, p90,
+// p99, p999 and max of the per-record produce acknowledgement latency, e2eMs the same of the
+// latency mode's end-to-end latency, over the records its reader received (received of records;
+// missing had not arrived when it stopped), and requests counts the Produce and Fetch requests
+// the clients wrote (warm-up included), batches the record batches the run produced or (consume)
+// fetched. It exits 1 when errors is not empty.
 package main
 
 import (
@@ -33,6 +36,9 @@ type result struct {
 	MBPerSec      float64          `json:"mbPerSec"`
 	RecordsPerSec float64          `json:"recordsPerSec"`
 	LatencyMs     *percentiles     `json:"latencyMs,omitempty"`
+	E2EMs         *percentiles     `json:"e2eMs,omitempty"`
+	Received      *int             `json:"received,omitempty"`
+	Missing       *int             `json:"missing,omitempty"`
 	Requests      map[string]int64 `json:"requests"`
 	Batches       int64            `json:"batches"`
 	DistinctKeys  *int             `json:"distinctKeys,omitempty"`
