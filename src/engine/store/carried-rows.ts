@@ -88,6 +88,8 @@ interface Statements {
   insertRows: Chunked;
   /** (i, key) → [i, offset] for the keys the cleaned part holds. */
   keysOf: Chunked;
+  /** (partition, key, offset) → adds the entries of keys that have none. */
+  addKeys: Chunked;
   /** (offset) → deletes the rows at them. */
   deleteRows: Chunked;
   /** (partition, key, offset) → sets the keys' entries. */
@@ -121,6 +123,7 @@ const statements = perConnection((db): Statements => {
     ),
     deleteRows: new Chunked(db, 1, 1, (t) => `DELETE FROM records WHERE offset IN (${t}) AND partition = ?`),
     setKeys: new Chunked(db, 3, 0, (t) => `INSERT OR REPLACE INTO keys (partition, key, offset) VALUES ${t}`),
+    addKeys: new Chunked(db, 3, 0, (t) => `INSERT INTO keys (partition, key, offset) VALUES ${t} ON CONFLICT DO NOTHING`),
     // By key (the primary key), for the keys of the rows going only, and only where the key's entry is such a row.
     forgetUnrefreshedKeys: db.prepare(
       `DELETE FROM keys WHERE partition = ? AND key IN (SELECT key FROM records WHERE ${UNREFRESHED} AND key IS NOT NULL)
@@ -213,19 +216,30 @@ function placeUnheld(s: Statements, partition: number, rows: RowBuffer, from: nu
   let gained = insertCopies(s, partition, rows, dirty);
   if (lastOfKey.size === 0) return gained;
   const last = inKeyOrder(rows, from, lastOfKey);
-  // Those go in whose key has no entry, or an older one: they replace its row.
+  // Those go in whose key has no entry, or an older one: they replace its row. A key without an
+  // entry (all of them, for an index reading its first pass) gets the copy's at once, in the
+  // same statement that finds it has none; only a chunk where some key had one is looked up.
   const taken = new Uint8Array(to - from);
   for (const i of last) taken[i - from] = 1;
   const replaced: number[] = [];
-  for (const { at, n, statement: keysOf, args } of s.keysOf.chunks(last.length)) {
+  const reentered: number[] = [];
+  for (const { at, n, statement: addKeys, args } of s.addKeys.chunks(last.length)) {
+    fillEntries(args, partition, rows, last, at, n);
+    if (addKeys.run(args).changes === n) continue;
+    const { statement: keysOf, args: lookup } = s.keysOf.bound(n);
     for (let j = 0; j < n; j++) {
-      args[2 * j] = last[at + j];
-      args[2 * j + 1] = keyOf(rows, last[at + j]!);
+      lookup[2 * j] = last[at + j];
+      lookup[2 * j + 1] = keyOf(rows, last[at + j]!);
     }
-    args[2 * n] = partition;
-    for (const [i, offset] of keysOf.all(args) as [number, number][]) {
+    lookup[2 * n] = partition;
+    for (const [i, offset] of keysOf.all(lookup) as [number, number][]) {
+      // The entry just added: the index holds no row at a copy's offset, so no older entry names it.
+      if (offset === rows.offsets[i]) continue;
       if (offset > rows.offsets[i]!) taken[i - from] = 0;
-      else replaced.push(offset);
+      else {
+        replaced.push(offset);
+        reentered.push(i);
+      }
     }
   }
   const gone = Float64Array.from(replaced).sort();
@@ -237,17 +251,21 @@ function placeUnheld(s: Statements, partition: number, rows: RowBuffer, from: nu
   const inserted: number[] = [];
   for (let i = from; i < to; i++) if (taken[i - from] === 1) inserted.push(i);
   gained += insertCopies(s, partition, rows, inserted);
-  const entries = last.filter((i) => taken[i - from] === 1);
-  for (const { at, n, statement: setKeys, args } of s.setKeys.chunks(entries.length)) {
-    for (let j = 0; j < n; j++) {
-      const i = entries[at + j]!;
-      args[3 * j] = partition;
-      args[3 * j + 1] = keyOf(rows, i);
-      args[3 * j + 2] = rows.offsets[i];
-    }
+  for (const { at, n, statement: setKeys, args } of s.setKeys.chunks(reentered.length)) {
+    fillEntries(args, partition, rows, reentered, at, n);
     setKeys.run(args);
   }
   return gained;
+}
+
+/** (partition, key, offset) of the copies which[at .. at + n) into a statement's parameters. */
+function fillEntries(args: unknown[], partition: number, rows: RowBuffer, which: readonly number[], at: number, n: number): void {
+  for (let j = 0; j < n; j++) {
+    const i = which[at + j]!;
+    args[3 * j] = partition;
+    args[3 * j + 1] = keyOf(rows, i);
+    args[3 * j + 2] = rows.offsets[i];
+  }
 }
 
 /** Room for a row's place in its run beside its key's first bytes in a sort key: 2^29 rows, more than a RowBuffer can hold. */

@@ -653,11 +653,39 @@ export class PartitionStore {
   }
 
   /**
+   * eachOffsetBelow(end, visit) and carriedSnapshot() in one scan of the rows: what the main
+   * thread is sent after a change, where the scans were a large share of a new index's work.
+   * The last whole pass's copies are of rows below its release end, so one scan up to the
+   * higher of the two ends sees them all.
+   */
+  survivorsBelow(end: number, visit: (offset: number) => void): CarriedSnapshot | undefined {
+    const c = this.carryState;
+    if (c.pass < 0) {
+      this.eachOffsetBelow(end, visit);
+      return this.carriedSnapshot();
+    }
+    const marks: number[] = [];
+    let last = -1;
+    const rows = this.db
+      .prepare('SELECT offset, phys FROM records WHERE partition = ? AND offset < ? ORDER BY offset')
+      .raw()
+      .iterate(this.partition, Math.max(end, c.passRelease)) as IterableIterator<[number, number | null]>;
+    for (const [offset, phys] of rows) {
+      if (offset < end) visit(offset);
+      if (phys === null || phys < c.pass || phys > c.passEnd || phys === last) continue;
+      marks.push(offset, phys);
+      last = phys;
+    }
+    return this.carriedSnapshot(marks);
+  }
+
+  /**
    * Where the carried records are, for the fetch view; undefined before any pass was seen
    * starting (copiesFrom -1 until one was seen whole). The marks are the first row of each copy of
-   * that pass: a read of the copies for an offset starts at the copy holding it.
+   * that pass: a read of the copies for an offset starts at the copy holding it (`known`: found
+   * already, by survivorsBelow).
    */
-  carriedSnapshot(): CarriedSnapshot | undefined {
+  carriedSnapshot(known?: number[]): CarriedSnapshot | undefined {
     const c = this.carryState;
     if (c.pass < 0 && c.openPass < 0) return undefined;
     if (c.pass < 0)
@@ -670,17 +698,7 @@ export class PartitionStore {
         marks: new Float64Array(0),
         ...this.releasesSeen(),
       };
-    const marks: number[] = [];
-    const rows = this.db
-      .prepare('SELECT offset, phys FROM records WHERE partition = ? AND phys >= ? AND phys <= ? ORDER BY offset')
-      .raw()
-      .iterate(this.partition, c.pass, c.passEnd) as IterableIterator<[number, number]>;
-    let last = -1;
-    for (const [offset, phys] of rows) {
-      if (phys === last) continue;
-      marks.push(offset, phys);
-      last = phys;
-    }
+    const marks = known ?? this.copyMarks(c.pass, c.passEnd);
     const copiesBelow = Math.max(this.cp.logStartOffset, c.passRelease);
     // Rows at their own offsets there are records clients wrote while the pass ran (copies' rows are at their originals', below it).
     const passOnly =
@@ -697,6 +715,22 @@ export class PartitionStore {
       marks: Float64Array.from(marks),
       ...this.releasesSeen(),
     };
+  }
+
+  /** The first row of each copy written between `pass` and `passEnd`, as (offset, phys) pairs in offset order. */
+  private copyMarks(pass: number, passEnd: number): number[] {
+    const marks: number[] = [];
+    const rows = this.db
+      .prepare('SELECT offset, phys FROM records WHERE partition = ? AND phys >= ? AND phys <= ? ORDER BY offset')
+      .raw()
+      .iterate(this.partition, pass, passEnd) as IterableIterator<[number, number]>;
+    let last = -1;
+    for (const [offset, phys] of rows) {
+      if (phys === last) continue;
+      marks.push(offset, phys);
+      last = phys;
+    }
+    return marks;
   }
 
   private releasesSeen(): { releases?: PassReleaseSeen[] } {
