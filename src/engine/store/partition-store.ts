@@ -77,6 +77,9 @@ export interface CarryState {
 
 const NO_CARRY: CarryState = { topicStart: -1, openPass: -1, openRelease: -1, pass: -1, passEnd: -1, passRelease: -1, openTime: -1, passTime: -1 };
 
+/** Offsets read per statement by eachOffsetBelow. */
+const OFFSETS_CHUNK = 65_536;
+
 const PARTITION_TABLES = ['records', 'keys', 'segments', 'open_txns', 'carry', 'carry_releases', 'conditions', 'conditional', 'checkpoint'] as const;
 
 /**
@@ -630,13 +633,18 @@ export class PartitionStore {
     return max === undefined ? 0 : max + 1;
   }
 
-  /** Visits the offsets held below `end`, ascending, without collecting them. */
+  /**
+   * Visits the offsets held below `end`, ascending, a chunk at a time: a statement's all() costs
+   * a fraction of stepping it row by row, and a chunk keeps millions of rows from being held at once.
+   */
   eachOffsetBelow(end: number, visit: (offset: number) => void): void {
-    const offsets = this.db
-      .prepare('SELECT offset FROM records WHERE partition = ? AND offset < ? ORDER BY offset')
-      .pluck()
-      .iterate(this.partition, end) as IterableIterator<number>;
-    for (const offset of offsets) visit(offset);
+    const chunk = this.db.prepare('SELECT offset FROM records WHERE partition = ? AND offset > ? AND offset < ? ORDER BY offset LIMIT ?').pluck();
+    for (let after = -1; ;) {
+      const offsets = chunk.all(this.partition, after, end, OFFSETS_CHUNK) as number[];
+      for (const offset of offsets) visit(offset);
+      if (offsets.length < OFFSETS_CHUNK) return;
+      after = offsets[offsets.length - 1]!;
+    }
   }
 
   /**
@@ -653,39 +661,11 @@ export class PartitionStore {
   }
 
   /**
-   * eachOffsetBelow(end, visit) and carriedSnapshot() in one scan of the rows: what the main
-   * thread is sent after a change, where the scans were a large share of a new index's work.
-   * The last whole pass's copies are of rows below its release end, so one scan up to the
-   * higher of the two ends sees them all.
-   */
-  survivorsBelow(end: number, visit: (offset: number) => void): CarriedSnapshot | undefined {
-    const c = this.carryState;
-    if (c.pass < 0) {
-      this.eachOffsetBelow(end, visit);
-      return this.carriedSnapshot();
-    }
-    const marks: number[] = [];
-    let last = -1;
-    const rows = this.db
-      .prepare('SELECT offset, phys FROM records WHERE partition = ? AND offset < ? ORDER BY offset')
-      .raw()
-      .iterate(this.partition, Math.max(end, c.passRelease)) as IterableIterator<[number, number | null]>;
-    for (const [offset, phys] of rows) {
-      if (offset < end) visit(offset);
-      if (phys === null || phys < c.pass || phys > c.passEnd || phys === last) continue;
-      marks.push(offset, phys);
-      last = phys;
-    }
-    return this.carriedSnapshot(marks);
-  }
-
-  /**
    * Where the carried records are, for the fetch view; undefined before any pass was seen
    * starting (copiesFrom -1 until one was seen whole). The marks are the first row of each copy of
-   * that pass: a read of the copies for an offset starts at the copy holding it (`known`: found
-   * already, by survivorsBelow).
+   * that pass: a read of the copies for an offset starts at the copy holding it.
    */
-  carriedSnapshot(known?: number[]): CarriedSnapshot | undefined {
+  carriedSnapshot(): CarriedSnapshot | undefined {
     const c = this.carryState;
     if (c.pass < 0 && c.openPass < 0) return undefined;
     if (c.pass < 0)
@@ -698,7 +678,7 @@ export class PartitionStore {
         marks: new Float64Array(0),
         ...this.releasesSeen(),
       };
-    const marks = known ?? this.copyMarks(c.pass, c.passEnd);
+    const marks = this.copyMarks(c.pass, c.passEnd);
     const copiesBelow = Math.max(this.cp.logStartOffset, c.passRelease);
     // Rows at their own offsets there are records clients wrote while the pass ran (copies' rows are at their originals', below it).
     const passOnly =
@@ -712,23 +692,26 @@ export class PartitionStore {
       copiesFrom: c.pass,
       copiesTo: c.passEnd,
       passOnly,
-      marks: Float64Array.from(marks),
+      marks,
       ...this.releasesSeen(),
     };
   }
 
-  /** The first row of each copy written between `pass` and `passEnd`, as (offset, phys) pairs in offset order. */
-  private copyMarks(pass: number, passEnd: number): number[] {
-    const marks: number[] = [];
+  /**
+   * The first row of each copy written between `pass` and `passEnd`, as (offset, phys) pairs in
+   * offset order. A pass's copies hold ascending, disjoint runs of rows, so a copy's rows are
+   * the ones between its first and the next copy's first: grouped by copy in SQLite, not row by
+   * row in JavaScript, where it was a large share of a new index's work.
+   */
+  private copyMarks(pass: number, passEnd: number): Float64Array {
     const rows = this.db
-      .prepare('SELECT offset, phys FROM records WHERE partition = ? AND phys >= ? AND phys <= ? ORDER BY offset')
+      .prepare('SELECT MIN(offset), phys FROM records WHERE partition = ? AND phys >= ? AND phys <= ? GROUP BY phys ORDER BY phys')
       .raw()
-      .iterate(this.partition, pass, passEnd) as IterableIterator<[number, number]>;
-    let last = -1;
-    for (const [offset, phys] of rows) {
-      if (phys === last) continue;
-      marks.push(offset, phys);
-      last = phys;
+      .all(this.partition, pass, passEnd) as [number, number][];
+    const marks = new Float64Array(rows.length * 2);
+    for (let i = 0; i < rows.length; i++) {
+      marks[2 * i] = rows[i]![0];
+      marks[2 * i + 1] = rows[i]![1];
     }
     return marks;
   }

@@ -181,10 +181,8 @@ export class StoreRegistry {
     store.asStoredUntil = 0;
     const upTo = store.checkpoint.firstDirty;
     const { count, min, max } = store.offsetsBelowStats(upTo);
-    let carried: CarriedSnapshot | undefined;
-    const snapshot = buildSnapshot(upTo, count, min, max, (visit) => {
-      carried = store.survivorsBelow(upTo, visit);
-    });
+    const snapshot = buildSnapshot(upTo, count, min, max, (visit) => store.eachOffsetBelow(upTo, visit));
+    const carried = store.carriedSnapshot();
     if (carried) snapshot.carried = carried;
     this.sink(store.id, snapshot, carried ? [snapshot.data, carried.marks.buffer as ArrayBuffer] : [snapshot.data]);
     this.publishEnd(store);

@@ -78,6 +78,20 @@ describe('PartitionStore', () => {
     reopened.close();
   });
 
+  it('visits every offset below an end in order, across the chunks it reads them in', () => {
+    const { store } = PartitionStore.open(freshFile(), ID);
+    // More rows than two chunks of 65,536.
+    store.ingest(rowsFor(0, 140_002, 140_002), position(140_002), ROLL, false);
+    const seen: number[] = [];
+    store.eachOffsetBelow(140_001, (o) => seen.push(o));
+    assert.equal(seen.length, 140_001);
+    assert.ok(seen.every((o, i) => o === i));
+    const some: number[] = [];
+    store.eachOffsetBelow(3, (o) => some.push(o));
+    assert.deepEqual(some, [0, 1, 2]);
+    store.close();
+  });
+
   it('recreates a file that is not a database, belongs to another topic, has another schema or an earlier layout', () => {
     const garbage = freshFile();
     fs.writeFileSync(garbage, Buffer.alloc(8192, 0x5a));
