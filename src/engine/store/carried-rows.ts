@@ -208,14 +208,11 @@ function moveHeld(s: Statements, partition: number, rows: RowBuffer, from: numbe
 /** The copies the index holds no row of: in the dirty part they go in, in the cleaned part by their keys' entries. */
 function placeUnheld(s: Statements, partition: number, rows: RowBuffer, from: number, to: number, firstDirty: number, unheld: readonly number[]): number {
   const dirty: number[] = [];
-  const lastOfKey = new Map<string, number>();
-  for (const i of unheld) {
-    if (rows.offsets[i]! >= firstDirty) dirty.push(i);
-    else lastOfKey.set(rows.keys.toString('latin1', i * KEY_DIGEST_BYTES, (i + 1) * KEY_DIGEST_BYTES), i);
-  }
+  const cleaned: number[] = [];
+  for (const i of unheld) (rows.offsets[i]! >= firstDirty ? dirty : cleaned).push(i);
   let gained = insertCopies(s, partition, rows, dirty);
-  if (lastOfKey.size === 0) return gained;
-  const last = inKeyOrder(rows, from, lastOfKey);
+  if (cleaned.length === 0) return gained;
+  const last = lastOfEachKey(rows, from, cleaned);
   // Those go in whose key has no entry, or an older one: they replace its row. A key without an
   // entry (all of them, for an index reading its first pass) gets the copy's at once, in the
   // same statement that finds it has none; only a chunk where some key had one is looked up.
@@ -272,21 +269,58 @@ function fillEntries(args: unknown[], partition: number, rows: RowBuffer, which:
 const PLACES = 2 ** 29;
 
 /**
- * The rows `which` (of a run from row `from`) in the order of the keys' b-tree, near enough: by
- * the first 24 bits of their key digests. Digests are hashes; in their order the b-tree's pages
- * are read and written one after another rather than at random, a large share of the work.
+ * Of the copies `which` (rows of a run from row `from`, in offset order), the last of each key,
+ * in the order of the keys' b-tree, near enough: by the first 24 bits of their key digests.
+ * Digests are hashes; in their order the b-tree's pages are read and written one after another
+ * rather than at random, a large share of the work. The sort also finds a key's copies: they
+ * share its 24 bits, which few other keys do, so no map of every key is needed.
  */
-function inKeyOrder(rows: RowBuffer, from: number, which: Map<string, number>): number[] {
-  const order = new Float64Array(which.size);
-  let c = 0;
-  for (const i of which.values()) {
+function lastOfEachKey(rows: RowBuffer, from: number, which: readonly number[]): number[] {
+  const order = new Float64Array(which.length);
+  for (let c = 0; c < which.length; c++) {
+    const i = which[c]!;
     const k = i * KEY_DIGEST_BYTES;
-    order[c++] = ((rows.keys[k]! << 16) | (rows.keys[k + 1]! << 8) | rows.keys[k + 2]!) * PLACES + (i - from);
+    order[c] = ((rows.keys[k]! << 16) | (rows.keys[k + 1]! << 8) | rows.keys[k + 2]!) * PLACES + (i - from);
   }
   order.sort();
-  const rowsInOrder = new Array<number>(order.length);
-  for (let j = 0; j < order.length; j++) rowsInOrder[j] = from + (order[j]! % PLACES);
-  return rowsInOrder;
+  const last: number[] = [];
+  for (let a = 0; a < order.length;) {
+    const prefix = Math.floor(order[a]! / PLACES);
+    let b = a + 1;
+    while (b < order.length && Math.floor(order[b]! / PLACES) === prefix) b++;
+    // Within a prefix the copies are in offset order: one is its key's last unless a later one has
+    // its key. A large group (one key copied many times over) is sorted out by a map instead.
+    if (b - a > SMALL_GROUP) lastInGroup(rows, from, order, a, b, last);
+    else {
+      for (let x = a; x < b; x++) {
+        const i = from + (order[x]! % PLACES);
+        let later = false;
+        for (let y = x + 1; y < b && !later; y++) later = sameKey(rows, i, from + (order[y]! % PLACES));
+        if (!later) last.push(i);
+      }
+    }
+    a = b;
+  }
+  return last;
+}
+
+/** Copies sharing a prefix beyond which a map finds each key's last. */
+const SMALL_GROUP = 16;
+
+/** lastOfEachKey for the copies order[a, b) sharing a prefix: each key's last, in the order of the keys' last copies. */
+function lastInGroup(rows: RowBuffer, from: number, order: Float64Array, a: number, b: number, last: number[]): void {
+  const lastOf = new Map<string, number>();
+  for (let x = a; x < b; x++) {
+    const i = from + (order[x]! % PLACES);
+    const key = rows.keys.toString('latin1', i * KEY_DIGEST_BYTES, (i + 1) * KEY_DIGEST_BYTES);
+    lastOf.delete(key);
+    lastOf.set(key, i);
+  }
+  for (const i of lastOf.values()) last.push(i);
+}
+
+function sameKey(rows: RowBuffer, i: number, j: number): boolean {
+  return rows.keys.compare(rows.keys, j * KEY_DIGEST_BYTES, (j + 1) * KEY_DIGEST_BYTES, i * KEY_DIGEST_BYTES, (i + 1) * KEY_DIGEST_BYTES) === 0;
 }
 
 /** Inserts the rows of the copies at `which` (row indexes, in offset order); returns how many. */
