@@ -698,22 +698,40 @@ export class PartitionStore {
   }
 
   /**
-   * The first row of each copy written between `pass` and `passEnd`, as (offset, phys) pairs in
-   * offset order. A pass's copies hold ascending, disjoint runs of rows, so a copy's rows are
-   * the ones between its first and the next copy's first: grouped by copy in SQLite, not row by
-   * row in JavaScript, where it was a large share of a new index's work.
+   * The first row of each copy written between `pass` and `passEnd`, and of each stretch of rows
+   * in another copy after it, as (offset, phys) pairs in offset order. A pass's copies hold
+   * ascending, disjoint runs of rows, so each copy's rows are one stretch: grouped by copy in
+   * SQLite, not row by row in JavaScript, where it was a large share of a new index's work. Where
+   * the stretches overlap (a fenced carrier's last copy landed among the new carrier's), the rows
+   * are walked one by one.
    */
   private copyMarks(pass: number, passEnd: number): Float64Array {
-    const rows = this.db
-      .prepare('SELECT MIN(offset), phys FROM records WHERE partition = ? AND phys >= ? AND phys <= ? GROUP BY phys ORDER BY phys')
+    const copies = this.db
+      .prepare('SELECT MIN(offset), MAX(offset), phys FROM records WHERE partition = ? AND phys >= ? AND phys <= ? GROUP BY phys ORDER BY 1')
       .raw()
-      .all(this.partition, pass, passEnd) as [number, number][];
-    const marks = new Float64Array(rows.length * 2);
-    for (let i = 0; i < rows.length; i++) {
-      marks[2 * i] = rows[i]![0];
-      marks[2 * i + 1] = rows[i]![1];
+      .all(this.partition, pass, passEnd) as [number, number, number][];
+    const marks = new Float64Array(copies.length * 2);
+    for (let i = 0; i < copies.length; i++) {
+      if (i > 0 && copies[i]![0] < copies[i - 1]![1]) return this.copyMarksRowByRow(pass, passEnd);
+      marks[2 * i] = copies[i]![0];
+      marks[2 * i + 1] = copies[i]![2];
     }
     return marks;
+  }
+
+  private copyMarksRowByRow(pass: number, passEnd: number): Float64Array {
+    const marks: number[] = [];
+    const rows = this.db
+      .prepare('SELECT offset, phys FROM records WHERE partition = ? AND phys >= ? AND phys <= ? ORDER BY offset')
+      .raw()
+      .iterate(this.partition, pass, passEnd) as IterableIterator<[number, number]>;
+    let last = -1;
+    for (const [offset, phys] of rows) {
+      if (phys === last) continue;
+      marks.push(offset, phys);
+      last = phys;
+    }
+    return Float64Array.from(marks);
   }
 
   private releasesSeen(): { releases?: PassReleaseSeen[] } {

@@ -15,6 +15,7 @@ import { CREATE_SCHEMA } from '../../../../src/engine/store/schema.js';
 import { collectRows } from '../../../../src/engine/indexer/fetched-rows.js';
 import { seededRng } from '../../protocol/sample-body.js';
 import { Log } from './store-log.js';
+import { indexConnection } from '../../../support/index-connection.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kcompact-carried-'));
 after(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -121,6 +122,10 @@ describe('carried copies in the index', () => {
       passOnly: false,
       marks: new Float64Array([90, 101]),
     });
+    // A fenced carrier's last copy (at 102) landed among the pass's and holds rows 93 and 94:
+    // a read of 95 on starts at the pass's copy again.
+    indexConnection(store).prepare('UPDATE records SET phys = 102 WHERE partition = 0 AND offset IN (93, 94)').run();
+    assert.deepEqual(store.carriedSnapshot()!.marks, new Float64Array([90, 101, 93, 102, 95, 101]));
     store.close();
   });
 
