@@ -20,6 +20,7 @@ import {
   batchPayload,
   iterateBatches,
   RecordScan,
+  RecordWalk,
   scanRecordKeys,
   verifyCrc,
   type BatchHeader,
@@ -28,6 +29,7 @@ import { batchesIn, carryValueAt, copyOf, emptyCopy, HorizonCursor } from '../..
 import { CarryFormatError, CarryKind, carryKindAt, readPassEnd, readPassStart, readRelease } from '../../protocol/carry/carry-record.js';
 import { KEY_DIGEST_BYTES } from '../store/key-digest.js';
 import { EXACT_BYTES, type KeyDigester } from '../key-identity/key-digesters.js';
+import { keyDigestInto } from '../store/key-digest.js';
 import { RecordFlag } from '../store/record-flags.js';
 import { Condition } from '../store/condition.js';
 import { conditionOf } from './record-condition.js';
@@ -120,21 +122,21 @@ async function payloadOf(records: Buffer, batch: BatchHeader): Promise<Buffer> {
  * batch (compressed or not) and a partly reaped batch counts the bytes it would still take.
  */
 function addData(payload: Buffer, batch: BatchHeader, first: number, flags: number, producerId: number, out: RowBuffer, digester: KeyDigester): void {
-  const keys = scanRecordKeys(payload, batch);
+  const walk = new RecordWalk(payload, batch);
   const base = Number(batch.baseOffset);
   const bytes = batch.end - batch.start;
   const scale = payload.length > 0 ? bytes / payload.length : 0;
   let given = 0;
-  for (const r of keys) {
+  while (walk.next(SCAN)) {
+    const r = SCAN;
     const share = Math.round(r.end * scale) - given;
     given += share;
     const offset = base + r.offsetDelta;
     if (offset < first) continue;
-    const key = r.key;
-    const i = out.push(offset, r.timestamp, share, key !== null && r.valueIsNull ? flags | RecordFlag.Tombstone : flags);
-    if (key !== null) {
-      digester.digestInto(key, out.keys, i * KEY_DIGEST_BYTES);
-      out.hasKey[i] = 1;
+    const hasKey = r.keyLength >= 0;
+    const i = out.push(offset, walk.timestampOf(r), share, hasKey && r.valueLength < 0 ? flags | RecordFlag.Tombstone : flags);
+    if (hasKey) {
+      digestKey(digester, payload, r, out, i);
       if (r.headerCount > 0) {
         const condition = conditionOf(payload, r.headersStart, r.headerCount);
         if (condition !== Condition.None) out.setCondition(i, condition);
@@ -142,6 +144,17 @@ function addData(payload: Buffer, batch: BatchHeader, first: number, flags: numb
     }
     out.producerIds[i] = producerId;
   }
+}
+
+/** The scan every walk of this module reads its records into: no loop reading into it awaits, so no other ingest runs meanwhile. */
+const SCAN = new RecordScan();
+
+/** The digest of the record in `r`'s key into row i; exact bytes straight from the payload, without a view of the key. */
+function digestKey(digester: KeyDigester, payload: Buffer, r: RecordScan, out: RowBuffer, i: number): void {
+  const at = i * KEY_DIGEST_BYTES;
+  if (digester === EXACT_BYTES) keyDigestInto(payload, r.keyStart, r.keyStart + r.keyLength, out.keys, at);
+  else digester.digestInto(payload.subarray(r.keyStart, r.keyStart + r.keyLength), out.keys, at);
+  out.hasKey[i] = 1;
 }
 
 /**
@@ -187,15 +200,16 @@ async function addCarried(batch: BatchHeader, first: number, payload: Buffer, ou
         spread += batchShare;
         const perRecordByte = records.length > 0 ? batchShare / records.length : 0;
         let recordsGiven = 0;
-        for (const r of scanRecordKeys(records, original)) {
-          if (r.key === null) throw new CarryFormatError(`a carried copy at offset ${at} holds a record without a key`);
+        const walk = new RecordWalk(records, original);
+        while (walk.next(SCAN)) {
+          const r = SCAN;
+          if (r.keyLength < 0) throw new CarryFormatError(`a carried copy at offset ${at} holds a record without a key`);
           const size = Math.round(r.end * perRecordByte) - recordsGiven;
           recordsGiven += size;
           const offset = originalBase + r.offsetDelta;
-          const tombstone = r.valueIsNull;
-          const i = out.pushCopy(offset, at, r.timestamp, size, tombstone ? RecordFlag.Tombstone : 0, tombstone ? horizons.at(offset - runBase) : -1);
-          digester.digestInto(r.key, out.keys, i * KEY_DIGEST_BYTES);
-          out.hasKey[i] = 1;
+          const tombstone = r.valueLength < 0;
+          const i = out.pushCopy(offset, at, walk.timestampOf(r), size, tombstone ? RecordFlag.Tombstone : 0, tombstone ? horizons.at(offset - runBase) : -1);
+          digestKey(digester, records, r, out, i);
         }
       }
     }

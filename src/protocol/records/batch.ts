@@ -11,6 +11,7 @@ export {
   firstRecordPayload,
   parseRecords,
   RecordScan,
+  RecordWalk,
   scanRecordAt,
   scanRecordKeys,
   type DecodedRecord,

@@ -222,6 +222,46 @@ export function scanRecordKeys(payload: Buffer, header: BatchHeader): RecordKey[
   return keys;
 }
 
+/**
+ * A batch's records read one at a time into a RecordScan (headers checked, not collected), for
+ * the index's ingest: scanRecordKeys's object and key view per record, allocated nothing here.
+ */
+export class RecordWalk {
+  private readonly c: Cursor;
+  private left: number;
+  private readonly logAppendTime: boolean;
+  private readonly baseTimestamp: number;
+  private readonly maxTimestamp: number;
+
+  constructor(
+    private readonly payload: Buffer,
+    header: BatchHeader,
+  ) {
+    checkCount(payload, header);
+    this.c = new Cursor(payload, 0, payload.length);
+    this.left = header.recordCount;
+    this.logAppendTime = header.timestampType === TimestampType.LogAppendTime;
+    this.baseTimestamp = Number(header.baseTimestamp);
+    this.maxTimestamp = Number(header.maxTimestamp);
+  }
+
+  /** Reads the next record into `s`; false after the last, once the payload is found to end there. */
+  next(s: RecordScan): boolean {
+    if (this.left === 0) {
+      checkEnd(this.c, this.payload);
+      return false;
+    }
+    this.left--;
+    readRecord(this.c, s, null);
+    return true;
+  }
+
+  /** The record's absolute timestamp, as scanRecordKeys gives it. */
+  timestampOf(s: RecordScan): number {
+    return this.logAppendTime ? this.maxTimestamp : this.baseTimestamp + s.timestampDelta;
+  }
+}
+
 /** Decompresses (when needed) and decodes every record of the batch. */
 export async function decodeRecords(buf: Buffer, header: BatchHeader, options?: DecompressOptions): Promise<DecodedRecord[]> {
   return parseRecords(await batchPayload(buf, header, options), header);

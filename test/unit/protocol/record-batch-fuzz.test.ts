@@ -9,6 +9,8 @@ import {
   iterateBatches,
   readBatchHeader,
   rebuildBatch,
+  RecordScan,
+  RecordWalk,
   verifyCrc,
   type RecordInput,
 } from '../../../src/protocol/records/batch.js';
@@ -47,6 +49,27 @@ async function readEverything(data: Buffer, label: string): Promise<void> {
       const keys = await decodeRecordKeys(data, h, { maxBytes: MAX_BYTES });
       assert.equal(records.length, h.recordCount);
       assert.equal(keys.length, h.recordCount);
+      // The index's walk reads what scanRecordKeys does, record for record.
+      const walk = new RecordWalk(payload, h);
+      const s = new RecordScan();
+      let n = 0;
+      while (walk.next(s)) {
+        const k = keys[n++]!;
+        assert.deepEqual(
+          [
+            s.start,
+            s.end,
+            s.offsetDelta,
+            walk.timestampOf(s),
+            s.keyLength < 0 ? null : payload.subarray(s.keyStart, s.keyStart + s.keyLength),
+            s.valueLength < 0,
+            s.headerCount,
+            s.headersStart,
+          ],
+          [k.start, k.end, k.offsetDelta, k.timestamp, k.key, k.valueIsNull, k.headerCount, k.headersStart],
+        );
+      }
+      assert.equal(n, h.recordCount);
       if (crcOk && records.length > 1) {
         const rebuilt = await rebuildBatch(h, payload, records.slice(1));
         assert.equal(readBatchHeader(rebuilt, 0).recordCount, records.length - 1);
