@@ -27,9 +27,8 @@ import {
 } from '../../protocol/records/batch.js';
 import { batchesIn, carryValueAt, copyOf, emptyCopy, HorizonCursor } from '../../protocol/carry/carried-batch.js';
 import { CarryFormatError, CarryKind, carryKindAt, readPassEnd, readPassStart, readRelease } from '../../protocol/carry/carry-record.js';
-import { KEY_DIGEST_BYTES } from '../store/key-digest.js';
+import { KEY_DIGEST_BYTES, keyDigestInto } from '../store/key-digest.js';
 import { EXACT_BYTES, type KeyDigester } from '../key-identity/key-digesters.js';
-import { keyDigestInto } from '../store/key-digest.js';
 import { RecordFlag } from '../store/record-flags.js';
 import { Condition } from '../store/condition.js';
 import { conditionOf } from './record-condition.js';
