@@ -18,9 +18,10 @@
  * table shows medians and the ratio of medians. Budgets are reported, never asserted: the exit
  * status is non-zero only when something crashed.
  *
- * Reference relays (bench/relays.ts) run the throughput modes too: a Go relay that splices bytes
+ * Reference relays (bench/relays.ts) run every mode too: a Go relay that splices bytes
  * without ever copying them to user space, and a plain Node socket pipe. What they reach on the
- * same machine in the same run is what any proxy could reach, before any Kafka work.
+ * same machine in the same run is what any proxy could reach, before any Kafka work; in the
+ * latency mode, what any hop adds on this machine, and the proxy's latency beside theirs.
  *
  * --cpu-layout sidecar splits the CPUs as a sidecar deployment does (taskset): Kafka and kbench
  * on the first half, the proxy and the relays on the rest, so the relay's own work no longer
@@ -145,9 +146,9 @@ const relays: RelayKind[] =
         return r as RelayKind;
       });
 
-/** The paths each mode is measured on: relays only carry throughput, latency is the proxy's own. */
-function pathsFor(mode: Mode): Path[] {
-  return mode === 'latency' ? ['direct', 'proxy'] : ['direct', 'proxy', ...relays];
+/** The paths each mode is measured on: every one, so that what any hop adds to latency is seen beside the proxy's. */
+function pathsFor(): Path[] {
+  return ['direct', 'proxy', ...relays];
 }
 
 interface Run extends KbenchResult {
@@ -354,9 +355,35 @@ function relayTable(runs: Run[]): string {
       ]);
     }
   }
-  return ['reference relays, same Kafka, same run (splice-relay: Go, splice(2), bytes never in user space; node-pipe: Node sockets piped):', table(rows)].join(
-    '\n',
-  );
+  const lines = ['reference relays, same Kafka, same run (splice-relay: Go, splice(2), bytes never in user space; node-pipe: Node sockets piped):'];
+  if (rows.length > 1) lines.push(table(rows));
+  if (modes.includes('latency')) lines.push(relayLatency(runs));
+  return lines.join('\n');
+}
+
+/** Latency through each relay against direct, and the proxy's against each relay: what any hop adds here, and what the proxy adds to that. */
+function relayLatency(runs: Run[]): string {
+  const rows = [['median, ms', 'relay', 'through it', 'relay vs direct', 'proxy vs relay']];
+  const of = (p: Path) => runs.filter((r) => r.mode === 'latency' && r.path === p);
+  const figures: [string, (r: Run) => number][] = [
+    ['publish avg', (r) => r.latencyMs!.avg],
+    ['publish p50', (r) => r.latencyMs!.p50],
+    ['publish p99', (r) => r.latencyMs!.p99],
+    ...(e2e
+      ? ([
+          ['end-to-end avg', (r: Run) => r.e2eMs?.avg ?? NaN],
+          ['end-to-end p99', (r: Run) => r.e2eMs?.p99 ?? NaN],
+        ] as [string, (r: Run) => number][])
+      : []),
+  ];
+  const signed = (n: number) => `${n >= 0 ? '+' : ''}${n.toFixed(3)}`;
+  for (const relay of relays) {
+    for (const [label, pick] of figures) {
+      const r = median(of(relay).map(pick));
+      rows.push([label, relay, r.toFixed(3), signed(r - median(of('direct').map(pick))), signed(median(of('proxy').map(pick)) - r)]);
+    }
+  }
+  return table(rows);
 }
 
 /** The proxy's CPU per record and per GB, by mode: what the proxy itself costs, whatever the noise. */
@@ -433,7 +460,7 @@ async function main(): Promise<void> {
     ]);
     for (let round = 1; round <= cfg.rounds; round++) {
       for (const mode of modes) {
-        for (const p of pathsFor(mode)) {
+        for (const p of pathsFor()) {
           const target = targets.get(p)!;
           const cpu0 = target.pid === null ? null : cpuSeconds(target.pid);
           const r = await kbench(mode, target.bootstrap, TOPICS[mode], flagsFor(mode), undefined, cpus?.client);
