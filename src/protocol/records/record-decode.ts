@@ -195,33 +195,6 @@ export function parseRecords(payload: Buffer, header: BatchHeader): DecodedRecor
   return records;
 }
 
-/** The key index's view of each record: offset, timestamp, key, tombstone or not. */
-export function scanRecordKeys(payload: Buffer, header: BatchHeader): RecordKey[] {
-  checkCount(payload, header);
-  const logAppendTime = header.timestampType === TimestampType.LogAppendTime;
-  const baseTimestamp = Number(header.baseTimestamp);
-  const maxTimestamp = Number(header.maxTimestamp);
-  const keys: RecordKey[] = [];
-  const c = new Cursor(payload, 0, payload.length);
-  const s = new RecordScan();
-  for (let i = 0; i < header.recordCount; i++) {
-    readRecord(c, s, null);
-    keys.push({
-      start: s.start,
-      end: s.end,
-      offsetDelta: s.offsetDelta,
-      timestamp: logAppendTime ? maxTimestamp : baseTimestamp + s.timestampDelta,
-      key: s.keyLength < 0 ? null : payload.subarray(s.keyStart, s.keyStart + s.keyLength),
-      valueIsNull: s.valueLength < 0,
-      headerCount: s.headerCount,
-      headersStart: s.headersStart,
-      payload,
-    });
-  }
-  checkEnd(c, payload);
-  return keys;
-}
-
 /**
  * A batch's records read one at a time into a RecordScan (headers checked, not collected), for
  * the index's ingest: scanRecordKeys's object and key view per record, allocated nothing here.
@@ -260,6 +233,27 @@ export class RecordWalk {
   timestampOf(s: RecordScan): number {
     return this.logAppendTime ? this.maxTimestamp : this.baseTimestamp + s.timestampDelta;
   }
+}
+
+/** The key index's view of each record: offset, timestamp, key, tombstone or not. */
+export function scanRecordKeys(payload: Buffer, header: BatchHeader): RecordKey[] {
+  const walk = new RecordWalk(payload, header);
+  const s = new RecordScan();
+  const keys: RecordKey[] = [];
+  while (walk.next(s)) {
+    keys.push({
+      start: s.start,
+      end: s.end,
+      offsetDelta: s.offsetDelta,
+      timestamp: walk.timestampOf(s),
+      key: s.keyLength < 0 ? null : payload.subarray(s.keyStart, s.keyStart + s.keyLength),
+      valueIsNull: s.valueLength < 0,
+      headerCount: s.headerCount,
+      headersStart: s.headersStart,
+      payload,
+    });
+  }
+  return keys;
 }
 
 /** Decompresses (when needed) and decodes every record of the batch. */
