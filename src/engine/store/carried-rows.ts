@@ -6,7 +6,8 @@
  * - A copy of a row the index holds moves the row's bytes there.
  * - A copy of a row the index does not hold (an index rebuilt from a store that let the original
  *   go, or one whose original went before its copy was read) becomes the row again, in the
- *   cleaned part, unless the key has a newer row there; it replaces an older one.
+ *   cleaned part, unless the key has a newer row there; it replaces an older one. Where the
+ *   cleaned part holds no key entry yet, the entries come later, all at once (KeyEntries).
  * - A pass that ended is the carrier's word on everything below its release end: the rows there
  *   are the ones it copied. Rows there that no copy of this pass (or a later one) refreshed go,
  *   whatever this replica's own cleaner had made of them, so every replica ends up with the
@@ -98,9 +99,16 @@ interface Statements {
   forgetUnrefreshedKeys: Database.Statement;
   deleteUnrefreshed: Database.Statement;
   keysFor: Database.Statement;
+  buildKeys: Database.Statement;
+  keyedRowsBelow: Database.Statement;
+  deleteUnkept: Database.Statement;
+  anyKeyEntry: Database.Statement;
+  anyKeyedRowBelow: Database.Statement;
 }
 
 const UNREFRESHED = 'partition = ? AND offset < ? AND (phys IS NULL OR phys < ?)';
+/** The rows the cleaned part holds a key entry for: keyed, not markers. */
+const KEYED = `key IS NOT NULL AND flags & ${RecordFlag.Control} = 0`;
 
 const statements = perConnection((db): Statements => {
   const made: Statements = {
@@ -130,10 +138,26 @@ const statements = perConnection((db): Statements => {
        AND EXISTS (SELECT 1 FROM records r WHERE r.partition = keys.partition AND r.offset = keys.offset AND r.offset < ? AND (r.phys IS NULL OR r.phys < ?))`,
     ),
     deleteUnrefreshed: db.prepare(`DELETE FROM records WHERE ${UNREFRESHED}`),
+    // In key order (and a key's offsets ascending, the last replacing the others): the b-tree's pages are written one after another.
     keysFor: db.prepare(
       `INSERT OR REPLACE INTO keys (partition, key, offset) SELECT partition, key, offset FROM records
-       WHERE partition = ? AND offset >= ? AND offset < ? AND key IS NOT NULL AND flags & ${RecordFlag.Control} = 0`,
+       WHERE partition = ? AND offset >= ? AND offset < ? AND ${KEYED} ORDER BY key, offset`,
     ),
+    // In the b-tree's order (a sort, cheaper than a GROUP BY's temporary b-tree), a key's greatest
+    // offset first: the key's other rows change nothing, so the changes count the keys. An entry
+    // already there (none is, where entries were owed) keeps the greater offset; deleteUnkept
+    // makes the rows agree.
+    buildKeys: db.prepare(
+      `INSERT INTO keys (partition, key, offset) SELECT ?, key, offset FROM records WHERE partition = ? AND offset < ? AND ${KEYED} ORDER BY key, offset DESC
+       ON CONFLICT DO UPDATE SET offset = excluded.offset WHERE excluded.offset > keys.offset`,
+    ),
+    keyedRowsBelow: db.prepare(`SELECT COUNT(*) FROM records WHERE partition = ? AND offset < ? AND ${KEYED}`).pluck(),
+    deleteUnkept: db.prepare(
+      `DELETE FROM records WHERE partition = ? AND offset < ? AND ${KEYED}
+       AND offset <> (SELECT k.offset FROM keys k WHERE k.partition = ? AND k.key = records.key)`,
+    ),
+    anyKeyEntry: db.prepare('SELECT 1 FROM keys WHERE partition = ? LIMIT 1').pluck(),
+    anyKeyedRowBelow: db.prepare(`SELECT 1 FROM records WHERE partition = ? AND offset < ? AND ${KEYED} LIMIT 1`).pluck(),
   };
   return made;
 });
@@ -153,17 +177,34 @@ function keyOf(rows: RowBuffer, i: number): Buffer {
  * come in offset order; one fetch may hold the copies of two passes, so the offsets can start
  * again: each stretch of ascending offsets is a run of its own.
  */
-export function applyCopies(db: Database.Database, partition: number, rows: RowBuffer, from: number, to: number, firstDirty: number): number {
+export function applyCopies(
+  db: Database.Database,
+  partition: number,
+  rows: RowBuffer,
+  from: number,
+  to: number,
+  firstDirty: number,
+  keys: KeyEntries = 'now',
+): number {
   const s = statements(db);
   let gained = 0;
   for (let i = from; i < to;) {
     let j = i + 1;
     while (j < to && rows.offsets[j]! > rows.offsets[j - 1]!) j++;
-    gained += applyRun(s, partition, rows, i, j, firstDirty);
+    gained += applyRun(s, partition, rows, i, j, firstDirty, keys);
     i = j;
   }
   return gained;
 }
+
+/**
+ * When the cleaned part's key entries are made: 'now', copy by copy, or 'later', by buildKeys
+ * once the copies are in. 'later' is for a cleaned part that holds no entries yet (an index
+ * reading its first pass): its copies go in as rows only, every one of them, and buildKeys then
+ * keeps each key's greatest offset, which is what applying them one by one would have left. The
+ * entries then go in in the b-tree's order, in one statement, instead of at random all over it.
+ */
+export type KeyEntries = 'now' | 'later';
 
 /**
  * Applies copies in strictly ascending offset order, by sets. Each finds its row held or not as
@@ -172,7 +213,7 @@ export function applyCopies(db: Database.Database, partition: number, rows: RowB
  * cleaned part only the last copy of each key counts (each would replace the one before), and it
  * goes in unless the key's entry is newer, replacing the row the entry names.
  */
-function applyRun(s: Statements, partition: number, rows: RowBuffer, from: number, to: number, firstDirty: number): number {
+function applyRun(s: Statements, partition: number, rows: RowBuffer, from: number, to: number, firstDirty: number, keys: KeyEntries): number {
   const unheld: number[] = [];
   // A new index reading a pass holds none of the rows its copies are of: one look says so, for
   // the whole run, instead of a look for each copy.
@@ -180,6 +221,7 @@ function applyRun(s: Statements, partition: number, rows: RowBuffer, from: numbe
     for (let i = from; i < to; i++) unheld.push(i);
   } else moveHeld(s, partition, rows, from, to, unheld);
   if (unheld.length === 0) return 0;
+  if (keys === 'later') return insertCopies(s, partition, rows, unheld);
   return placeUnheld(s, partition, rows, from, to, firstDirty, unheld);
 }
 
@@ -349,10 +391,36 @@ function insertCopies(s: Statements, partition: number, rows: RowBuffer, which: 
  * no copy of it refreshed go, and what stays there is cleaned (keys made for the rows this
  * replica had not cleaned yet). Returns the rows deleted.
  */
-export function prunePass(db: Database.Database, partition: number, pass: number, releaseEnd: number, firstDirty: number): number {
+export function prunePass(db: Database.Database, partition: number, pass: number, releaseEnd: number, firstDirty: number, keys: KeyEntries = 'now'): number {
   const s = statements(db);
+  if (keys === 'later') return s.deleteUnrefreshed.run(partition, releaseEnd, pass).changes;
   s.forgetUnrefreshedKeys.run(partition, partition, releaseEnd, pass, releaseEnd, pass);
   const deleted = s.deleteUnrefreshed.run(partition, releaseEnd, pass).changes;
   if (firstDirty < releaseEnd) s.keysFor.run(partition, firstDirty, releaseEnd);
   return deleted;
+}
+
+/**
+ * The key entries of the rows below `end` that copies put in with their entries owed
+ * (KeyEntries 'later'), in the caller's transaction: each key's greatest offset gets the entry,
+ * and its other rows there go, as a copy of a key with a newer entry would not have gone in, or
+ * would have replaced an older one. Returns the rows deleted.
+ */
+export function buildKeys(db: Database.Database, partition: number, end: number): number {
+  const s = statements(db);
+  const entries = s.buildKeys.run(partition, partition, end).changes;
+  const rows = s.keyedRowsBelow.get(partition, end) as number;
+  // One pass's copies hold a key once: more rows than keys only where copies of two passes met.
+  return rows === entries ? 0 : s.deleteUnkept.run(partition, end, partition).changes;
+}
+
+/** Whether the partition's cleaned part (below `end`) holds keyed rows and no key entry: copies put in with their entries owed. */
+export function keysOwed(db: Database.Database, partition: number, end: number): boolean {
+  const s = statements(db);
+  return s.anyKeyEntry.get(partition) === undefined && s.anyKeyedRowBelow.get(partition, end) !== undefined;
+}
+
+/** Whether the partition has no key entry at all: copies into its cleaned part may owe theirs (KeyEntries 'later'). */
+export function noKeyEntries(db: Database.Database, partition: number): boolean {
+  return statements(db).anyKeyEntry.get(partition) === undefined;
 }

@@ -36,6 +36,8 @@ export class LatestRecords {
     db: Database.Database,
     private readonly partition: number,
     private readonly horizon: () => number,
+    /** Makes the cleaned part's key entries where they are owed (PartitionStore.settleKeys). */
+    private readonly settleKeys: () => void,
   ) {
     this.s = statements(db);
   }
@@ -81,6 +83,7 @@ export class LatestRecords {
 
   /** The key's record in the cleaned part, or undefined. */
   inCleaned(key: Buffer): LatestRecord | undefined {
+    this.settleKeys();
     const row = this.s.cleaned.get(this.partition, key) as [number, number] | undefined;
     return row && { offset: row[0], tombstone: (row[1] & RecordFlag.Tombstone) !== 0 };
   }

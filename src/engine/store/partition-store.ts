@@ -13,7 +13,7 @@
  */
 import type Database from 'better-sqlite3';
 import { type OffsetAtTime, MAX_TIMESTAMP } from '../api/engine-reports.js';
-import { applyCopies, prunePass } from './carried-rows.js';
+import { applyCopies, buildKeys, keysOwed, noKeyEntries, prunePass } from './carried-rows.js';
 import { CleanStatements } from './clean-statements.js';
 import { ConditionJudge, type StoredVerdict } from './condition-judge.js';
 import { LatestRecords, type LatestRecord } from './latest-records.js';
@@ -107,7 +107,8 @@ function inconsistency(db: Database.Database, partition: number): string | null 
     .prepare(`SELECT COUNT(*) FROM records WHERE partition = ? AND offset < ? AND flags & ${RecordFlag.Control} = 0`)
     .pluck()
     .get(partition, cp.first_dirty) as number;
-  if (keys !== kept) return `the cleaned part does not agree with itself: ${kept} records kept for ${keys} keys`;
+  // No entries at all is a cleaned part whose copies owe theirs (carried-rows.ts, KeyEntries).
+  if (keys !== kept && keys > 0) return `the cleaned part does not agree with itself: ${kept} records kept for ${keys} keys`;
   return null;
 }
 
@@ -165,6 +166,12 @@ export class PartitionStore {
   private cleanStatements: CleanStatements | undefined;
   private judge!: ConditionJudge;
   private latest!: LatestRecords;
+  /**
+   * Whether rows of the cleaned part went in without their key entries (an index reading its
+   * first pass, carried-rows.ts KeyEntries 'later'): settleKeys() makes them before anything
+   * reads the entries. Read from the file, so a restart halfway through a pass resumes it.
+   */
+  private keysPending = false;
 
   private constructor(
     readonly index: TopicIndex,
@@ -273,11 +280,17 @@ export class PartitionStore {
     for (const [pid, first] of db.prepare('SELECT pid, first_offset FROM open_txns WHERE partition = ?').raw().all(p) as [number, number][])
       this.openTransactions.set(pid, first);
     this.rows = db.prepare('SELECT COUNT(*) FROM records WHERE partition = ?').pluck().get(p) as number;
+    this.keysPending = keysOwed(db, p, this.cp.firstDirty);
     if (this.judge) {
       this.judge.reload();
       this.latest.drop();
     } else {
-      this.latest = new LatestRecords(db, p, () => this.cp.firstDirty);
+      this.latest = new LatestRecords(
+        db,
+        p,
+        () => this.cp.firstDirty,
+        () => this.settleKeys(),
+      );
       this.judge = new ConditionJudge(db, p, this.latest);
     }
   }
@@ -371,7 +384,31 @@ export class PartitionStore {
    */
   clean<T>(work: (rows: CleanStatements) => T): T {
     const statements = (this.cleanStatements ??= new CleanStatements(this.db, this.partition));
-    return this.write(() => work(statements));
+    return this.write(() => {
+      this.settleKeys();
+      return work(statements);
+    });
+  }
+
+  /**
+   * Whether the cleaned part's key entries are still owed: the cleaner leaves the partition
+   * alone until its index has read what the store held (the pass's end builds them), unless it
+   * is caught up and the end is not coming (a pass stopped halfway).
+   */
+  get keysOwed(): boolean {
+    return this.keysPending;
+  }
+
+  /**
+   * Makes the key entries the cleaned part's rows are owed (carried-rows.ts buildKeys), those of
+   * the rows below `end`, in a transaction of its own or the caller's.
+   */
+  settleKeys(end = this.cp.firstDirty): void {
+    if (!this.keysPending) return;
+    this.write(() => {
+      this.rows -= buildKeys(this.db, this.partition, end);
+    });
+    this.keysPending = false;
   }
 
   setTopicId(topicId: string): void {
@@ -460,7 +497,9 @@ export class PartitionStore {
    * the partition gained, net.
    */
   applyCopies(rows: RowBuffer, from: number, to: number): number {
-    const gained = applyCopies(this.db, this.partition, rows, from, to, this.cp.firstDirty);
+    // A cleaned part with no entry yet takes its copies' entries later, all at once.
+    if (!this.keysPending && noKeyEntries(this.db, this.partition)) this.keysPending = true;
+    const gained = applyCopies(this.db, this.partition, rows, from, to, this.cp.firstDirty, this.keysPending ? 'later' : 'now');
     this.rows += gained;
     return gained;
   }
@@ -477,12 +516,14 @@ export class PartitionStore {
       this.updateCarry({ openPass: e.at, openRelease: e.releaseEnd, openTime: e.time, topicStart: Math.max(this.carryState.topicStart, e.topicStart) });
       return;
     }
-    this.rows -= prunePass(this.db, this.partition, e.pass, e.releaseEnd, this.cp.firstDirty);
+    this.rows -= prunePass(this.db, this.partition, e.pass, e.releaseEnd, this.cp.firstDirty, this.keysPending ? 'later' : 'now');
     // The carrier's word replaces this index's below the release: the latest records are read again.
     this.latest.drop();
+    const firstDirty = Math.max(this.cp.firstDirty, e.releaseEnd);
+    // Owed entries are made now, below the new first dirty offset: the rows the pass made cleaned owe theirs too.
+    this.settleKeys(firstDirty);
     // The pass's copies hold every survivor below its release end.
     if (this.judge.gapBelow > 0 && e.releaseEnd >= this.judge.gapBelow) this.judge.gapClosed();
-    const firstDirty = Math.max(this.cp.firstDirty, e.releaseEnd);
     this.updateCheckpoint({ firstDirty, cleanBytes: this.bytesBelow(firstDirty) });
     const opened = this.carryState.openPass === e.pass;
     // An end whose start this index never saw has only its own time: later than the copies' by the pass's length.
@@ -652,6 +693,8 @@ export class PartitionStore {
    * but markers), ascending: offset, where the bytes are (null: at the offset), delete horizon.
    */
   carriedRows(from: number, end: number, limit: number): [number, number | null, number | null][] {
+    // Rows owed their entries may hold a key twice (copies of two passes): a pass copies one.
+    this.settleKeys();
     return this.db
       .prepare(
         `SELECT offset, phys, horizon FROM records WHERE partition = ? AND offset >= ? AND offset < ? AND flags & ${RecordFlag.Control} = 0 ORDER BY offset LIMIT ?`,
