@@ -15,6 +15,9 @@ import { createLogger } from '../../../../src/common/log.js';
 import { DEFAULT_POLICY } from '../../../support/default-policy.js';
 import { indexConnection } from '../../../support/index-connection.js';
 import { FakeLog } from './fake-log.js';
+import { Log as StoreLog } from '../carry/store-log.js';
+import { RowBuffer } from '../../../../src/engine/store/row-buffer.js';
+import { collectRows } from '../../../../src/engine/indexer/fetched-rows.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kcompact-cleaner-'));
 after(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -98,6 +101,34 @@ describe('Cleaner', () => {
     const report = await round();
     assert.equal(report.cleaned.length, 1);
     assert.ok(cleaner.status().maxCompactionDelayMs > 0);
+    registry.closeAll();
+  });
+
+  it('leaves a new index reading its first pass alone until it has caught up, then makes its key entries and cleans', async () => {
+    const clock = { now: 10_000 };
+    const policy = { ...SMALL, minCleanableDirtyRatio: 0 };
+    const { registry, cleaner } = setup(new Map([['t', policy]]), clock);
+    const round = (cleaner as unknown as { round(): Promise<CleanReport> }).round.bind(cleaner);
+    // The store: 100 records over 10 keys, a pass carrying the last 10, 40 client writes among its copies; no end yet.
+    const log = new StoreLog();
+    await log.writeRecords(100, 10);
+    await log.carry(new Set(Array.from({ length: 10 }, (_, i) => 90 + i)), 100, 40);
+    log.batches.pop();
+    const store = registry.ensure('t', 0);
+    store.dropBelow(100);
+    const rows = new RowBuffer(16);
+    const got = await collectRows(log.from(100), [], 100, log.end, store.openTransactions, rows);
+    const storeEnd = log.end + 1;
+    store.ingest(rows, { nextOffset: got.nextOffset, logStartOffset: 100, lastStableOffset: storeEnd, highWatermark: storeEnd }, rollPolicy(policy), false);
+    assert.equal(store.keysOwed, true);
+    assert.equal((await round()).cleaned.length, 0, 'the end marker is still to be read');
+    assert.equal(store.keysOwed, true);
+    // Read to the store's end and the end never came (a pass stopped halfway): the clean makes the entries first.
+    store.updateCheckpoint({ lastStableOffset: store.checkpoint.nextOffset, highWatermark: store.checkpoint.nextOffset });
+    assert.equal((await round()).cleaned.length, 1);
+    assert.equal(store.keysOwed, false);
+    assert.ok(store.rowsIn(0, 100).length === 0, 'the client writes among the copies supersede them');
+    assert.equal(store.keptKeys().length, 10);
     registry.closeAll();
   });
 
