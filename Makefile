@@ -52,7 +52,7 @@ profiles: build peers
 	$(NODE_TEST) --test-timeout=3600000 $$(find dist/test/profiles -name '*.test.js' | sort)
 
 # The suite's soaks at length: tail readers of every client through 1,000 passes, and 40 SIGKILLs
-# of a cleaning proxy (about 45 minutes); not part of `make test`. Each file gets 90 minutes, not
+# of a cleaning proxy (about 40 minutes); not part of `make test`. Each file gets 90 minutes, not
 # NODE_TEST's 10: the tests set their own timeouts by their length.
 soak: build peers
 	KCOMPACT_SOAK_PASSES=1000 KCOMPACT_FAULT_ITERATIONS=40 $(NODE_TEST) --test-timeout=5400000 dist/test/integration/own-records-soak.test.js dist/test/integration/faults-kill.test.js
