@@ -16,7 +16,8 @@
  *            offset, else the offset of its latest carried copy (docs/carrying.md). Keyed by
  *            (partition, offset), so range scans and appends are B-tree order.
  * keys       for the cleaned part of each partition, the one offset each key kept (the
- *            cleaner's map of what a newer record in the dirty part supersedes).
+ *            cleaner's map of what a newer record in the dirty part supersedes); none at all
+ *            while a new index's first pass owes them (carried-rows.ts KeyEntries).
  * segments   the virtual segments (segment-roller.ts).
  * open_txns  per producer with a transaction in progress at the indexed end, its first offset.
  * carry      one row per partition: what the carry passes seen in the store said (PartitionStore.carry).
