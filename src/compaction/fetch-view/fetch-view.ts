@@ -289,8 +289,11 @@ export function createFetchView(opts: FetchViewDeps): FetchView {
           partition: answer.target.partition,
           reason: answer.corrupt,
         });
-      beginNext(answer, request.maxBytes);
     }
+    // The next answers are begun once this one is on its way: their start is no part of its wait.
+    setImmediate(() => {
+      for (const answer of viewed) beginNext(answer, request.maxBytes);
+    });
     // A consumer reading past the cleaner's horizon gets the upstream's frame itself.
     return changed ? ctx.forward(body) : ctx.forward();
   }

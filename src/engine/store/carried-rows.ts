@@ -16,6 +16,7 @@
 import { perConnection } from './per-connection.js';
 import type Database from 'better-sqlite3';
 import { KEY_DIGEST_BYTES } from './key-digest.js';
+import { KeyStage } from './key-stage.js';
 import { RecordFlag } from './record-flags.js';
 import type { RowBuffer } from './row-buffer.js';
 
@@ -104,6 +105,8 @@ interface Statements {
   deleteUnkept: Database.Statement;
   anyKeyEntry: Database.Statement;
   anyKeyedRowBelow: Database.Statement;
+  /** The key digests a statement of a chunk binds (COPY_CHUNK at most). */
+  keyStage: KeyStage;
 }
 
 const UNREFRESHED = 'partition = ? AND offset < ? AND (phys IS NULL OR phys < ?)';
@@ -158,6 +161,7 @@ const statements = perConnection((db): Statements => {
     ),
     anyKeyEntry: db.prepare('SELECT 1 FROM keys WHERE partition = ? LIMIT 1').pluck(),
     anyKeyedRowBelow: db.prepare(`SELECT 1 FROM records WHERE partition = ? AND offset < ? AND ${KEYED} LIMIT 1`).pluck(),
+    keyStage: new KeyStage(COPY_CHUNK),
   };
   return made;
 });
@@ -165,10 +169,6 @@ const statements = perConnection((db): Statements => {
 /** How many of `left` items the next statement binds. */
 function chunkSize(left: number): number {
   return left >= COPY_CHUNK ? COPY_CHUNK : left >= SMALL_CHUNK ? SMALL_CHUNK : 1;
-}
-
-function keyOf(rows: RowBuffer, i: number): Buffer {
-  return rows.keys.subarray(i * KEY_DIGEST_BYTES, (i + 1) * KEY_DIGEST_BYTES);
 }
 
 /**
@@ -263,12 +263,12 @@ function placeUnheld(s: Statements, partition: number, rows: RowBuffer, from: nu
   const replaced: number[] = [];
   const reentered: number[] = [];
   for (const { at, n, statement: addKeys, args } of s.addKeys.chunks(last.length)) {
-    fillEntries(args, partition, rows, last, at, n);
+    fillEntries(s, args, partition, rows, last, at, n);
     if (addKeys.run(args).changes === n) continue;
     const { statement: keysOf, args: lookup } = s.keysOf.bound(n);
     for (let j = 0; j < n; j++) {
       lookup[2 * j] = last[at + j];
-      lookup[2 * j + 1] = keyOf(rows, last[at + j]!);
+      lookup[2 * j + 1] = s.keyStage.put(j, rows.keys, last[at + j]!);
     }
     lookup[2 * n] = partition;
     for (const [i, offset] of keysOf.all(lookup) as [number, number][]) {
@@ -291,18 +291,18 @@ function placeUnheld(s: Statements, partition: number, rows: RowBuffer, from: nu
   for (let i = from; i < to; i++) if (taken[i - from] === 1) inserted.push(i);
   gained += insertCopies(s, partition, rows, inserted);
   for (const { at, n, statement: setKeys, args } of s.setKeys.chunks(reentered.length)) {
-    fillEntries(args, partition, rows, reentered, at, n);
+    fillEntries(s, args, partition, rows, reentered, at, n);
     setKeys.run(args);
   }
   return gained;
 }
 
 /** (partition, key, offset) of the copies which[at .. at + n) into a statement's parameters. */
-function fillEntries(args: unknown[], partition: number, rows: RowBuffer, which: readonly number[], at: number, n: number): void {
+function fillEntries(s: Statements, args: unknown[], partition: number, rows: RowBuffer, which: readonly number[], at: number, n: number): void {
   for (let j = 0; j < n; j++) {
     const i = which[at + j]!;
     args[3 * j] = partition;
-    args[3 * j + 1] = keyOf(rows, i);
+    args[3 * j + 1] = s.keyStage.put(j, rows.keys, i);
     args[3 * j + 2] = rows.offsets[i];
   }
 }
@@ -374,7 +374,7 @@ function insertCopies(s: Statements, partition: number, rows: RowBuffer, which: 
       const p = 8 * j;
       args[p] = partition;
       args[p + 1] = rows.offsets[i];
-      args[p + 2] = keyOf(rows, i);
+      args[p + 2] = s.keyStage.put(j, rows.keys, i);
       args[p + 3] = rows.flags[i];
       args[p + 4] = rows.timestamps[i];
       args[p + 5] = rows.sizes[i];

@@ -17,7 +17,6 @@ import { applyCopies, buildKeys, keysOwed, noKeyEntries, prunePass } from './car
 import { CleanStatements } from './clean-statements.js';
 import { ConditionJudge, type StoredVerdict } from './condition-judge.js';
 import { LatestRecords, type LatestRecord } from './latest-records.js';
-import { KEY_DIGEST_BYTES } from './key-digest.js';
 import { Condition, conditionHolds } from './condition.js';
 import { NOT_A_VALUE, RecordFlag } from './record-flags.js';
 import type { CarryEvent, RowBuffer } from './row-buffer.js';
@@ -532,17 +531,16 @@ export class PartitionStore {
   }
 
   private insertRows(rows: RowBuffer, from: number, to: number): void {
-    const { keyStage, keyViews, chunkParams, oneParams, insertChunk, insertOne } = this.index;
+    const { keyStage, chunkParams, oneParams, insertChunk, insertOne } = this.index;
     const n = to;
     let i = from;
     for (; i + INSERT_CHUNK <= n; i += INSERT_CHUNK) {
-      rows.keys.copy(keyStage, 0, i * KEY_DIGEST_BYTES, (i + INSERT_CHUNK) * KEY_DIGEST_BYTES);
-      for (let j = 0; j < INSERT_CHUNK; j++) this.fillRow(chunkParams, j * INSERT_COLUMNS, rows, i + j, keyViews[j]!);
+      keyStage.putRun(rows.keys, i, INSERT_CHUNK);
+      for (let j = 0; j < INSERT_CHUNK; j++) this.fillRow(chunkParams, j * INSERT_COLUMNS, rows, i + j, keyStage.view(j));
       insertChunk.run(chunkParams);
     }
     for (; i < n; i++) {
-      rows.keys.copy(keyStage, 0, i * KEY_DIGEST_BYTES, (i + 1) * KEY_DIGEST_BYTES);
-      this.fillRow(oneParams, 0, rows, i, keyViews[0]!);
+      this.fillRow(oneParams, 0, rows, i, keyStage.put(0, rows.keys, i));
       insertOne.run(oneParams);
     }
     this.rows += to - from;

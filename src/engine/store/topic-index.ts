@@ -14,7 +14,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { removeIndexFile } from './index-files.js';
-import { KEY_DIGEST_BYTES } from './key-digest.js';
+import { KeyStage } from './key-stage.js';
 import { RecordFlag } from './record-flags.js';
 import { CREATE_SCHEMA, SCHEMA_VERSION } from './schema.js';
 import { isStorageFailure } from '../../common/storage-errors.js';
@@ -107,8 +107,7 @@ export class TopicIndex {
   readonly insertOne: Database.Statement;
   readonly chunkParams: unknown[] = new Array(INSERT_CHUNK * INSERT_COLUMNS);
   readonly oneParams: unknown[] = new Array(INSERT_COLUMNS);
-  readonly keyStage = Buffer.alloc(INSERT_CHUNK * KEY_DIGEST_BYTES);
-  readonly keyViews: Buffer[] = [];
+  readonly keyStage = new KeyStage(INSERT_CHUNK);
   readonly saveCheckpoint: Database.Statement;
   readonly upsertSegment: Database.Statement;
   /** Where a row's bytes are, its timestamp and flags (the table API's reads). */
@@ -129,7 +128,6 @@ export class TopicIndex {
     const insert = 'INSERT INTO records (partition, offset, key, flags, ts, size, pid, txn_first) VALUES ';
     this.insertChunk = db.prepare(insert + new Array(INSERT_CHUNK).fill(tuple).join(','));
     this.insertOne = db.prepare(insert + tuple);
-    for (let i = 0; i < INSERT_CHUNK; i++) this.keyViews.push(this.keyStage.subarray(i * KEY_DIGEST_BYTES, (i + 1) * KEY_DIGEST_BYTES));
     this.saveCheckpoint = db.prepare(
       `UPDATE checkpoint SET topic_id = ?, next_offset = ?, log_start = ?, last_stable = ?, high_watermark = ?,
          first_dirty = ?, clean_bytes = ?, last_clean_ms = ? WHERE partition = ?`,
