@@ -6,7 +6,7 @@
 import type { KafkaClean } from './kafka-logs.js';
 import type { KbenchResult } from './kbench.js';
 import type { ShapeConfig, WorkloadResult } from './carry-workload.js';
-import { int, mib, verdict } from './compaction-report.js';
+import { BUDGET, int, mib, verdict } from './compaction-report.js';
 import { median, table } from './text-table.js';
 
 export const CARRY_BUDGET = {
@@ -61,6 +61,8 @@ export interface ShapeResult {
     /** CPU seconds of its compaction worker from listening until indexed, and the records of every topic of the run it indexed meanwhile. */
     workerCpuSeconds: number;
     recordsAllTopics?: number;
+    /** Its peak resident set size (VmHWM) once indexed, bytes. */
+    peakRss: number;
     nextOffset: number;
     /** Records it read from the store's log start to be indexed, each copy counting as the originals it holds, and of which carried. */
     recordsRead: number;
@@ -186,6 +188,15 @@ export function carryReport(b: CarryBenchResult): string[] {
         `>= ${int(CARRY_BUDGET.indexRate)}`,
         '',
         verdict(indexRate >= CARRY_BUDGET.indexRate),
+      ],
+      [
+        `2. a new replica's peak RSS until indexed (every topic)`,
+        mib(r.replica.peakRss),
+        '',
+        '',
+        `< ${mib(BUDGET.rssBytes)}`,
+        '',
+        verdict(r.replica.peakRss < BUDGET.rssBytes),
       ],
       [
         `2. new replica's start to its first read's end (${tag})`,

@@ -10,7 +10,8 @@
  *   2. a replica with an empty data directory (a second kcompact, not carrying): records it reads
  *      from the store until fully indexed (a copy counting as the originals it holds), against
  *      the live keys plus the dirty tail, and the time until then against one consumer reading
- *      Kafka's compacted topic from offset 0; and a replica with an empty data directory that indexes
+ *      Kafka's compacted topic from offset 0, the records its worker indexes per CPU second and its
+ *      peak RSS until indexed (issue 37); and a replica with an empty data directory that indexes
  *      on demand (the default): the time from its spawning to the end of its first read from
  *      offset 0, against one consumer reading Kafka's compacted topic (issue 19: with
  *      --keys 10000 --rewrites 100, a partition of 1M records over 10k keys);
@@ -49,7 +50,7 @@ import { runWorkload, workerThread, type ShapeConfig } from './carry-workload.js
 import { carryReport, type CarryBenchResult, type ColdRead, type ShapeResult } from './carry-report.js';
 import { profileReport } from './cpu-profile.js';
 import { storeRecords } from './store-records.js';
-import { threadCpuSeconds } from './proc-stats.js';
+import { memory, threadCpuSeconds } from './proc-stats.js';
 
 const MIB = 1024 * 1024;
 
@@ -225,6 +226,8 @@ async function measureReplica(s: Stores, results: ShapeResult[]): Promise<void> 
     const worker = workerThread(replica.proc.pid);
     // What its compaction worker spent indexing, from the moment it listened (its start before that is module loading).
     const workerCpuSeconds = (threadCpuSeconds(replica.proc.pid).get(worker) ?? 0) - (cpuAtListening.get(worker) ?? 0);
+    // The most it held while indexing (VmHWM), read before any client reads through it.
+    const peakRss = memory(replica.proc.pid)?.peakRss ?? NaN;
     const status = await engineStatus(replica.admin);
     for (const r of results) {
       const topic = r.workload.config.topic;
@@ -233,6 +236,7 @@ async function measureReplica(s: Stores, results: ShapeResult[]): Promise<void> 
         listeningSeconds: listening,
         indexedSeconds: indexed.get(topic)!,
         workerCpuSeconds,
+        peakRss,
         nextOffset: p!.nextOffset,
         ...(await recordsHeld(s.store.bootstrap, topic, r.store.logStart, p!.nextOffset)),
         read: await read(replica.bootstrap, topic, r.expected, 'the replica'),
