@@ -117,7 +117,7 @@ export class Carrier {
     // reading the last one's pass): it holds only the survivors read so far, and a pass now would
     // release the rest. A pass stopped halfway never ends: once the index has read all the store
     // held, the pass is one of those.
-    if (store.carry.openPass >= 0 && store.checkpoint.nextOffset < store.checkpoint.lastStableOffset) return false;
+    if (store.carry.openPass >= 0 && store.behindStore) return false;
     // A range kept for a share group is asked about again every round, written to or not.
     if (this.ranges.isHeld(topic, partition)) return true;
     const { firstDirty, logStartOffset } = store.checkpoint;

@@ -203,7 +203,7 @@ export class Cleaner {
       // A clean would make the entries an index reading its first pass owes, at once, halfway
       // through: the pass's end makes them in one go. Once it has read what the store held, the
       // end may never come (a pass stopped halfway), and the clean makes them.
-      if (store.keysOwed && store.checkpoint.nextOffset < store.checkpoint.lastStableOffset) continue;
+      if (store.keysOwed && store.behindStore) continue;
       const range = cleanableRange(store.segments, { ...store.checkpoint, unjudgedFrom: store.firstUnjudged }, policy, now);
       if (range.cleanBytes + range.cleanableBytes <= 0) continue;
       maxRatio = Math.max(maxRatio, range.dirtyRatio);

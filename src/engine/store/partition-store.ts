@@ -399,6 +399,15 @@ export class PartitionStore {
   }
 
   /**
+   * Whether the index has yet to read records the store held when last asked (its last stable
+   * offset): a pass read halfway may still end, and one stopped halfway is known only once the
+   * index has read all there was.
+   */
+  get behindStore(): boolean {
+    return this.cp.nextOffset < this.cp.lastStableOffset;
+  }
+
+  /**
    * Makes the key entries the cleaned part's rows are owed (carried-rows.ts buildKeys), those of
    * the rows below `end`, in a transaction of its own or the caller's.
    */

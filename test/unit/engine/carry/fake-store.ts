@@ -97,6 +97,10 @@ export function emptyPartition() {
     carry: { pass: -1, passEnd: -1, passRelease: -1, passTime: -1, topicStart: -1, openPass: -1, openRelease: -1, openTime: -1 },
     topicStart: 0,
     knowsTopicStart: () => true,
+    get behindStore(): boolean {
+      const cp = this.checkpoint as { nextOffset: number; lastStableOffset?: number };
+      return cp.nextOffset < (cp.lastStableOffset ?? 0);
+    },
     isOpen: true,
     carriedRows: () => [],
     dropBelow: () => false,
