@@ -153,6 +153,14 @@ export function shapeFigures(r: ShapeResult) {
 export function carryReport(b: CarryBenchResult): string[] {
   const rows: string[][] = [['figure', 'kcompact', 'baseline', 'ratio', 'budget', 'goal', 'verdict']];
   const details: string[] = [];
+  // One replica indexes every topic of the run: against reading each of Kafka's topics once.
+  const everyTopic =
+    b.shapes.length > 1
+      ? {
+          seconds: Math.max(...b.shapes.map((r) => r.replica.indexedSeconds - r.replica.listeningSeconds)),
+          kafka: sum(b.shapes, (r) => shapeFigures(r).reads.kafka),
+        }
+      : undefined;
   for (const r of b.shapes) {
     const c = r.workload.config;
     const f = shapeFigures(r);
@@ -178,8 +186,20 @@ export function carryReport(b: CarryBenchResult): string[] {
         secs(r.replica.indexedSeconds - r.replica.listeningSeconds),
         `${secs(f.reads.kafka)} Kafka read`,
         ratio((r.replica.indexedSeconds - r.replica.listeningSeconds) / f.reads.kafka),
-        ...judged((r.replica.indexedSeconds - r.replica.listeningSeconds) / f.reads.kafka, CARRY_BUDGET.indexed),
+        // With several topics the replica indexes them all at once: each one's time counts the others' work too.
+        ...(everyTopic ? ['', '', 'reported'] : judged((r.replica.indexedSeconds - r.replica.listeningSeconds) / f.reads.kafka, CARRY_BUDGET.indexed)),
       ],
+      ...(everyTopic
+        ? [
+            [
+              `2. time until a new replica has indexed every topic, once listening`,
+              secs(everyTopic.seconds),
+              `${secs(everyTopic.kafka)} Kafka reads of each`,
+              ratio(everyTopic.seconds / everyTopic.kafka),
+              ...judged(everyTopic.seconds / everyTopic.kafka, CARRY_BUDGET.indexed),
+            ],
+          ]
+        : []),
       [
         `2. records it indexes per worker CPU second (every topic)`,
         int(indexRate),
