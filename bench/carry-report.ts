@@ -91,6 +91,8 @@ export interface CarryBenchResult {
 }
 
 const sum = <T>(xs: readonly T[], f: (x: T) => number) => xs.reduce((n, x) => n + f(x), 0);
+/** Seconds from the new replica's listening until it had indexed the topic. */
+const indexedAfterListening = (r: ShapeResult) => r.replica.indexedSeconds - r.replica.listeningSeconds;
 const ratio = (x: number) => `${x.toFixed(2)}x`;
 const secs = (x: number) => `${x.toFixed(3)} s`;
 
@@ -157,7 +159,7 @@ export function carryReport(b: CarryBenchResult): string[] {
   const everyTopic =
     b.shapes.length > 1
       ? {
-          seconds: Math.max(...b.shapes.map((r) => r.replica.indexedSeconds - r.replica.listeningSeconds)),
+          seconds: Math.max(...b.shapes.map(indexedAfterListening)),
           kafka: sum(b.shapes, (r) => shapeFigures(r).reads.kafka),
         }
       : undefined;
@@ -183,11 +185,11 @@ export function carryReport(b: CarryBenchResult): string[] {
       ],
       [
         `2. time until a new replica is indexed, once listening (${tag})`,
-        secs(r.replica.indexedSeconds - r.replica.listeningSeconds),
+        secs(indexedAfterListening(r)),
         `${secs(f.reads.kafka)} Kafka read`,
-        ratio((r.replica.indexedSeconds - r.replica.listeningSeconds) / f.reads.kafka),
+        ratio(indexedAfterListening(r) / f.reads.kafka),
         // With several topics the replica indexes them all at once: each one's time counts the others' work too.
-        ...(everyTopic ? ['', '', 'reported'] : judged((r.replica.indexedSeconds - r.replica.listeningSeconds) / f.reads.kafka, CARRY_BUDGET.indexed)),
+        ...(everyTopic ? ['', '', 'reported'] : judged(indexedAfterListening(r) / f.reads.kafka, CARRY_BUDGET.indexed)),
       ],
       ...(everyTopic
         ? [
@@ -276,7 +278,7 @@ export function carryReport(b: CarryBenchResult): string[] {
       `  carry passes: ${f.passes.length}, ${int(f.carried.records)} copies, ${mib(f.carried.bytes)} written, ${mib(f.carried.bytesRead)} read from the store; ${f.carried.wall.toFixed(2)} s of passes (copying ${f.carried.copyWall.toFixed(2)} s, waiting for the index to read them back ${f.carried.readBackWall.toFixed(2)} s)`,
       `    CPU while they ran: worker thread ${f.carried.workerCpu.toFixed(2)} s, whole proxy ${f.carried.processCpu.toFixed(2)} s (${int(f.carried.records / f.carried.processCpu)} records per process CPU second; /proc ticks of 10 ms, sampled every 10 ms)`,
       `    write amplification counts copy batches only (not the two markers a pass writes), Kafka's the bytes its cleaner wrote (MB to one decimal, per clean)`,
-      `  replica with an empty data directory: listening ${r.replica.listeningSeconds.toFixed(2)} s after spawning, ${c.topic} indexed after ${r.replica.indexedSeconds.toFixed(2)} s, ${(r.replica.indexedSeconds - r.replica.listeningSeconds).toFixed(2)} s after it listened (${int(r.replica.recordsRead)} records from the store's log start, ${int(r.replica.carriedRead)} of them in copies; live keys ${int(f.live)}, dirty tail ${int(f.tail)}); it then served ${int(r.replica.read.records)} records in ${secs(r.replica.read.seconds)}`,
+      `  replica with an empty data directory: listening ${r.replica.listeningSeconds.toFixed(2)} s after spawning, ${c.topic} indexed after ${r.replica.indexedSeconds.toFixed(2)} s, ${indexedAfterListening(r).toFixed(2)} s after it listened (${int(r.replica.recordsRead)} records from the store's log start, ${int(r.replica.carriedRead)} of them in copies; live keys ${int(f.live)}, dirty tail ${int(f.tail)}); it then served ${int(r.replica.read.records)} records in ${secs(r.replica.read.seconds)}`,
       `  a replica indexing on demand, empty data directory: listening ${r.firstAnswer.listeningSeconds.toFixed(2)} s after spawning; its first read from offset 0 ended ${r.firstAnswer.fromStartSeconds.toFixed(2)} s after spawning (the read itself ${secs(r.firstAnswer.read.seconds)}, ${int(r.firstAnswer.read.records)} records, ${int(r.firstAnswer.read.requests.fetch)} fetches); Kafka's compacted topic read in ${secs(r.firstAnswer.kafka.seconds)} beside it`,
       `  reads from offset 0 (franz-go, --to-end; median of ${r.reads.length}): cold ${secs(f.reads.cold)}, warm ${Number.isNaN(f.reads.warm) ? 'n/a' : secs(f.reads.warm)} (the same proxy again), Kafka ${secs(f.reads.kafka)}; ${int(r.reads[0]?.cold.records ?? 0)} records, ${int(r.reads[0]?.cold.requests.fetch ?? 0)} fetches and ${int(r.reads[0]?.cold.batches ?? 0)} batches through kcompact, ${int(r.reads[0]?.kafka.requests.fetch ?? 0)} fetches and ${int(r.reads[0]?.kafka.batches ?? 0)} batches from Kafka`,
       `    every round: cold ${r.reads.map((x) => x.cold.seconds.toFixed(3)).join(' ')}; Kafka ${r.reads.map((x) => x.kafka.seconds.toFixed(3)).join(' ')}`,

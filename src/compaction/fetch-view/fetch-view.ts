@@ -291,9 +291,11 @@ export function createFetchView(opts: FetchViewDeps): FetchView {
         });
     }
     // The next answers are begun once this one is on its way: their start is no part of its wait.
-    setImmediate(() => {
-      for (const answer of viewed) beginNext(answer, request.maxBytes);
-    });
+    // Only a read among the copies has one: a tailing consumer's fetch schedules nothing.
+    if (viewed.some((answer) => answer.nextFromCopies !== undefined))
+      setImmediate(() => {
+        for (const answer of viewed) beginNext(answer, request.maxBytes);
+      });
     // A consumer reading past the cleaner's horizon gets the upstream's frame itself.
     return changed ? ctx.forward(body) : ctx.forward();
   }
