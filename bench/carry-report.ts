@@ -29,6 +29,8 @@ export interface ColdRead {
   /** A fresh proxy process's first answer: a read of the one-record topic. */
   first: KbenchResult;
   cold: KbenchResult;
+  /** The proxy process's CPU (every thread) during the cold read. */
+  coldCpuSeconds: number;
   /** The same proxy reading again (its view cache warm), then the one-record topic; absent when profiling. */
   warm?: KbenchResult;
   oneProxy?: KbenchResult;
@@ -133,6 +135,7 @@ export function shapeFigures(r: ShapeResult) {
   };
   const reads = {
     cold: med((x) => x.cold.seconds),
+    coldCpu: med((x) => x.coldCpuSeconds),
     warm: med((x) => x.warm?.seconds),
     kafka: med((x) => x.kafka.seconds),
     oneProxy: med((x) => x.oneProxy?.seconds),
@@ -282,6 +285,7 @@ export function carryReport(b: CarryBenchResult): string[] {
       `  a replica indexing on demand, empty data directory: listening ${r.firstAnswer.listeningSeconds.toFixed(2)} s after spawning; its first read from offset 0 ended ${r.firstAnswer.fromStartSeconds.toFixed(2)} s after spawning (the read itself ${secs(r.firstAnswer.read.seconds)}, ${int(r.firstAnswer.read.records)} records, ${int(r.firstAnswer.read.requests.fetch)} fetches); Kafka's compacted topic read in ${secs(r.firstAnswer.kafka.seconds)} beside it`,
       `  reads from offset 0 (franz-go, --to-end; median of ${r.reads.length}): cold ${secs(f.reads.cold)}, warm ${Number.isNaN(f.reads.warm) ? 'n/a' : secs(f.reads.warm)} (the same proxy again), Kafka ${secs(f.reads.kafka)}; ${int(r.reads[0]?.cold.records ?? 0)} records, ${int(r.reads[0]?.cold.requests.fetch ?? 0)} fetches and ${int(r.reads[0]?.cold.batches ?? 0)} batches through kcompact, ${int(r.reads[0]?.kafka.requests.fetch ?? 0)} fetches and ${int(r.reads[0]?.kafka.batches ?? 0)} batches from Kafka`,
       `    every round: cold ${r.reads.map((x) => x.cold.seconds.toFixed(3)).join(' ')}; Kafka ${r.reads.map((x) => x.kafka.seconds.toFixed(3)).join(' ')}`,
+      `    the proxy's CPU during a cold read (median; every round: ${r.reads.map((x) => (x.coldCpuSeconds * 1000).toFixed(1)).join(' ')} ms): ${(f.reads.coldCpu * 1000).toFixed(1)} ms, ${((f.reads.coldCpu * 1e6) / Math.max(1, r.reads[0]?.cold.requests.fetch ?? 1)).toFixed(0)} µs per fetch`,
       `    a reader's fixed cost (the one-record topic; context): ${Number.isNaN(f.reads.oneProxy) ? 'n/a' : secs(f.reads.oneProxy)} through kcompact (after the reads; ${secs(f.reads.first)} as a fresh process's first answer), ${secs(f.reads.oneDirect)} from Kafka;` +
         ` net of it, cold / Kafka ${ratio((f.reads.cold - f.reads.oneProxy) / (f.reads.kafka - f.reads.oneDirect))}, warm / Kafka ${ratio((f.reads.warm - f.reads.oneProxy) / (f.reads.kafka - f.reads.oneDirect))}`,
     );

@@ -312,16 +312,22 @@ async function measureReads(s: Stores, results: ShapeResult[], profiling: boolea
         cpuProfDir: s.profDir(`cold-${r.workload.config.name}`),
         args: [...s.carrierArgs, '--carrier-group', 'none'],
       });
-      let through: Pick<ColdRead, 'first' | 'cold' | 'warm' | 'oneProxy'>;
+      let through: Pick<ColdRead, 'first' | 'cold' | 'coldCpuSeconds' | 'warm' | 'oneProxy'>;
       try {
         // Every topic, not only this one: a process still opening the other topic's index competes for the CPU.
         await indexedAt(proxy, new Map(results.map((x) => [x.workload.config.topic, x.store.end])), performance.now(), 300_000);
         // The process's first answer (its connections upstream, its compiled code) is a cost of its
         // start, not of the read: it goes to the one-record topic, and is reported on its own.
         const first = await readOne(proxy.bootstrap, 'the one-record topic through a fresh kcompact');
+        // The process's CPU (prom-client's, from process.cpuUsage: microseconds, not /proc's ticks) spent on the cold read.
+        const cpu = async () => (await scrape(proxy.management)).value('process_cpu_seconds_total') ?? NaN;
+        const cpuBefore = await cpu();
+        const cold = await read(proxy.bootstrap, topic, want, 'a cold read through kcompact');
+        const coldCpuSeconds = (await cpu()) - cpuBefore;
         through = {
           first,
-          cold: await read(proxy.bootstrap, topic, want, 'a cold read through kcompact'),
+          cold,
+          coldCpuSeconds,
           warm: profiling ? undefined : await read(proxy.bootstrap, topic, want, 'a warm read through kcompact'),
           oneProxy: profiling ? undefined : await readOne(proxy.bootstrap, 'the one-record topic through kcompact'),
         };

@@ -5,7 +5,7 @@ import { type RequestHeaderInit, responseHeaderVersion, writeRequestHeader, writ
 import { Reader } from './wire/reader.js';
 import { compileStruct, protocolError, type Struct, type StructCodec } from './wire/struct-codec.js';
 import { Writer } from './wire/writer.js';
-import { FrameParts, type OutgoingFrame } from './wire/frame-parts.js';
+import type { ByteParts, OutgoingFrame } from './wire/byte-parts.js';
 
 export type { Struct } from './wire/struct-codec.js';
 export type { TaggedField } from './wire/tagged-field.js';
@@ -13,12 +13,13 @@ export type * from './generated/types.js';
 
 /**
  * What an encoder takes for a body of type T: every field optional (a missing one is written
- * as its default), int64 as a bigint or a safe-integer number, bytes as any Uint8Array.
+ * as its default), int64 as a bigint or a safe-integer number, bytes as any Uint8Array or in
+ * pieces (ByteParts).
  */
 export type BodyInit<T> = T extends bigint
   ? bigint | number
   : T extends Buffer
-    ? Uint8Array
+    ? Uint8Array | ByteParts
     : T extends readonly (infer E)[]
       ? readonly BodyInit<E>[]
       : T extends object
@@ -186,18 +187,17 @@ export function encodeResponseFrame(apiKey: number, version: number, correlation
   return sealFrame(responseWriter(apiKey, version, correlationId, body));
 }
 
-/** Frames at least this large go out in parts rather than joined (frame-parts.ts). */
+/** Frames at least this large go out in parts rather than joined (byte-parts.ts). */
 const PARTS_FROM_BYTES = 64 * 1024;
 
 /** A response frame for a socket: in parts when large (its byte fields by reference), else one buffer. */
 export function encodeOutgoingResponse(apiKey: number, version: number, correlationId: number, body: object): OutgoingFrame {
   const w = responseWriter(apiKey, version, correlationId, body);
-  const length = w.length;
-  if (length < PARTS_FROM_BYTES) return sealFrame(w);
-  const parts = w.finishParts();
+  if (w.length < PARTS_FROM_BYTES) return sealFrame(w);
+  const frame = w.finishParts();
   // The first part begins with the size prefix: the writer's first four bytes, never a byte field.
-  parts[0]!.writeInt32BE(length - 4, 0);
-  return parts.length === 1 ? parts[0]! : new FrameParts(parts, length);
+  frame.parts[0]!.writeInt32BE(frame.length - 4, 0);
+  return frame.parts.length === 1 ? frame.parts[0]! : frame;
 }
 
 function responseWriter(apiKey: number, version: number, correlationId: number, body: object): Writer {

@@ -16,7 +16,7 @@ import { decodeRequestHeader } from '../protocol/headers.js';
 import { ProtocolError } from '../protocol/errors.js';
 import type { HostPort } from '../common/host-port.js';
 import { FrameReader, type FrameRouter } from '../protocol/wire/frame-reader.js';
-import { FrameParts, type OutgoingFrame } from '../protocol/wire/frame-parts.js';
+import { ByteParts, type OutgoingFrame } from '../protocol/wire/byte-parts.js';
 import { produceAcks } from './produce-acks.js';
 import { patchRequestVersion } from './request-version-patch.js';
 import { largeReads } from './large-reads.js';
@@ -440,11 +440,13 @@ export class ProxyConnection {
 
   /** Writes a frame to the client; false when the socket asks to wait for 'drain'. */
   private writeToClient(frame: OutgoingFrame): boolean {
-    if (!(frame instanceof FrameParts)) return this.client.write(frame);
+    if (!(frame instanceof ByteParts)) return this.client.write(frame);
     // Corked, the parts go to the socket together (one writev), none of them copied first.
     this.client.cork();
-    let room = true;
-    for (const part of frame.parts) room = this.client.write(part);
+    const last = frame.parts.length - 1;
+    for (let i = 0; i < last; i++) this.client.write(frame.parts[i]!);
+    // Written (or failed), the socket holds none of them any more: their buffers may be reused.
+    const room = frame.releases ? this.client.write(frame.parts[last]!, () => frame.done()) : this.client.write(frame.parts[last]!);
     this.client.uncork();
     return room;
   }

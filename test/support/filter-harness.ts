@@ -4,7 +4,7 @@
  * The filter runs in a real FilterChain of its own, over frames encoded and decoded by the real
  * codec, so what a test sees is what a client and an upstream would see.
  */
-import { wholeFrame } from '../../src/protocol/wire/frame-parts.js';
+import { wholeFrame } from '../../src/protocol/wire/byte-parts.js';
 import { decodeRequestHeader, decodeResponseHeader, responseHeaderVersion } from '../../src/protocol/headers.js';
 import {
   decodeRequest,

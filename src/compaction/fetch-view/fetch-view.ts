@@ -274,7 +274,7 @@ export function createFetchView(opts: FetchViewDeps): FetchView {
     await Promise.all(viewed.map((answer) => answer.awaitIndexedEnd(opts.index, deadline - clock())));
     for (const [i, answer] of viewed.entries()) {
       const { records, abortedTransactions, logStartOffset, highWatermark, lastStableOffset } = answer.data;
-      answer.data.records = await answer.finish(answers);
+      await answer.finish(answers);
       if (
         answer.data.records !== records ||
         answer.data.abortedTransactions !== abortedTransactions ||

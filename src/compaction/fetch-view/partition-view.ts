@@ -9,6 +9,7 @@
  * markers the cleaner removed.
  */
 import { ErrorCode } from '../../protocol/errors.js';
+import { ByteParts, putRecords } from '../../protocol/wire/byte-parts.js';
 import { encodeBatch, iterateBatches } from '../../protocol/records/batch.js';
 import type { IndexView, PartitionIndexView, CarriedSnapshot } from '../../engine/api/index-view.js';
 import { mergeAbortedTransactions, visibleAbortedTransactions } from './aborted-transactions.js';
@@ -343,16 +344,22 @@ export class PartitionAnswer {
     await index.caughtUp(this.target.topic, this.target.partition, waitMs).catch(() => false);
   }
 
-  /** The records the client gets; remembers (or forgets) an answer that left it where it was. */
-  async finish(answers: EmptyAnswers): Promise<Buffer | null> {
+  /**
+   * Puts the records the client gets in the answer; remembers (or forgets) an answer that left it
+   * where it was. An answer put together goes out in parts, views of the reads it came from: those are given back
+   * once the parts are done (byte-parts.ts), after the socket wrote them.
+   */
+  async finish(answers: EmptyAnswers): Promise<void> {
+    let records: Buffer | ByteParts | null = null;
     try {
-      return await this.records(answers);
+      records = await this.records(answers);
+      putRecords(this.data, records);
     } finally {
-      releaseHeld(this.held);
+      if (!(records instanceof ByteParts && records.releases)) releaseHeld(this.held);
     }
   }
 
-  private async records(answers: EmptyAnswers): Promise<Buffer | null> {
+  private async records(answers: EmptyAnswers): Promise<Buffer | ByteParts | null> {
     // A carried partition's log start is the topic's own, not the store's.
     const carried = this.target.view.carried();
     if (carried && this.data.errorCode === ErrorCode.NONE) this.data.logStartOffset = BigInt(carried.topicStart);
@@ -381,9 +388,9 @@ export class PartitionAnswer {
     if (!this.changed) return this.data.records;
     const parts = [...this.batches];
     if (this.trailingEmpty) parts.push(this.trailingEmpty);
-    parts.push(this.truncatedTail);
-    // A copy, always (even of one part): the held reads go back.
-    return Buffer.concat(parts);
+    if (this.truncatedTail.length > 0) parts.push(this.truncatedTail);
+    const held = this.held.splice(0);
+    return ByteParts.of(parts, held.length === 0 ? undefined : () => releaseHeld(held));
   }
 
   private limit(): bigint {

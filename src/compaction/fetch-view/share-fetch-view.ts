@@ -18,6 +18,7 @@
  * request changes: the broker keeps the share session and every other acknowledgement.
  */
 import { ErrorCode } from '../../protocol/errors.js';
+import { ByteParts, putRecords } from '../../protocol/wire/byte-parts.js';
 import type { Logger } from '../../common/log.js';
 import { ApiKey, type ApiKeyOf, type ShareAcknowledgeResponse, type ShareFetchResponse } from '../../protocol/messages.js';
 import { CopyAcks, type AckBatch } from './copy-acks.js';
@@ -293,7 +294,8 @@ export function createShareFetchView(opts: ShareFetchViewOptions): ShareFetchVie
           continue;
         }
         if (seen.truncatedTail.length > 0) kept.push(seen.truncatedTail);
-        p.records = Buffer.concat(kept);
+        // Views of the store's answer, going out as they are.
+        putRecords(p, ByteParts.of(kept));
       }
     }
     return changed ? ctx.forward(body) : ctx.forward();

@@ -1,4 +1,5 @@
 import { ProtocolError } from '../errors.js';
+import { ByteParts } from './byte-parts.js';
 import type { TaggedField } from './tagged-field.js';
 import { writeUuid } from './uuid.js';
 
@@ -9,7 +10,8 @@ const LARGE_CHUNK = 1024;
 
 /**
  * Appends Kafka primitives to a growable scratch buffer. Large byte strings are referenced
- * rather than copied; finish() assembles everything into one Buffer with a single copy.
+ * rather than copied; finish() assembles everything into one Buffer with a single copy, and
+ * finishParts() hands the pieces on as they are. A byte field may be given in pieces (ByteParts).
  * Values are validated (range, type, nullability) and rejected with a ProtocolError.
  */
 export class Writer {
@@ -19,6 +21,8 @@ export class Writer {
   private segmentStart = 0;
   private readonly chunks: Uint8Array[] = [];
   private chunkedBytes = 0;
+  /** Byte fields in pieces, some kept by reference: done once the written bytes no longer need them. */
+  private readonly referenced: ByteParts[] = [];
 
   constructor(initialCapacity = 256) {
     this.buf = Buffer.allocUnsafe(initialCapacity);
@@ -150,7 +154,8 @@ export class Writer {
   }
 
   /** Appends bytes as they are. */
-  raw(data: Uint8Array): void {
+  raw(data: Uint8Array | ByteParts): void {
+    if (data instanceof ByteParts) return this.rawParts(data);
     const n = data.length;
     if (n >= LARGE_CHUNK) {
       if (this.pos > this.segmentStart) this.chunks.push(this.buf.subarray(this.segmentStart, this.pos));
@@ -162,6 +167,28 @@ export class Writer {
     this.ensure(n);
     this.buf.set(data, this.pos);
     this.pos += n;
+  }
+
+  private rawParts(data: ByteParts): void {
+    const { parts } = data;
+    let byReference = false;
+    for (let i = 0; i < parts.length;) {
+      if (parts[i]!.length >= LARGE_CHUNK) {
+        this.raw(parts[i++]!);
+        byReference = true;
+        continue;
+      }
+      // A run of small parts (a read of tiny batches) is copied once, together, as one piece.
+      let end = i;
+      let bytes = 0;
+      while (end < parts.length && parts[end]!.length < LARGE_CHUNK) bytes += parts[end++]!.length;
+      if (bytes >= LARGE_CHUNK) this.raw(Buffer.concat(parts.slice(i, end), bytes));
+      else while (i < end) this.raw(parts[i++]!);
+      i = end;
+    }
+    // Parts that were copied are read by now.
+    if (byReference) this.referenced.push(data);
+    else data.done();
   }
 
   private utf8Length(s: unknown): number {
@@ -198,22 +225,22 @@ export class Writer {
     else this.compactString(s);
   }
 
-  bytes(b: Uint8Array): void {
+  bytes(b: Uint8Array | ByteParts): void {
     this.int32(byteLength(b));
     this.raw(b);
   }
 
-  nullableBytes(b: Uint8Array | null): void {
+  nullableBytes(b: Uint8Array | ByteParts | null): void {
     if (b === null) this.int32(-1);
     else this.bytes(b);
   }
 
-  compactBytes(b: Uint8Array): void {
+  compactBytes(b: Uint8Array | ByteParts): void {
     this.uvarint(byteLength(b) + 1);
     this.raw(b);
   }
 
-  compactNullableBytes(b: Uint8Array | null): void {
+  compactNullableBytes(b: Uint8Array | ByteParts | null): void {
     if (b === null) this.uvarint(0);
     else this.compactBytes(b);
   }
@@ -238,10 +265,16 @@ export class Writer {
     }
   }
 
-  /** Everything written, as the pieces it was kept in (byte strings by reference); the writer is done after this. */
-  finishParts(): Buffer[] {
+  /**
+   * Everything written, as the pieces it was kept in (byte strings by reference); the writer is
+   * done after this. Their done() is that of every byte field in pieces they hold.
+   */
+  finishParts(): ByteParts {
+    const length = this.length;
     if (this.pos > this.segmentStart || this.chunks.length === 0) this.chunks.push(this.buf.subarray(this.segmentStart, this.pos));
-    return this.chunks as Buffer[];
+    const fields = this.referenced;
+    const release = fields.length === 0 ? undefined : () => fields.forEach((f) => f.done());
+    return new ByteParts(this.chunks as Buffer[], length, release);
   }
 
   /** Everything written, as one Buffer the caller owns; the writer is done after this. */
@@ -249,11 +282,14 @@ export class Writer {
     if (this.chunks.length === 0) return this.buf.subarray(0, this.pos);
     const total = this.length;
     if (this.pos > this.segmentStart) this.chunks.push(this.buf.subarray(this.segmentStart, this.pos));
-    return Buffer.concat(this.chunks, total);
+    const whole = Buffer.concat(this.chunks, total);
+    for (const f of this.referenced) f.done();
+    return whole;
   }
 }
 
 function byteLength(b: unknown): number {
+  if (b instanceof ByteParts) return b.length;
   if (!(b instanceof Uint8Array)) throw new ProtocolError(`expected a Buffer, got ${describe(b)}`);
   return b.length;
 }

@@ -10,7 +10,7 @@
  * upstream's answers do.
  */
 import { ProtocolError } from '../../protocol/errors.js';
-import type { OutgoingFrame } from '../../protocol/wire/frame-parts.js';
+import type { OutgoingFrame } from '../../protocol/wire/byte-parts.js';
 import { decodeApiVersionsResponse } from '../../protocol/api-versions-response.js';
 import { decodeRequestHeader, decodeResponseHeader, responseHeaderVersion, type RequestHeader } from '../../protocol/headers.js';
 import {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { wholeFrame } from '../../../../src/protocol/wire/frame-parts.js';
+import { wholeFrame } from '../../../../src/protocol/wire/byte-parts.js';
 import { test } from 'node:test';
 import { ErrorCode } from '../../../../src/protocol/errors.js';
 import { ApiKey, apiSchema, decodeResponse, encodeResponseFrame } from '../../../../src/protocol/messages.js';
