@@ -37,6 +37,9 @@ export interface ColdRead {
   kafka: KbenchResult;
   /** The one-record topic on Kafka. */
   oneDirect: KbenchResult;
+  /** Kafka's topic, then the one-record topic, through a splice(2) relay (absent without krelay). */
+  relay?: KbenchResult;
+  oneRelay?: KbenchResult;
 }
 
 export interface ShapeResult {
@@ -141,6 +144,8 @@ export function shapeFigures(r: ShapeResult) {
     oneProxy: med((x) => x.oneProxy?.seconds),
     first: med((x) => x.first.seconds),
     oneDirect: med((x) => x.oneDirect.seconds),
+    relay: med((x) => x.relay?.seconds),
+    oneRelay: med((x) => x.oneRelay?.seconds),
   };
   return {
     passes,
@@ -255,6 +260,19 @@ export function carryReport(b: CarryBenchResult): string[] {
         ratio(f.reads.cold / f.reads.kafka),
         ...judged(f.reads.cold / f.reads.kafka, CARRY_BUDGET.coldRead),
       ],
+      ...(Number.isNaN(f.reads.relay)
+        ? []
+        : [
+            [
+              `3.   Kafka's read through a splice relay, a hop that does nothing (context)`,
+              secs(f.reads.relay),
+              `${secs(f.reads.kafka)} Kafka read`,
+              ratio(f.reads.relay / f.reads.kafka),
+              'reported',
+              '',
+              '',
+            ],
+          ]),
       [`4. records carried per worker CPU second (${tag})`, int(f.carried.records / f.carried.workerCpu), '', '', 'reported', '', ''],
       [`4. bytes carried per worker CPU second (${tag})`, `${mib(f.carried.bytes / f.carried.workerCpu)}/s`, '', '', 'reported', '', ''],
       [
@@ -288,6 +306,11 @@ export function carryReport(b: CarryBenchResult): string[] {
       `    the proxy's CPU during a cold read (median; every round: ${r.reads.map((x) => (x.coldCpuSeconds * 1000).toFixed(1)).join(' ')} ms): ${(f.reads.coldCpu * 1000).toFixed(1)} ms, ${((f.reads.coldCpu * 1e6) / Math.max(1, r.reads[0]?.cold.requests.fetch ?? 1)).toFixed(0)} µs per fetch`,
       `    a reader's fixed cost (the one-record topic; context): ${Number.isNaN(f.reads.oneProxy) ? 'n/a' : secs(f.reads.oneProxy)} through kcompact (after the reads; ${secs(f.reads.first)} as a fresh process's first answer), ${secs(f.reads.oneDirect)} from Kafka;` +
         ` net of it, cold / Kafka ${ratio((f.reads.cold - f.reads.oneProxy) / (f.reads.kafka - f.reads.oneDirect))}, warm / Kafka ${ratio((f.reads.warm - f.reads.oneProxy) / (f.reads.kafka - f.reads.oneDirect))}`,
+      ...(Number.isNaN(f.reads.relay)
+        ? []
+        : [
+            `    through a splice relay (Go, splice(2), nothing parsed) in front of Kafka: ${secs(f.reads.relay)}, the one-record topic ${secs(f.reads.oneRelay)}; net of it, relay / Kafka ${ratio((f.reads.relay - f.reads.oneRelay) / (f.reads.kafka - f.reads.oneDirect))}, kcompact's cold read / the relay's ${ratio((f.reads.cold - f.reads.oneProxy) / (f.reads.relay - f.reads.oneRelay))}`,
+          ]),
     );
   }
   const m = b.carrier.metrics;

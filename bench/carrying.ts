@@ -46,6 +46,7 @@ import { appendToEachPartition, createTopics } from './bench-topics.js';
 import { kbench, kbenchMissing, type KbenchResult } from './kbench.js';
 import { bytesBelowLogStart, CLEANER_LOGGER, kafkaCleans, logRange, partitionDir, setBrokerLogLevel, settledSize } from './kafka-logs.js';
 import { startProxyProcess, type RunningProxyProcess } from './proxy-process.js';
+import { krelayMissing, relayListeners, startRelay, type Relay } from './relays.js';
 import { runWorkload, workerThread, type ShapeConfig } from './carry-workload.js';
 import { carryReport, type CarryBenchResult, type ColdRead, type ShapeResult } from './carry-report.js';
 import { profileReport } from './cpu-profile.js';
@@ -165,6 +166,8 @@ async function indexedAt(proxy: RunningProxyProcess, ends: Map<string, number>, 
 interface Stores {
   store: RunningKafka;
   reference: RunningKafka;
+  /** A splice(2) relay in front of the reference: a hop that does nothing (absent without krelay). */
+  relay?: Relay;
   indexDir: string;
   carrierArgs: string[];
   profDir: (name: string) => string | undefined;
@@ -337,7 +340,12 @@ async function measureReads(s: Stores, results: ShapeResult[], profiling: boolea
         await proxy.stop();
       }
       const kafka = await read(s.reference.bootstrap, topic, want, "a read of Kafka's compacted topic");
-      r.reads.push({ round, ...through, kafka, oneDirect: await readOne(s.reference.bootstrap, 'the one-record topic on Kafka') });
+      const oneDirect = await readOne(s.reference.bootstrap, 'the one-record topic on Kafka');
+      const hop = s.relay && {
+        read: await read(s.relay.bootstrap, topic, want, "a read of Kafka's compacted topic through the splice relay"),
+        one: await readOne(s.relay.bootstrap, 'the one-record topic through the splice relay'),
+      };
+      r.reads.push({ round, ...through, kafka, oneDirect, ...(hop && { relay: hop.read, oneRelay: hop.one }) });
       const { cold, warm } = through;
       log(
         `(${r.workload.config.name}) round ${round}: cold ${cold.seconds.toFixed(3)} s${warm ? `, warm ${warm.seconds.toFixed(3)} s` : ''}, Kafka ${kafka.seconds.toFixed(3)} s (${cold.records} records)`,
@@ -360,6 +368,7 @@ async function main(): Promise<void> {
   let store: RunningKafka | undefined;
   let reference: RunningKafka | undefined;
   let carrier: RunningProxyProcess | undefined;
+  let relay: Relay | undefined;
   try {
     store = await startKafka({
       compaction: 'off',
@@ -372,11 +381,20 @@ async function main(): Promise<void> {
       },
     });
     // Kafka's default dedupe buffer (the reference store's 16 MiB would clean a chunk in several passes, each rewriting the log).
-    reference = await startKafka({ compaction: 'reference', heapMiB: 768, properties: { 'log.cleaner.dedupe.buffer.size': 128 * MIB } });
+    // The reads of Kafka's topic through a relay show what a hop that does nothing costs them.
+    const relayListener = krelayMissing() ? undefined : (await relayListeners())['splice-relay'];
+    if (!relayListener) log('krelay not built (make peers): reads through a splice relay are left out');
+    reference = await startKafka({
+      compaction: 'reference',
+      heapMiB: 768,
+      properties: { 'log.cleaner.dedupe.buffer.size': 128 * MIB },
+      ...(relayListener && { extraListeners: [relayListener] }),
+    });
+    if (relayListener) relay = await startRelay('splice-relay', relayListener);
     await setBrokerLogLevel(reference.bootstrap, 1, CLEANER_LOGGER, 'INFO');
     carrier = await startProxyProcess(store.bootstrap, 1, { parentDir: indexDir, args: [...carrierArgs, '--carrier-group', 'kcompact-bench-carriers'] });
     log(`store at ${store.bootstrap}, reference at ${reference.bootstrap}, carrier at ${carrier.bootstrap} (pid ${carrier.proc.pid}, admin ${carrier.admin})`);
-    const stores: Stores = { store, reference, indexDir, carrierArgs, profDir };
+    const stores: Stores = { store, reference, ...(relay && { relay }), indexDir, carrierArgs, profDir };
     for (const bootstrap of [carrier.bootstrap, reference.bootstrap]) {
       await createTopics(bootstrap, [{ topic: ONE_TOPIC, partitions: 1, configs: { 'cleanup.policy': 'compact' } }]);
       await appendToEachPartition(bootstrap, ONE_TOPIC, 1, 'one');
@@ -418,6 +436,7 @@ async function main(): Promise<void> {
     if (args.json) fs.writeFileSync(args.json, JSON.stringify(bench, null, 2) + '\n');
   } finally {
     await carrier?.stop();
+    await relay?.stop();
     await reference?.stop();
     await store?.stop();
     fs.rmSync(carrierDir, { recursive: true, force: true });

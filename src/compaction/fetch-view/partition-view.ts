@@ -346,8 +346,8 @@ export class PartitionAnswer {
 
   /**
    * Puts the records the client gets in the answer; remembers (or forgets) an answer that left it
-   * where it was. An answer put together goes out in parts, views of the reads it came from: those are given back
-   * once the parts are done (byte-parts.ts), after the socket wrote them.
+   * where it was. An answer put together goes out in parts, views of the reads it came from:
+   * those are given back once the parts are done (byte-parts.ts), after the socket wrote them.
    */
   async finish(answers: EmptyAnswers): Promise<void> {
     let records: Buffer | ByteParts | null = null;

@@ -5,7 +5,16 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, test } from 'node:test';
-import { ApiKey, encodeRequestFrame, encodeResponseFrame, type ApiKeyNumber, type BodyInit, type RequestBodies } from '../../../src/protocol/messages.js';
+import {
+  ApiKey,
+  decodeResponse,
+  encodeRequestFrame,
+  encodeResponseFrame,
+  type ApiKeyNumber,
+  type BodyInit,
+  type RequestBodies,
+} from '../../../src/protocol/messages.js';
+import { ByteParts, putRecords } from '../../../src/protocol/wire/byte-parts.js';
 import { createLogger } from '../../../src/common/log.js';
 import { ProxyMeter } from '../../../src/proxy/proxy-meter.js';
 import { ProxyConnection } from '../../../src/proxy/connection.js';
@@ -24,7 +33,7 @@ class Frames {
   private waiters: (() => void)[] = [];
   closed = false;
   constructor(socket: net.Socket) {
-    const reader = new FrameReader(1 << 20);
+    const reader = new FrameReader(32 << 20);
     socket.on('data', (chunk) =>
       reader.push(chunk, (frame) => {
         this.got.push(Buffer.from(frame));
@@ -188,4 +197,51 @@ test('a filter that closes ends the client connection; Fetch v16+ streamed throu
   await r.fromProxy.next(1);
   assert.equal(r.fromProxy.closed, true);
   assert.equal(r.atUpstream.got.length, 1, 'the refused request went nowhere');
+});
+
+test('records a filter puts in parts reach the client as they were, and go back only once written', async () => {
+  // Buffers a pool would hand out again: overwritten the moment they are given back.
+  // More than loopback's socket buffers take while the client reads nothing: the write waits.
+  const pooled = [Buffer.alloc(12_000_000, 1), Buffer.alloc(4_000_000, 2)];
+  const expected = Buffer.concat(pooled);
+  let released = 0;
+  const inParts: Filter = {
+    name: 'in-parts',
+    apis: {
+      [ApiKey.Fetch]: {
+        onResponse: (res, ctx) => {
+          const p = res.body.responses[0]!.partitions[0]!;
+          putRecords(
+            p,
+            ByteParts.of(pooled, () => {
+              released++;
+              for (const b of pooled) b.fill(0xff);
+            }),
+          );
+          return ctx.forward(res.body);
+        },
+      },
+    },
+  };
+  const r = await rig([inParts]);
+  r.client.write(request(ApiKey.Fetch, 12, 1, { maxWaitMs: 1, minBytes: 1, maxBytes: 1 << 20, topics: [], forgottenTopicsData: [], rackId: '' }));
+  await r.atUpstream.next(1);
+  const partition = {
+    partitionIndex: 0,
+    errorCode: 0,
+    highWatermark: 10n,
+    lastStableOffset: 10n,
+    logStartOffset: 0n,
+    abortedTransactions: [],
+    records: Buffer.alloc(0),
+  };
+  r.client.pause();
+  r.answer(encodeResponseFrame(ApiKey.Fetch, 12, 1, { responses: [{ topic: 't', partitions: [partition] }] }));
+  await new Promise((res) => setTimeout(res, 200));
+  assert.equal(released, 0, 'nothing went back while the socket still held it');
+  r.client.resume();
+  const [back] = await r.fromProxy.next(1);
+  const records = decodeResponse(ApiKey.Fetch, 12, back!, 9).responses[0]!.partitions[0]!.records;
+  assert.deepEqual(records, expected, 'the client got the bytes as they were before they went back');
+  assert.equal(released, 1);
 });
