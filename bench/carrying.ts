@@ -342,10 +342,10 @@ async function measureReads(s: Stores, results: ShapeResult[], profiling: boolea
       const kafka = await read(s.reference.bootstrap, topic, want, "a read of Kafka's compacted topic");
       const oneDirect = await readOne(s.reference.bootstrap, 'the one-record topic on Kafka');
       const hop = s.relay && {
-        read: await read(s.relay.bootstrap, topic, want, "a read of Kafka's compacted topic through the splice relay"),
-        one: await readOne(s.relay.bootstrap, 'the one-record topic through the splice relay'),
+        relay: await read(s.relay.bootstrap, topic, want, "a read of Kafka's compacted topic through the splice relay"),
+        oneRelay: await readOne(s.relay.bootstrap, 'the one-record topic through the splice relay'),
       };
-      r.reads.push({ round, ...through, kafka, oneDirect, ...(hop && { relay: hop.read, oneRelay: hop.one }) });
+      r.reads.push({ round, ...through, kafka, oneDirect, ...hop });
       const { cold, warm } = through;
       log(
         `(${r.workload.config.name}) round ${round}: cold ${cold.seconds.toFixed(3)} s${warm ? `, warm ${warm.seconds.toFixed(3)} s` : ''}, Kafka ${kafka.seconds.toFixed(3)} s (${cold.records} records)`,

@@ -446,7 +446,7 @@ export class ProxyConnection {
     const last = frame.parts.length - 1;
     for (let i = 0; i < last; i++) this.client.write(frame.parts[i]!);
     // Written (or failed), the socket holds none of them any more: their buffers may be reused.
-    const room = frame.releases ? this.client.write(frame.parts[last]!, () => frame.done()) : this.client.write(frame.parts[last]!);
+    const room = this.client.write(frame.parts[last]!, () => frame.done());
     this.client.uncork();
     return room;
   }

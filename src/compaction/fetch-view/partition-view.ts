@@ -350,12 +350,11 @@ export class PartitionAnswer {
    * those are given back once the parts are done (byte-parts.ts), after the socket wrote them.
    */
   async finish(answers: EmptyAnswers): Promise<void> {
-    let records: Buffer | ByteParts | null = null;
     try {
-      records = await this.records(answers);
-      putRecords(this.data, records);
+      putRecords(this.data, await this.records(answers));
     } finally {
-      if (!(records instanceof ByteParts && records.releases)) releaseHeld(this.held);
+      // Reads the parts took along are no longer here: they go back once the parts are done.
+      releaseHeld(this.held);
     }
   }
 
