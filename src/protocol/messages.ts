@@ -96,6 +96,7 @@ function decode(direction: Direction, apiKey: number, version: number, buf: Buff
   const { codec, label } = compiledFor(apiKey, version, direction);
   try {
     const r = new Reader(buf, offset, end);
+    r.nullBytesAsEmpty = !exact;
     const body = codec.read(r);
     if (exact && r.remaining !== 0) throw new ProtocolError(`${r.remaining} bytes left after the body`);
     return body;
@@ -136,8 +137,10 @@ export function decodeResponse(apiKey: number, version: number, buf: Buffer, off
 
 /**
  * Decodes a response body as Kafka's own clients read one (Java's generated readers, librdkafka's
- * handlers): bytes after the body are ignored. librdkafka's mock cluster ends most flexible
- * bodies with a second empty tag section, which those clients never notice.
+ * handlers, franz-go's kmsg): bytes after the body are ignored, and a null in a bytes or records
+ * field that allows none reads as empty. librdkafka's mock cluster ends most flexible bodies with
+ * a second empty tag section, which those clients never notice; kfake writes ShareFetch's
+ * non-nullable records as null wherever a partition holds none.
  */
 export function decodeResponseLeniently<K extends ApiKeyNumber>(apiKey: K, version: number, buf: Buffer, offset?: number): ResponseBodies[K];
 export function decodeResponseLeniently(apiKey: number, version: number, buf: Buffer, offset?: number): Struct;

@@ -136,6 +136,10 @@ export class ProxyMeter {
     this.upstreamErrors.set(kind, this.upstreamErrors.get(kind)! + 1);
   }
 
+  upstreamErrorCount(kind: UpstreamErrorKind): number {
+    return this.upstreamErrors.get(kind)!;
+  }
+
   upstreamConnected(): void {
     this.lastUpstreamConnectMs = Date.now();
   }

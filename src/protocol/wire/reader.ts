@@ -3,6 +3,7 @@ import type { TaggedField } from './tagged-field.js';
 import { uuidToString } from './uuid.js';
 
 const MAX_STRING_BYTES = 0x7fff;
+const EMPTY = Buffer.alloc(0);
 
 /**
  * A cursor over [pos, end) of a Buffer. Every read checks the bytes it needs against `end`
@@ -14,6 +15,8 @@ export class Reader {
   readonly buf: Buffer;
   pos: number;
   end: number;
+  /** A null bytes field where the schema allows none reads as empty, as clients read answers (decodeResponseLeniently). */
+  nullBytesAsEmpty = false;
 
   constructor(buf: Buffer, offset = 0, end = buf.length) {
     if (!Buffer.isBuffer(buf)) throw new ProtocolError('input is not a Buffer');
@@ -187,7 +190,7 @@ export class Reader {
   }
 
   bytes(): Buffer {
-    return nonNull(this.nullableBytes());
+    return this.bytesOrEmpty(this.nullableBytes());
   }
 
   compactNullableBytes(): Buffer | null {
@@ -196,7 +199,11 @@ export class Reader {
   }
 
   compactBytes(): Buffer {
-    return nonNull(this.compactNullableBytes());
+    return this.bytesOrEmpty(this.compactNullableBytes());
+  }
+
+  private bytesOrEmpty(value: Buffer | null): Buffer {
+    return value === null && this.nullBytesAsEmpty ? EMPTY : nonNull(value);
   }
 
   /**

@@ -80,6 +80,11 @@ export class Harness {
     return this.proxy;
   }
 
+  /** Answers of the upstream kcompact could not read: each closed a client's connection. */
+  get unreadableAnswers(): number {
+    return this.proxy.server.meter.upstreamErrorCount('protocol');
+  }
+
   /** The bootstrap clients use: kcompact's. */
   get bootstrap(): string {
     return this.proxy.bootstrap;

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ProtocolError } from '../../../src/protocol/errors.js';
 import { APIS } from '../../../src/protocol/generated/messages.js';
-import { ApiKey, decodeRequest, decodeResponse, encodeRequest, encodeResponse } from '../../../src/protocol/messages.js';
+import { ApiKey, decodeRequest, decodeResponse, decodeResponseLeniently, encodeRequest, encodeResponse } from '../../../src/protocol/messages.js';
 import { sampleStruct, seededRng } from './sample-body.js';
 
 type Direction = 'request' | 'response';
@@ -159,4 +159,36 @@ test('encoding rejects wrong values with the field path', () => {
     /_unknownTags: tagged fields need a flexible version/,
   );
   assert.throws(() => encodeResponse(untyped(ApiKey.Metadata), 12, 'body' as unknown as object), /Metadata v12 response: expected an object, got string/);
+});
+
+test('a null in a bytes or records field that allows none: refused, and read as empty as clients read answers', () => {
+  const MARK = Buffer.from([0xab, 0xcd]);
+  /** The encoded body with the field holding MARK rewritten as a null. */
+  const withNull = (body: Buffer, written: Buffer, nullLength: Buffer) => {
+    const at = body.indexOf(Buffer.concat([written, MARK]));
+    assert.ok(at >= 0 && body.indexOf(Buffer.concat([written, MARK]), at + 1) < 0, 'the field is found once');
+    return Buffer.concat([body.subarray(0, at), nullLength, body.subarray(at + written.length + MARK.length)]);
+  };
+  // kfake's ShareFetch answer for a partition it only acknowledged (flexible: compact length 0 is null).
+  const partition = { partitionIndex: 0, records: MARK, acquiredRecords: [{ firstOffset: 3n, lastOffset: 4n, deliveryCount: 1 }] };
+  const shareFetch = encodeResponse(ApiKey.ShareFetch, 2, { responses: [{ topicId: 'AAAAAAAAAAAAAAAAAAAAAA', partitions: [partition] }] });
+  const nulled = withNull(shareFetch, Buffer.from([3]), Buffer.from([0]));
+  assert.throws(
+    () => decodeResponse(ApiKey.ShareFetch, 2, nulled),
+    /ShareFetch v2 response: responses\[0\]\.partitions\[0\]\.records: null in a non-nullable field/,
+  );
+  const read = decodeResponseLeniently(ApiKey.ShareFetch, 2, nulled).responses[0]!.partitions[0]!;
+  assert.deepEqual(read.records, Buffer.alloc(0));
+  assert.deepEqual(read.acquiredRecords, partition.acquiredRecords, 'the fields after it read on');
+  // A non-flexible version: int32 length -1.
+  const sasl = encodeResponse(ApiKey.SaslAuthenticate, 0, { errorCode: 0, errorMessage: null, authBytes: MARK });
+  const saslNulled = withNull(sasl, Buffer.from([0, 0, 0, 2]), Buffer.from([0xff, 0xff, 0xff, 0xff]));
+  assert.throws(() => decodeResponse(ApiKey.SaslAuthenticate, 0, saslNulled), /authBytes: null in a non-nullable field/);
+  assert.deepEqual(decodeResponseLeniently(ApiKey.SaslAuthenticate, 0, saslNulled).authBytes, Buffer.alloc(0));
+  // Requests stay strict: a broker refuses them.
+  const request = encodeRequest(ApiKey.SaslAuthenticate, 0, { authBytes: MARK });
+  assert.throws(
+    () => decodeRequest(ApiKey.SaslAuthenticate, 0, withNull(request, Buffer.from([0, 0, 0, 2]), Buffer.from([0xff, 0xff, 0xff, 0xff]))),
+    /null in a non-nullable field/,
+  );
 });
