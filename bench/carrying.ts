@@ -69,6 +69,7 @@ const OPTIONS = {
   'store-segment-bytes': { type: 'string', default: String(4 * MIB) },
   'index-dir': { type: 'string' },
   'cpu-prof': { type: 'string' },
+  'node-flags': { type: 'string', default: '' },
   json: { type: 'string' },
   help: { type: 'boolean', default: false },
 } as const;
@@ -88,6 +89,7 @@ const HELP: Record<keyof typeof OPTIONS, string> = {
   'store-segment-bytes': "log.segment.bytes of the store behind kcompact (it deletes whole segments only; Kafka's default is 1 GiB)",
   'index-dir': "parent of the proxies' data directories (default: the system temp dir)",
   'cpu-prof': 'write CPU profiles of the replica and the cold-reading proxies here and report them (the warm reads are then left out)',
+  'node-flags': "more node flags for every kcompact process of the run, beside src/cli/node-flags.ts's (space-separated)",
   json: 'also write every figure to this file',
   help: 'print the flags',
 };
@@ -118,6 +120,7 @@ const shapes = [shape('large', { keys: 'keys', rewrites: 'rewrites', batch: 'bat
 if (number('small-keys', { min: 0 }) > 0) shapes.push(shape('small', { keys: 'small-keys', rewrites: 'small-rewrites', batch: 'small-batch' }));
 const readRounds = number('read-rounds');
 const storeSegmentBytes = number('store-segment-bytes', { min: MIB });
+const nodeArgs = args['node-flags'].split(/\s+/).filter((f) => f !== '');
 
 const log = (s: string) => process.stderr.write(`bench: ${s}\n`);
 const violations: string[] = [];
@@ -218,6 +221,7 @@ async function measureReplica(s: Stores, results: ShapeResult[]): Promise<void> 
   const ends = new Map(results.map((r) => [r.workload.config.topic, r.store.end]));
   const spawned = performance.now();
   const replica = await startProxyProcess(s.store.bootstrap, 1, {
+    nodeArgs,
     parentDir: s.indexDir,
     cpuProfDir: s.profDir('replica'),
     args: ['--cleaner-backoff-ms', '3600000', '--carrier-group', 'none'],
@@ -266,6 +270,7 @@ async function measureFirstAnswer(s: Stores, results: ShapeResult[]): Promise<vo
     log(`(first answer) a new replica indexing on demand reads ${topic} from offset 0`);
     const spawned = performance.now();
     const replica = await startProxyProcess(s.store.bootstrap, 1, {
+      nodeArgs,
       parentDir: s.indexDir,
       cpuProfDir: s.profDir('first'),
       args: ['--cleaner-backoff-ms', '3600000', '--carrier-group', 'none', '--index-on-demand', 'true'],
@@ -311,6 +316,7 @@ async function measureReads(s: Stores, results: ShapeResult[], profiling: boolea
       const topic = r.workload.config.topic;
       const want = r.expected;
       const proxy = await startProxyProcess(s.store.bootstrap, 1, {
+        nodeArgs,
         parentDir: s.indexDir,
         cpuProfDir: s.profDir(`cold-${r.workload.config.name}`),
         args: [...s.carrierArgs, '--carrier-group', 'none'],
@@ -392,7 +398,11 @@ async function main(): Promise<void> {
     });
     if (relayListener) relay = await startRelay('splice-relay', relayListener);
     await setBrokerLogLevel(reference.bootstrap, 1, CLEANER_LOGGER, 'INFO');
-    carrier = await startProxyProcess(store.bootstrap, 1, { parentDir: indexDir, args: [...carrierArgs, '--carrier-group', 'kcompact-bench-carriers'] });
+    carrier = await startProxyProcess(store.bootstrap, 1, {
+      nodeArgs,
+      parentDir: indexDir,
+      args: [...carrierArgs, '--carrier-group', 'kcompact-bench-carriers'],
+    });
     log(`store at ${store.bootstrap}, reference at ${reference.bootstrap}, carrier at ${carrier.bootstrap} (pid ${carrier.proc.pid}, admin ${carrier.admin})`);
     const stores: Stores = { store, reference, ...(relay && { relay }), indexDir, carrierArgs, profDir };
     for (const bootstrap of [carrier.bootstrap, reference.bootstrap]) {

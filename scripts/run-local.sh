@@ -27,7 +27,7 @@ MSG
 # no admin APIs); short segments so a clean has something to do within seconds.
 demo_topics='[{"topic":"table","configs":{"cleanup.policy":"compact","segment.ms":"1000","delete.retention.ms":"5000"}}]'
 # Two malloc arenas and the node flags of src/cli/node-flags.ts, as deploy/Dockerfile runs it.
-MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}" node --initial-old-space-size=64 --expose-gc dist/src/cli/main.js proxy --upstream "$bootstrap" --listen "$listen" --data-dir "$data_dir" \
+MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}" node --initial-old-space-size=64 --expose-gc --no-lazy-feedback-allocation dist/src/cli/main.js proxy --upstream "$bootstrap" --listen "$listen" --data-dir "$data_dir" \
   --metrics-listen "${KCOMPACT_METRICS_LISTEN:-127.0.0.1:9644}" --admin-listen "${KCOMPACT_ADMIN_LISTEN:-127.0.0.1:9645}" --topics "${KCOMPACT_TOPICS:-$demo_topics}" &
 proxy_pid=$!
 # Ctrl-C reaches the whole process group: kcompact shuts down on its own, and a second signal would

@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --initial-old-space-size=64 --expose-gc
+#!/usr/bin/env -S node --initial-old-space-size=64 --expose-gc --no-lazy-feedback-allocation
 /**
  * `kcompact` command line: `proxy` runs the proxy; `status`, `inspect`, `compact` and
  * `rebuild-index` administer a running one through its management endpoint (`status` and

@@ -11,5 +11,12 @@
  *
  * --expose-gc: gives each thread the gc() that common/idle-collection.ts runs once the thread has
  * gone quiet after a burst, so that an idle proxy does not keep the burst's dead Buffers.
+ *
+ * --no-lazy-feedback-allocation: V8 gives a function its inline caches only after it has run for
+ * a while, and optimizes it only after that. A new replica's first reads run the fetch view's
+ * loops, which walk tens of thousands of batch headers per answer, for the first time: with the
+ * caches from the first call they reach their fast forms within the first answer, not several
+ * answers later. It costs the feedback vectors of functions that ran only once
+ * (docs/performance.md has both sides measured).
  */
-export const NODE_FLAGS: readonly string[] = ['--initial-old-space-size=64', '--expose-gc'];
+export const NODE_FLAGS: readonly string[] = ['--initial-old-space-size=64', '--expose-gc', '--no-lazy-feedback-allocation'];
