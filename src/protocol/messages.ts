@@ -136,11 +136,12 @@ export function decodeResponse(apiKey: number, version: number, buf: Buffer, off
 }
 
 /**
- * Decodes a response body as Kafka's own clients read one (Java's generated readers, librdkafka's
- * handlers, franz-go's kmsg): bytes after the body are ignored, and a null in a bytes or records
- * field that allows none reads as empty. librdkafka's mock cluster ends most flexible bodies with
- * a second empty tag section, which those clients never notice; kfake writes ShareFetch's
- * non-nullable records as null wherever a partition holds none.
+ * Decodes a response body as the clients of its upstream read one. Bytes after the body are
+ * ignored, as Java's generated readers and librdkafka's handlers ignore them: librdkafka's mock
+ * cluster ends most flexible bodies with a second empty tag section. A null in a bytes or records
+ * field that allows none reads as empty, as franz-go's kmsg reads it: kfake writes ShareFetch's
+ * records as null wherever a partition holds none (Java's readers would refuse that answer; the
+ * proxy re-encodes it as empty records when a filter changes it, and passes it on otherwise).
  */
 export function decodeResponseLeniently<K extends ApiKeyNumber>(apiKey: K, version: number, buf: Buffer, offset?: number): ResponseBodies[K];
 export function decodeResponseLeniently(apiKey: number, version: number, buf: Buffer, offset?: number): Struct;
