@@ -45,7 +45,7 @@ import { engineStatus, inspectTopic, partitionsOf } from './engine-client.js';
 import { appendToEachPartition, createTopics } from './bench-topics.js';
 import { kbench, kbenchMissing, type KbenchResult } from './kbench.js';
 import { bytesBelowLogStart, CLEANER_LOGGER, kafkaCleans, logRange, partitionDir, setBrokerLogLevel, settledSize } from './kafka-logs.js';
-import { startProxyProcess, type RunningProxyProcess } from './proxy-process.js';
+import { startProxyProcess, type ProxyProcessOptions, type RunningProxyProcess } from './proxy-process.js';
 import { krelayMissing, relayListeners, startRelay, type Relay } from './relays.js';
 import { runWorkload, workerThread, type ShapeConfig } from './carry-workload.js';
 import { carryReport, type CarryBenchResult, type ColdRead, type ShapeResult } from './carry-report.js';
@@ -121,6 +121,8 @@ if (number('small-keys', { min: 0 }) > 0) shapes.push(shape('small', { keys: 'sm
 const readRounds = number('read-rounds');
 const storeSegmentBytes = number('store-segment-bytes', { min: MIB });
 const nodeArgs = args['node-flags'].split(/\s+/).filter((f) => f !== '');
+/** Every kcompact process of the run, with --node-flags. */
+const startKcompact = (upstream: string, opts: Omit<ProxyProcessOptions, 'nodeArgs'>) => startProxyProcess(upstream, 1, { nodeArgs, ...opts });
 
 const log = (s: string) => process.stderr.write(`bench: ${s}\n`);
 const violations: string[] = [];
@@ -220,8 +222,7 @@ async function measureReplica(s: Stores, results: ShapeResult[]): Promise<void> 
   log('(replica) a second kcompact with an empty data directory, in front of the carried store');
   const ends = new Map(results.map((r) => [r.workload.config.topic, r.store.end]));
   const spawned = performance.now();
-  const replica = await startProxyProcess(s.store.bootstrap, 1, {
-    nodeArgs,
+  const replica = await startKcompact(s.store.bootstrap, {
     parentDir: s.indexDir,
     cpuProfDir: s.profDir('replica'),
     args: ['--cleaner-backoff-ms', '3600000', '--carrier-group', 'none'],
@@ -269,8 +270,7 @@ async function measureFirstAnswer(s: Stores, results: ShapeResult[]): Promise<vo
     const topic = r.workload.config.topic;
     log(`(first answer) a new replica indexing on demand reads ${topic} from offset 0`);
     const spawned = performance.now();
-    const replica = await startProxyProcess(s.store.bootstrap, 1, {
-      nodeArgs,
+    const replica = await startKcompact(s.store.bootstrap, {
       parentDir: s.indexDir,
       cpuProfDir: s.profDir('first'),
       args: ['--cleaner-backoff-ms', '3600000', '--carrier-group', 'none', '--index-on-demand', 'true'],
@@ -315,8 +315,7 @@ async function measureReads(s: Stores, results: ShapeResult[], profiling: boolea
     for (const r of results) {
       const topic = r.workload.config.topic;
       const want = r.expected;
-      const proxy = await startProxyProcess(s.store.bootstrap, 1, {
-        nodeArgs,
+      const proxy = await startKcompact(s.store.bootstrap, {
         parentDir: s.indexDir,
         cpuProfDir: s.profDir(`cold-${r.workload.config.name}`),
         args: [...s.carrierArgs, '--carrier-group', 'none'],
@@ -398,11 +397,7 @@ async function main(): Promise<void> {
     });
     if (relayListener) relay = await startRelay('splice-relay', relayListener);
     await setBrokerLogLevel(reference.bootstrap, 1, CLEANER_LOGGER, 'INFO');
-    carrier = await startProxyProcess(store.bootstrap, 1, {
-      nodeArgs,
-      parentDir: indexDir,
-      args: [...carrierArgs, '--carrier-group', 'kcompact-bench-carriers'],
-    });
+    carrier = await startKcompact(store.bootstrap, { parentDir: indexDir, args: [...carrierArgs, '--carrier-group', 'kcompact-bench-carriers'] });
     log(`store at ${store.bootstrap}, reference at ${reference.bootstrap}, carrier at ${carrier.bootstrap} (pid ${carrier.proc.pid}, admin ${carrier.admin})`);
     const stores: Stores = { store, reference, ...(relay && { relay }), indexDir, carrierArgs, profDir };
     for (const bootstrap of [carrier.bootstrap, reference.bootstrap]) {
