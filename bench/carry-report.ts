@@ -5,6 +5,7 @@
  */
 import type { KafkaClean } from './kafka-logs.js';
 import type { KbenchResult } from './kbench.js';
+import type { SqliteBaseline } from './sqlite-baseline.js';
 import type { ShapeConfig, WorkloadResult } from './carry-workload.js';
 import { BUDGET, int, mib, verdict } from './compaction-report.js';
 import { median, table } from './text-table.js';
@@ -33,6 +34,8 @@ export interface ColdRead {
   coldCpuSeconds: number;
   /** The same proxy reading again (its view cache warm), then the one-record topic; absent when profiling. */
   warm?: KbenchResult;
+  /** The proxy process's CPU during the warm read: the cold read's less this is mostly code running for the first time. */
+  warmCpuSeconds?: number;
   oneProxy?: KbenchResult;
   kafka: KbenchResult;
   /** The one-record topic on Kafka. */
@@ -66,6 +69,8 @@ export interface ShapeResult {
     /** CPU seconds of its compaction worker from listening until indexed, and the records of every topic of the run it indexed meanwhile. */
     workerCpuSeconds: number;
     recordsAllTopics?: number;
+    /** SQLite's own rows and key entries per CPU second at as many keys, measured after it (sqlite-baseline.ts). */
+    sqlite?: SqliteBaseline;
     /** Its peak resident set size (VmHWM) once indexed, bytes. */
     peakRss: number;
     nextOffset: number;
@@ -82,6 +87,8 @@ export interface ShapeResult {
     kafka: KbenchResult;
     /** A node process that does nothing, from spawning to its exit: the floor under any replica's start. */
     bareNodeSeconds: number;
+    /** The read over the Kafka read beside it, every round (the figures above are the median round's). */
+    everyRound?: number[];
   };
   reads: ColdRead[];
 }
@@ -139,6 +146,7 @@ export function shapeFigures(r: ShapeResult) {
   const reads = {
     cold: med((x) => x.cold.seconds),
     coldCpu: med((x) => x.coldCpuSeconds),
+    warmCpu: med((x) => x.warmCpuSeconds),
     warm: med((x) => x.warm?.seconds),
     kafka: med((x) => x.kafka.seconds),
     oneProxy: med((x) => x.oneProxy?.seconds),
@@ -219,6 +227,19 @@ export function carryReport(b: CarryBenchResult): string[] {
         '',
         verdict(indexRate >= CARRY_BUDGET.indexRate),
       ],
+      ...(r.replica.sqlite
+        ? [
+            [
+              `2.   against SQLite alone, rows and key entries of as many keys (same run)`,
+              int(indexRate),
+              `${int(r.replica.sqlite.perCpuSecond)} SQLite alone`,
+              ratio(indexRate / r.replica.sqlite.perCpuSecond),
+              'reported',
+              '',
+              '',
+            ],
+          ]
+        : []),
       [
         `2. a new replica's peak RSS until indexed (every topic)`,
         mib(r.replica.peakRss),
@@ -300,10 +321,10 @@ export function carryReport(b: CarryBenchResult): string[] {
       `    CPU while they ran: worker thread ${f.carried.workerCpu.toFixed(2)} s, whole proxy ${f.carried.processCpu.toFixed(2)} s (${int(f.carried.records / f.carried.processCpu)} records per process CPU second; /proc ticks of 10 ms, sampled every 10 ms)`,
       `    write amplification counts copy batches only (not the two markers a pass writes), Kafka's the bytes its cleaner wrote (MB to one decimal, per clean)`,
       `  replica with an empty data directory: listening ${r.replica.listeningSeconds.toFixed(2)} s after spawning, ${c.topic} indexed after ${r.replica.indexedSeconds.toFixed(2)} s, ${indexedAfterListening(r).toFixed(2)} s after it listened (${int(r.replica.recordsRead)} records from the store's log start, ${int(r.replica.carriedRead)} of them in copies; live keys ${int(f.live)}, dirty tail ${int(f.tail)}); it then served ${int(r.replica.read.records)} records in ${secs(r.replica.read.seconds)}`,
-      `  a replica indexing on demand, empty data directory: listening ${r.firstAnswer.listeningSeconds.toFixed(2)} s after spawning; its first read from offset 0 ended ${r.firstAnswer.fromStartSeconds.toFixed(2)} s after spawning (the read itself ${secs(r.firstAnswer.read.seconds)}, ${int(r.firstAnswer.read.records)} records, ${int(r.firstAnswer.read.requests.fetch)} fetches); Kafka's compacted topic read in ${secs(r.firstAnswer.kafka.seconds)} beside it`,
+      `  a replica indexing on demand, empty data directory: listening ${r.firstAnswer.listeningSeconds.toFixed(2)} s after spawning; its first read from offset 0 ended ${r.firstAnswer.fromStartSeconds.toFixed(2)} s after spawning (the read itself ${secs(r.firstAnswer.read.seconds)}, ${int(r.firstAnswer.read.records)} records, ${int(r.firstAnswer.read.requests.fetch)} fetches${firstFetch(r.firstAnswer.read)}); Kafka's compacted topic read in ${secs(r.firstAnswer.kafka.seconds)} beside it${firstFetch(r.firstAnswer.kafka)}${everyRound(r.firstAnswer.everyRound)}`,
       `  reads from offset 0 (franz-go, --to-end; median of ${r.reads.length}): cold ${secs(f.reads.cold)}, warm ${Number.isNaN(f.reads.warm) ? 'n/a' : secs(f.reads.warm)} (the same proxy again), Kafka ${secs(f.reads.kafka)}; ${int(r.reads[0]?.cold.records ?? 0)} records, ${int(r.reads[0]?.cold.requests.fetch ?? 0)} fetches and ${int(r.reads[0]?.cold.batches ?? 0)} batches through kcompact, ${int(r.reads[0]?.kafka.requests.fetch ?? 0)} fetches and ${int(r.reads[0]?.kafka.batches ?? 0)} batches from Kafka`,
       `    every round: cold ${r.reads.map((x) => x.cold.seconds.toFixed(3)).join(' ')}; Kafka ${r.reads.map((x) => x.kafka.seconds.toFixed(3)).join(' ')}`,
-      `    the proxy's CPU during a cold read (median; every round: ${r.reads.map((x) => (x.coldCpuSeconds * 1000).toFixed(1)).join(' ')} ms): ${(f.reads.coldCpu * 1000).toFixed(1)} ms, ${((f.reads.coldCpu * 1e6) / Math.max(1, r.reads[0]?.cold.requests.fetch ?? 1)).toFixed(0)} µs per fetch`,
+      `    the proxy's CPU during a cold read (median; every round: ${r.reads.map((x) => (x.coldCpuSeconds * 1000).toFixed(1)).join(' ')} ms): ${(f.reads.coldCpu * 1000).toFixed(1)} ms, ${((f.reads.coldCpu * 1e6) / Math.max(1, r.reads[0]?.cold.requests.fetch ?? 1)).toFixed(0)} µs per fetch${Number.isNaN(f.reads.warmCpu) ? '' : `; during the warm read ${(f.reads.warmCpu * 1000).toFixed(1)} ms`}`,
       `    a reader's fixed cost (the one-record topic; context): ${Number.isNaN(f.reads.oneProxy) ? 'n/a' : secs(f.reads.oneProxy)} through kcompact (after the reads; ${secs(f.reads.first)} as a fresh process's first answer), ${secs(f.reads.oneDirect)} from Kafka;` +
         ` net of it, cold / Kafka ${ratio((f.reads.cold - f.reads.oneProxy) / (f.reads.kafka - f.reads.oneDirect))}, warm / Kafka ${ratio((f.reads.warm - f.reads.oneProxy) / (f.reads.kafka - f.reads.oneDirect))}`,
       ...(Number.isNaN(f.reads.relay)
@@ -329,4 +350,13 @@ export function carryReport(b: CarryBenchResult): string[] {
       : 'invariants held: every read saw one record per live key, every pass was let go',
     `total ${b.seconds.toFixed(0)} s`,
   ];
+}
+
+/** When a read's first Fetch went out: before it, its metadata and ListOffsets (through a new replica, EARLIEST waits for the store's last pass to be located). */
+function firstFetch(read: KbenchResult): string {
+  return read.firstFetchMs === undefined ? '' : `, the first after ${read.firstFetchMs.toFixed(1)} ms`;
+}
+
+function everyRound(ratios: number[] | undefined): string {
+  return ratios && ratios.length > 1 ? `; the median of ${ratios.length} rounds, every round ${ratios.map(ratio).join(' ')}` : '';
 }

@@ -40,6 +40,8 @@ export interface KbenchResult {
   requests: { produce: number; fetch: number };
   /** Record batches produced or fetched. */
   batches: number;
+  /** consume: when its first Fetch was written, ms after its clock started (its metadata and ListOffsets came before). */
+  firstFetchMs?: number;
   /** Distinct keys read (consume --count-keys). */
   distinctKeys?: number;
   settings: Record<string, unknown>;

@@ -127,6 +127,7 @@ func consume(args []string) result {
 	}
 	r.Seconds = time.Since(start).Seconds()
 	counter.fill(&r)
+	counter.fillFirstFetch(&r, start)
 	if ends != nil {
 		r.Settings["passes"] = passes
 	}

@@ -41,6 +41,7 @@ type result struct {
 	Missing       *int             `json:"missing,omitempty"`
 	Requests      map[string]int64 `json:"requests"`
 	Batches       int64            `json:"batches"`
+	FirstFetchMs  *float64         `json:"firstFetchMs,omitempty"` // consume: its first Fetch, after the start of its clock
 	DistinctKeys  *int             `json:"distinctKeys,omitempty"`
 	Settings      map[string]any   `json:"settings"`
 	Errors        []string         `json:"errors"`

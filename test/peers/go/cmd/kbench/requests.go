@@ -14,6 +14,9 @@ import (
 type requestCounter struct {
 	produce, fetch atomic.Int64
 	batches        atomic.Int64
+	// firstFetch is when the first Fetch was written (Unix nanoseconds): a reader's connections,
+	// metadata and ListOffsets come before it.
+	firstFetch atomic.Int64
 }
 
 func (c *requestCounter) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
@@ -24,7 +27,9 @@ func (c *requestCounter) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _
 	case 0:
 		c.produce.Add(1)
 	case 1:
-		c.fetch.Add(1)
+		if c.fetch.Add(1) == 1 {
+			c.firstFetch.Store(time.Now().UnixNano())
+		}
 	}
 }
 
@@ -40,4 +45,12 @@ func (c *requestCounter) OnFetchBatchRead(kgo.BrokerMetadata, string, int32, kgo
 func (c *requestCounter) fill(r *result) {
 	r.Requests = map[string]int64{"produce": c.produce.Load(), "fetch": c.fetch.Load()}
 	r.Batches = c.batches.Load()
+}
+
+// fillFirstFetch reports when the first Fetch was written, in milliseconds after start.
+func (c *requestCounter) fillFirstFetch(r *result, start time.Time) {
+	if at := c.firstFetch.Load(); at > 0 {
+		ms := float64(at-start.UnixNano()) / 1e6
+		r.FirstFetchMs = &ms
+	}
 }
