@@ -63,6 +63,11 @@ export interface IndexView {
   caughtUp(topic: string, partition: number, timeoutMs: number): Promise<boolean>;
   /** A client of this replica reads or writes the partition: its index is built, and kept while that goes on. */
   used(topic: string, partition: number): void;
+  /**
+   * Resolves when the partition's index next shows something new (a snapshot, its log end), or
+   * never once `signal` aborts: what a wait on partition() looks again after.
+   */
+  changed?(topic: string, partition: number, signal: AbortSignal): Promise<void>;
 }
 
 /** A compacted partition whose index is not there yet (a replica just started, a topic just made compacted). */

@@ -251,6 +251,9 @@ export class Indexer {
   private open(tail: Tail): void {
     try {
       const fresh = !this.registry.get(tail.topic, tail.partition);
+      // The store is read from its catch-up lane next (to find a pass, or to catch up): connected
+      // while the index file is opened or made, not after.
+      if (fresh && tail.leader >= 0 && this.running) void this.cluster.broker(tail.leader, 'catch-up').catch(() => undefined);
       const store = this.tails.storeOf(tail);
       if (store.checkpoint.topicId === '' && tail.topicId !== '') store.setTopicId(tail.topicId);
       if (fresh && store.carry.pass < 0 && tail.leader >= 0 && this.running) void this.location.locate(tail, store);

@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { SurvivorSet, snapshotOf } from '../../../../src/engine/api/survivor-set.js';
 import { SurvivorIndex } from '../../../../src/compaction/engine-client/survivor-index.js';
+import { caughtUpOrHeld } from '../../../../src/compaction/engine-client/caught-up.js';
+import type { Clock } from '../../../../src/common/clock.js';
 
 function naiveSurvivors(all: number[], upTo: number, from: number, to: number): number[] {
   return all.filter((o) => o >= from && o < to && o < upTo);
@@ -98,5 +100,40 @@ describe('SurvivorIndex', () => {
     assert.equal(index.partition('t', 0)!.cleanedUpTo(), 20);
     index.apply('t', 0, null);
     assert.equal(index.partition('t', 0), undefined);
+  });
+
+  it('wakes those waiting on a partition at its next snapshot or log end, and forgets those who stopped', async () => {
+    const index = new SurvivorIndex(async () => true);
+    const woken: string[] = [];
+    const wait = (name: string, topic: string, partition: number, signal = new AbortController().signal) =>
+      void index.changed(topic, partition, signal).then(() => woken.push(name));
+    const stopped = new AbortController();
+    wait('a', 't', 0);
+    wait('b', 't', 1);
+    wait('gone', 't', 0, stopped.signal);
+    stopped.abort();
+    index.apply('t', 0, snapshotOf(10, Float64Array.from([1])));
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(woken, ['a']);
+    index.applyEnd('t', 1, { indexedTo: 5, visibleEnd: 5 });
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(woken, ['a', 'b']);
+    // A waiter is woken once: the next snapshot finds nobody waiting.
+    index.apply('t', 0, null);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(woken, ['a', 'b']);
+  });
+
+  it('answers a wait for a pass found as soon as the snapshot shows it, not at the next poll', async () => {
+    const index = new SurvivorIndex(() => new Promise<boolean>(() => undefined));
+    // A clock whose sleeps end only when cut short: only the snapshot can wake the wait.
+    const clock: Clock = { now: () => 0, sleep: (_ms, signal) => new Promise((resolve) => signal?.addEventListener('abort', () => resolve())) };
+    let shown = false;
+    const waited = caughtUpOrHeld(index, 't', 0, 10_000, () => shown, clock);
+    await new Promise((resolve) => setImmediate(resolve));
+    shown = true;
+    index.apply('t', 0, snapshotOf(10, Float64Array.from([1])));
+    const notWoken = new Promise((resolve) => setTimeout(() => resolve('not woken'), 2_000).unref());
+    assert.equal(await Promise.race([waited, notWoken]), 'held');
   });
 });
