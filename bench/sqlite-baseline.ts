@@ -1,8 +1,8 @@
 /**
  * SQLite's own speed at what an index of N live keys holds, measured in the bench's process: N
- * rows written in offset order by the ingest's own statement (TopicIndex.insertChunk, 64 rows a
- * call, about 10,000 a transaction), then each key's entry made by one INSERT ... SELECT in key
- * order, as a new index's first pass makes them. Nothing is fetched or parsed: this is the floor
+ * rows written in offset order by the ingest's own statement and key stage
+ * (TopicIndex.insertChunk, 64 rows a call, about 10,000 a transaction), then each key's entry
+ * made by one INSERT ... SELECT in key order, as a new index's first pass makes them. Nothing is fetched or parsed: this is the floor
  * of a new replica's worker CPU per record, the baseline its records per worker CPU second are
  * measured against in the same run (the machine's speed moves from day to day, and the ratio
  * with it far less than either figure).
@@ -36,15 +36,17 @@ function oneRound(dir: string, digests: Buffer, n: number): number {
   const file = path.join(fs.mkdtempSync(path.join(dir, 'kcompact-sqlite-baseline-')), 'baseline.db');
   const { index } = TopicIndex.open(file, 'baseline');
   try {
-    const params = index.chunkParams;
+    const { chunkParams: params, keyStage } = index;
     const insertRows = index.db.transaction((from: number, to: number) => {
       for (let i = from; i < to; i += INSERT_CHUNK) {
+        // The digests are bound as ingest binds them: views into the index's key stage, no Buffer per row.
+        keyStage.putRun(digests, i, INSERT_CHUNK);
         for (let j = 0; j < INSERT_CHUNK; j++) {
           const at = j * INSERT_COLUMNS;
           const offset = i + j;
           params[at] = 0;
           params[at + 1] = offset;
-          params[at + 2] = digests.subarray(offset * KEY_DIGEST_BYTES, (offset + 1) * KEY_DIGEST_BYTES);
+          params[at + 2] = keyStage.view(j);
           params[at + 3] = 0;
           params[at + 4] = 1_700_000_000_000 + offset;
           params[at + 5] = 100;
